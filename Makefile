@@ -1,0 +1,48 @@
+# Concord: one binary, its Go tests, and the two runtime bindings' tests.
+# `make test` is the one command CI runs (.ci/run); it installs what it needs.
+GO      ?= go
+BIN     := $(CURDIR)/bin/concord
+PKGS    := ./...
+BENCH   ?= .
+COUNT   ?= 6
+
+.PHONY: all build test go-test py-test ts-test bench fuzz lint run clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/concord
+
+# Every test: Go (race detector on), the Python binding (real OpenHands SDK in a
+# 3.12 venv), the TypeScript binding (real OpenCode program).
+test: lint build go-test py-test ts-test
+
+go-test:
+	$(GO) test -race -count=1 $(PKGS)
+
+py-test: build
+	$(MAKE) -C bindings/python test CONCORD_BIN=$(BIN)
+
+ts-test: build
+	$(MAKE) -C bindings/ts test CONCORD_BIN=$(BIN)
+
+# Benchmarks; compare runs with benchstat (go run golang.org/x/perf/cmd/benchstat@latest old.txt new.txt).
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) $(PKGS) | tee bench.txt
+
+# Each fuzz target for a short while; FUZZTIME=5m for a longer hunt.
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+clean:
+	rm -rf bin bench.txt
