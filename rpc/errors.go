@@ -1,0 +1,126 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/concord-ctx/concord/runtime"
+)
+
+// Error codes of docs/protocol.md.
+const (
+	CodeParseError       = -32700
+	CodeInvalidRequest   = -32600
+	CodeMethodNotFound   = -32601
+	CodeInvalidParams    = -32602
+	CodeInternalError    = -32603
+	CodeNotInitialized   = -32002
+	CodeUnsupportedProto = -32003
+	CodeOutsideRoots     = -32010
+	CodeUnavailable      = -32011
+	CodeUnknownBlock     = -32012
+	CodeRequestCancelled = -32800
+)
+
+// Error is a JSON-RPC error object, as the server sends it and as Client
+// calls return it (use errors.As to read the code).
+type Error struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if len(e.Data) > 0 {
+		return fmt.Sprintf("concord error %d: %s (data %s)", e.Code, e.Message, e.Data)
+	}
+	return fmt.Sprintf("concord error %d: %s", e.Code, e.Message)
+}
+
+func newError(code int64, msg string, data any) *Error {
+	e := &Error{Code: code, Message: msg}
+	if data != nil {
+		if b, err := json.Marshal(data); err == nil {
+			e.Data = b
+		}
+	}
+	return e
+}
+
+// wire converts to jsonrpc2's type. jsonrpc2 recognises its *Error by type
+// assertion only, so handlers hand it this value unwrapped.
+func (e *Error) wire() *jsonrpc2.Error {
+	w := &jsonrpc2.Error{Code: e.Code, Message: e.Message}
+	if len(e.Data) > 0 {
+		d := json.RawMessage(e.Data)
+		w.Data = &d
+	}
+	return w
+}
+
+func fromWire(e *jsonrpc2.Error) *Error {
+	out := &Error{Code: e.Code, Message: e.Message}
+	if e.Data != nil {
+		out.Data = append(json.RawMessage(nil), *e.Data...)
+	}
+	return out
+}
+
+// fieldError is invalid params naming the offending field.
+type fieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *fieldError) Error() string { return e.Field + ": " + e.Reason }
+
+func invalidField(field, format string, args ...any) error {
+	return &fieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// toError maps any handler error to the wire; this is the one place where
+// core errors become codes. uri is the source the request was about, when
+// the request names exactly one.
+func toError(method string, err error, uri string) *Error {
+	var we *Error
+	var fe *fieldError
+	switch {
+	case errors.As(err, &we):
+		return we
+	case errors.As(err, &fe):
+		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %s", fe.Field, fe.Reason), map[string]string{"field": fe.Field})
+	case errors.Is(err, runtime.ErrOutsideRoots):
+		return newError(CodeOutsideRoots, fmt.Sprintf("%s: %v", method, err), map[string]string{"uri": uri})
+	case errors.Is(err, runtime.ErrNotFound):
+		return unavailable(method, err, uri, "not_found")
+	case errors.Is(err, runtime.ErrBinary):
+		return unavailable(method, err, uri, "binary")
+	case errors.Is(err, runtime.ErrTooLarge):
+		return unavailable(method, err, uri, "too_large")
+	case errors.Is(err, runtime.ErrUnreadable):
+		return unavailable(method, err, uri, "unreadable")
+	case errors.Is(err, runtime.ErrUnknownScheme), errors.Is(err, runtime.ErrInvalidURI):
+		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %v", method, err), map[string]string{"field": "uri", "uri": uri})
+	case errors.Is(err, runtime.ErrInvalidParams):
+		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %v", method, err), nil)
+	case errors.Is(err, ErrUnknownBlock):
+		return newError(CodeUnknownBlock, fmt.Sprintf("%s: %v", method, err), nil)
+	case errors.Is(err, runtime.ErrClosed):
+		return newError(CodeInvalidRequest, fmt.Sprintf("%s: session is shut down", method), nil)
+	case errors.Is(err, context.Canceled):
+		return newError(CodeRequestCancelled, fmt.Sprintf("%s: request cancelled", method), nil)
+	}
+	return newError(CodeInternalError, fmt.Sprintf("%s: %v", method, err), nil)
+}
+
+// ErrUnknownBlock marks a reference to a block or agent the session does
+// not know (wire code -32012).
+var ErrUnknownBlock = errors.New("unknown block or agent")
+
+func unavailable(method string, err error, uri, reason string) *Error {
+	return newError(CodeUnavailable, fmt.Sprintf("%s: %v", method, err), map[string]string{"uri": uri, "reason": reason})
+}

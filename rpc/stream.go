@@ -1,0 +1,346 @@
+package rpc
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// DefaultMaxMessage is the default cap on one message's size.
+const DefaultMaxMessage = 16 << 20
+
+// maxHeaderLine caps one Content-Length header line; real headers are tiny.
+const maxHeaderLine = 4 << 10
+
+// stream is the jsonrpc2.ObjectStream for both ends. jsonrpc2's own codecs
+// decode straight from the byte stream and its read loop closes the
+// connection on any decode error; this one reads one whole frame (with a
+// size cap), decodes it, and on failure answers the error itself (server
+// side) and reads the next frame, so bad input never ends a session.
+type stream struct {
+	r       *bufio.Reader
+	w       *bufio.Writer
+	closer  io.Closer
+	framing string
+	max     int64
+
+	// answerBad makes the stream answer undecodable frames with JSON-RPC
+	// errors (the server does; the client only reports them).
+	answerBad bool
+	// onBad is told about every undecodable frame (for logs).
+	onBad func(err *Error)
+	// trace, when set, sees every frame read ("recv") and written ("send").
+	trace func(dir string, frame []byte)
+
+	wmu sync.Mutex
+}
+
+var _ jsonrpc2.ObjectStream = (*stream)(nil)
+
+func newStream(r io.Reader, w io.Writer, closer io.Closer, framing string, max int64) *stream {
+	if max <= 0 {
+		max = DefaultMaxMessage
+	}
+	if framing == "" {
+		framing = FramingContentLength
+	}
+	return &stream{
+		r:       bufio.NewReaderSize(r, 64<<10),
+		w:       bufio.NewWriterSize(w, 64<<10),
+		closer:  closer,
+		framing: framing,
+		max:     max,
+	}
+}
+
+// frameError is a frame that cannot be used but did not break the stream.
+type frameError struct{ err *Error }
+
+func (e *frameError) Error() string { return e.err.Message }
+
+// ReadObject implements jsonrpc2.ObjectStream. It returns only errors of the
+// underlying reader (io.EOF when the peer closed); bad frames are skipped.
+func (s *stream) ReadObject(v any) error {
+	for {
+		frame, err := s.readFrame()
+		if err != nil {
+			var fe *frameError
+			if errors.As(err, &fe) {
+				s.bad(nil, fe.err)
+				continue
+			}
+			return err
+		}
+		if s.trace != nil {
+			s.trace("recv", frame)
+		}
+		id, rerr := decodeMessage(frame, v)
+		if rerr != nil {
+			s.bad(id, rerr)
+			continue
+		}
+		return nil
+	}
+}
+
+// decodeMessage decodes one frame into v (jsonrpc2's message type). On
+// failure it returns the request id when one could be read, for the reply.
+func decodeMessage(frame []byte, v any) (json.RawMessage, *Error) {
+	var probe struct {
+		JSONRPC *string         `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal(frame, &probe); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: a message must be one JSON object (batches are not supported)"}
+		}
+		return nil, &Error{Code: CodeParseError, Message: "parse error: " + strings.TrimPrefix(err.Error(), "json: ")}
+	}
+	id := probe.ID
+	if !validID(id) {
+		id = nil
+	}
+	if probe.JSONRPC == nil || *probe.JSONRPC != "2.0" {
+		return id, &Error{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
+	}
+	if err := json.Unmarshal(frame, v); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "jsonrpc2: ")
+		return id, &Error{Code: CodeInvalidRequest, Message: "invalid request: " + msg}
+	}
+	return nil, nil
+}
+
+// validID reports whether raw is an id this server can echo: a string or a
+// non-negative integer (what jsonrpc2 accepts).
+func validID(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return false
+	}
+	if raw[0] == '"' {
+		var s string
+		return json.Unmarshal(raw, &s) == nil
+	}
+	_, err := strconv.ParseUint(string(raw), 10, 64)
+	return err == nil
+}
+
+// bad reports an undecodable frame and, on the server, answers it.
+func (s *stream) bad(id json.RawMessage, e *Error) {
+	if s.onBad != nil {
+		s.onBad(e)
+	}
+	if !s.answerBad {
+		return
+	}
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	msg := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *Error          `json:"error"`
+	}{"2.0", id, e}
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return
+	}
+	_ = s.writeFrame(data) // a write error ends the session via the read side soon enough
+}
+
+// readFrame returns the next frame's bytes, a *frameError for a frame that
+// was skipped, or the reader's error.
+func (s *stream) readFrame() ([]byte, error) {
+	if s.framing == FramingNewline {
+		return s.readLineFrame()
+	}
+	return s.readContentLengthFrame()
+}
+
+func (s *stream) readContentLengthFrame() ([]byte, error) {
+	length := int64(-1)
+	var headerErr string
+	started := false
+	for {
+		line, tooLong, err := readLine(s.r, maxHeaderLine)
+		if err != nil {
+			if started && err == io.EOF {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if !started && strings.TrimSpace(line) == "" && !tooLong {
+			continue // tolerate blank lines between frames
+		}
+		started = true
+		if line == "" && !tooLong {
+			break
+		}
+		if tooLong {
+			headerErr = "header line too long"
+			continue
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			if headerErr == "" {
+				headerErr = fmt.Sprintf("malformed header %q", clip(line, 40))
+			}
+			continue
+		}
+		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
+			n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+			if err != nil || n < 0 {
+				headerErr = fmt.Sprintf("invalid Content-Length %q", clip(strings.TrimSpace(value), 40))
+				continue
+			}
+			length = n
+		}
+	}
+	if length < 0 {
+		if headerErr == "" {
+			headerErr = "missing Content-Length header"
+		}
+		return nil, &frameError{&Error{Code: CodeParseError, Message: "parse error: " + headerErr}}
+	}
+	if length > s.max {
+		if _, err := io.CopyN(io.Discard, s.r, length); err != nil {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, &frameError{tooLarge(length, s.max)}
+	}
+	body := make([]byte, length)
+	if _, err := io.ReadFull(s.r, body); err != nil {
+		return nil, io.ErrUnexpectedEOF
+	}
+	if headerErr != "" {
+		return nil, &frameError{&Error{Code: CodeParseError, Message: "parse error: " + headerErr}}
+	}
+	return body, nil
+}
+
+func (s *stream) readLineFrame() ([]byte, error) {
+	for {
+		var buf []byte
+		var size int64
+		over := false
+		for {
+			chunk, err := s.r.ReadSlice('\n')
+			size += int64(len(chunk))
+			if !over {
+				if size > s.max+2 { // +2: the line terminator is not part of the message
+					over, buf = true, nil
+				} else {
+					buf = append(buf, chunk...)
+				}
+			}
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err == io.EOF && size > 0 {
+				break // a last line without a newline is still a message
+			}
+			if err != nil {
+				return nil, err
+			}
+			break
+		}
+		if over {
+			return nil, &frameError{tooLarge(size, s.max)}
+		}
+		line := bytes.TrimSpace(buf)
+		if len(line) == 0 {
+			continue
+		}
+		if int64(len(line)) > s.max {
+			return nil, &frameError{tooLarge(int64(len(line)), s.max)}
+		}
+		return line, nil
+	}
+}
+
+func tooLarge(n, max int64) *Error {
+	return newError(CodeInvalidRequest, fmt.Sprintf("invalid request: message of %d bytes exceeds the limit of %d bytes (--max-message)", n, max),
+		map[string]any{"limit": max})
+}
+
+// readLine reads one line without its terminator (LF or CRLF). A line longer
+// than limit is consumed whole and reported as tooLong.
+func readLine(r *bufio.Reader, limit int) (line string, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			buf = append(buf, chunk...)
+			if len(buf) > limit+2 {
+				tooLong, buf = true, nil
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF && len(buf) > 0 {
+				return strings.TrimRight(string(buf), "\r\n"), tooLong, io.ErrUnexpectedEOF
+			}
+			return "", tooLong, err
+		}
+		return strings.TrimRight(string(buf), "\r\n"), tooLong, nil
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// WriteObject implements jsonrpc2.ObjectStream.
+func (s *stream) WriteObject(obj any) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return s.writeFrame(data)
+}
+
+func (s *stream) writeFrame(data []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.trace != nil {
+		s.trace("send", data)
+	}
+	if s.framing == FramingNewline {
+		if _, err := s.w.Write(data); err != nil {
+			return err
+		}
+		if err := s.w.WriteByte('\n'); err != nil {
+			return err
+		}
+	} else {
+		if _, err := fmt.Fprintf(s.w, "Content-Length: %d\r\n\r\n", len(data)); err != nil {
+			return err
+		}
+		if _, err := s.w.Write(data); err != nil {
+			return err
+		}
+	}
+	return s.w.Flush()
+}
+
+// Close implements jsonrpc2.ObjectStream.
+func (s *stream) Close() error {
+	if s.closer == nil {
+		return nil
+	}
+	return s.closer.Close()
+}
