@@ -74,8 +74,9 @@ type Result struct {
 // Anchor is what is remembered of a span when the whole old text is not:
 // the span's own lines plus a few lines of context on each side.
 type Anchor struct {
-	Range  Range    `json:"range"`  // where the span was
-	Span   []string `json:"span"`   // its lines, no line terminators
-	Before []string `json:"before"` // up to ContextLines lines just before it
-	After  []string `json:"after"`  // up to ContextLines lines just after it
+	Range  Range    `json:"range"`           // where the span was
+	Span   []string `json:"span"`            // its lines, no line terminators
+	Before []string `json:"before"`          // up to ContextLines lines just before it
+	After  []string `json:"after"`           // up to ContextLines lines just after it
+	AtEnd  bool     `json:"atEnd,omitempty"` // the span ended the file: the file's end stands in for missing after-context
 }

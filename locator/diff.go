@@ -1,0 +1,276 @@
+package locator
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
+)
+
+// hunk is one change of a line diff: old lines [os, oe) became new lines
+// [ns, ne). A pure insertion has os == oe, a pure deletion ns == ne.
+type hunk struct{ os, oe, ns, ne int }
+
+// Edit is one line diff between an old and a new text, computed once and
+// queried for any number of spans. Each Locate costs O(span length + log
+// hunks) plus the span's own result text; it never copies the file. An Edit
+// is safe for concurrent use.
+type Edit struct {
+	p         Params
+	old, new  []string
+	identical bool   // same lines: the content-hash fast path
+	coarse    bool   // too many distinct lines for the rune encoding: one prefix/suffix hunk
+	hunks     []hunk // sorted, disjoint, separated by equal lines
+
+	once  sync.Once
+	index map[string][]int // new line text -> its positions, built on first need
+}
+
+// maxLineRunes keeps the line diff within go-diff's rune encoding, which
+// holds at most 1,112,060 distinct lines (and panics beyond).
+const maxLineRunes = 1_100_000
+
+// Locate is Diff followed by one Edit.Locate: the old text is known.
+func Locate(old, new string, r Range, p Params) Result {
+	return Diff(old, new, p).Locate(r)
+}
+
+// Diff computes the line diff of old and new once (line endings normalised:
+// lines are split on "\n" with a trailing "\r" stripped). p.DiffTimeout is
+// passed to go-diff as is: 0 means no deadline, so the result never depends
+// on timing; a positive deadline trades exactness for bounded time.
+func Diff(old, new string, p Params) *Edit {
+	e := &Edit{p: p, old: SplitLines(old), new: SplitLines(new)}
+	if old == new || equalLines(e.old, e.new) {
+		e.identical = true
+		return e
+	}
+	e.hunks, e.coarse = lineDiff(e.old, e.new, p)
+	return e
+}
+
+// lineDiff returns the hunks turning a into b. The common prefix and suffix
+// are trimmed first (most edits are small), then the middle goes through
+// go-diff in line mode.
+func lineDiff(a, b []string, p Params) ([]hunk, bool) {
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
+	whole := []hunk{{pre, pre + len(ma), pre, pre + len(mb)}}
+	if len(ma) == 0 || len(mb) == 0 {
+		return whole, false
+	}
+	if len(ma)+len(mb) > maxLineRunes {
+		return whole, true
+	}
+	dmp := diffmatchpatch.New()
+	dmp.DiffTimeout = p.DiffTimeout
+	// Every line gets its "\n" back so the last line encodes like the others.
+	ra, rb, _ := dmp.DiffLinesToRunes(strings.Join(ma, "\n")+"\n", strings.Join(mb, "\n")+"\n")
+	diffs := dmp.DiffMainRunes(ra, rb, false)
+	// DiffCharsToLines would rebuild the changed text; only line counts are
+	// needed here, and each rune of a diff is one line.
+	var hs []hunk
+	oi, ni := pre, pre
+	open := false
+	for _, d := range diffs {
+		n := utf8.RuneCountInString(d.Text)
+		switch d.Type {
+		case diffmatchpatch.DiffEqual:
+			oi += n
+			ni += n
+			open = false
+			continue
+		}
+		if !open {
+			hs = append(hs, hunk{oi, oi, ni, ni})
+			open = true
+		}
+		h := &hs[len(hs)-1]
+		if d.Type == diffmatchpatch.DiffDelete {
+			oi += n
+			h.oe = oi
+		} else {
+			ni += n
+			h.ne = ni
+		}
+	}
+	return hs, false
+}
+
+// Locate finds where the old range r now lives. A range outside the old text
+// is not clamped: it is Invalid with a reason naming the line count.
+func (e *Edit) Locate(r Range) Result {
+	if msg := checkRange(r, len(e.old)); msg != "" {
+		return invalid(Evidence{Method: "diff"}, msg)
+	}
+	s, end := r.Start-1, r.End
+	span := e.old[s:end]
+	if e.identical {
+		return same(r, s, e.new, len(span), countTokens(span), "hash", nil, "unchanged: identical content")
+	}
+	h := sort.Search(len(e.hunks), func(i int) bool { return e.hunks[i].oe > s })
+	if h == len(e.hunks) || e.hunks[h].os >= end {
+		ns := e.mapLine(s)
+		return same(r, ns, e.new, len(span), countTokens(span), "diff", nil, "")
+	}
+	ns, ne := e.startBoundary(s), e.endBoundary(end)
+	if ne <= ns {
+		if res, ok := e.findMoved(span, s, end, true); ok {
+			return res
+		}
+		return invalid(Evidence{Method: "diff", Tokens: countTokens(span)},
+			fmt.Sprintf("deleted: the edit removed lines %s", rangeString(r)))
+	}
+	region := e.new[ns:ne]
+	if equalLines(region, span) {
+		return same(r, ns, e.new, len(span), countTokens(span), "diff", nil, "")
+	}
+	// The span's exact text, newly inserted elsewhere, beats a patch guess:
+	// a cut-and-paste, or a diff that aligned repeated lines its own way.
+	if res, ok := e.findMoved(span, s, end, false); ok {
+		return res
+	}
+	v := judge(span, region, e.p)
+	ev := Evidence{Method: "diff", Similarity: v.similarity, Tokens: v.tokens, Substitutions: v.substitutions}
+	if !v.local {
+		return invalid(ev, v.reason)
+	}
+	if e.coarse {
+		ev.Method = "diff-coarse"
+	}
+	return Result{Status: Patched, Range: Range{ns + 1, ne}, Text: JoinLines(region), Evidence: ev, Reason: v.reason}
+}
+
+// mapLine maps an old line outside every deletion to its new index.
+func (e *Edit) mapLine(i int) int {
+	j := sort.Search(len(e.hunks), func(k int) bool { return e.hunks[k].oe > i }) - 1
+	if j < 0 {
+		return i
+	}
+	h := e.hunks[j]
+	return i + h.ne - h.oe
+}
+
+// deletedIn returns the hunk whose deleted lines contain old line i.
+func (e *Edit) deletedIn(i int) (hunk, bool) {
+	j := sort.Search(len(e.hunks), func(k int) bool { return e.hunks[k].oe > i })
+	if j < len(e.hunks) && e.hunks[j].os <= i {
+		return e.hunks[j], true
+	}
+	return hunk{}, false
+}
+
+// startBoundary is the new index where a span starting at old line s starts.
+// Inside a replaced block lines pair up by position (exact for the common
+// line-for-line rewrite); insertions just before the span stay outside it.
+func (e *Edit) startBoundary(s int) int {
+	if h, ok := e.deletedIn(s); ok {
+		return h.ns + min(s-h.os, h.ne-h.ns)
+	}
+	return e.mapLine(s)
+}
+
+// endBoundary is the new index just past a span ending before old line x.
+// A replaced block that ends with the span belongs to it entirely;
+// insertions just after the span stay outside it.
+func (e *Edit) endBoundary(x int) int {
+	if h, ok := e.deletedIn(x - 1); ok {
+		if x == h.oe {
+			return h.ne
+		}
+		return h.ns + min(x-h.os, h.ne-h.ns)
+	}
+	return e.mapLine(x-1) + 1
+}
+
+// inserted reports whether new line j is not aligned to any old line.
+func (e *Edit) inserted(j int) bool {
+	k := sort.Search(len(e.hunks), func(i int) bool { return e.hunks[i].ne > j })
+	return k < len(e.hunks) && e.hunks[k].ns <= j
+}
+
+func (e *Edit) newIndex() map[string][]int {
+	e.once.Do(func() {
+		e.index = make(map[string][]int, len(e.new))
+		for i, l := range e.new {
+			e.index[l] = append(e.index[l], i)
+		}
+	})
+	return e.index
+}
+
+// findMoved looks for the span's exact text elsewhere in the new text, at a
+// place the diff calls (at least partly) inserted: text that was already
+// there in the old file is another copy, not the span. Several candidates
+// are told apart by the old context; a tie is ambiguous, never a guess. With
+// reportAmbiguous, a tie yields an Invalid result.
+func (e *Edit) findMoved(span []string, s, end int, reportAmbiguous bool) (Result, bool) {
+	var cands []int
+	for _, c := range e.newIndex()[span[0]] {
+		if c+len(span) > len(e.new) || !equalLines(e.new[c:c+len(span)], span) {
+			continue
+		}
+		for j := c; j < c+len(span); j++ {
+			if e.inserted(j) {
+				cands = append(cands, c)
+				break
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return Result{}, false
+	}
+	before := e.old[max(0, s-e.p.ContextLines):s]
+	after := e.old[end:min(len(e.old), end+e.p.ContextLines)]
+	best, anchors, ok := pickByContext(e.new, cands, len(span), before, after)
+	r := Range{s + 1, end}
+	if !ok {
+		if !reportAmbiguous {
+			return Result{}, false
+		}
+		return invalid(Evidence{Method: "anchored", Tokens: countTokens(span), Anchors: []string{"span"}},
+			fmt.Sprintf("ambiguous: the text of lines %s was inserted at %d places and its context does not single one out", rangeString(r), len(cands))), true
+	}
+	return same(r, best, e.new, len(span), countTokens(span), "anchored", anchors, ""), true
+}
+
+// same builds the result for a span found verbatim at new index ns.
+func same(old Range, ns int, newLines []string, n, tokens int, method string, anchors []string, reason string) Result {
+	nr := Range{ns + 1, ns + n}
+	st := Unchanged
+	if nr != old {
+		st = Moved
+	}
+	if reason == "" {
+		if st == Unchanged {
+			reason = "unchanged: same lines, same place"
+		} else {
+			reason = fmt.Sprintf("moved: lines %s are now %s", rangeString(old), rangeString(nr))
+		}
+	}
+	return Result{
+		Status:   st,
+		Range:    nr,
+		Text:     JoinLines(newLines[ns : ns+n]),
+		Evidence: Evidence{Method: method, Similarity: 1, Tokens: tokens, Anchors: anchors},
+		Reason:   reason,
+	}
+}
+
+func invalid(ev Evidence, reason string) Result {
+	return Result{Status: Invalid, Evidence: ev, Reason: reason}
+}
+
+func rangeString(r Range) string { return fmt.Sprintf("%d-%d", r.Start, r.End) }
+
+func itoa(n int) string { return fmt.Sprint(n) }

@@ -1,0 +1,56 @@
+package locator
+
+import "strings"
+
+// SplitLines splits text into lines without terminators. Lines end at "\n";
+// a trailing "\r" on a line is stripped, so CRLF, mixed endings and a lone
+// final "\r" all normalise the same way. "" has no lines, and a trailing
+// "\n" does not create an empty last line. The lines share text's memory.
+func SplitLines(text string) []string {
+	if text == "" {
+		return nil
+	}
+	lines := make([]string, 0, strings.Count(text, "\n")+1)
+	for len(text) > 0 {
+		i := strings.IndexByte(text, '\n')
+		var line string
+		if i < 0 {
+			line, text = text, ""
+		} else {
+			line, text = text[:i], text[i+1:]
+		}
+		lines = append(lines, strings.TrimSuffix(line, "\r"))
+	}
+	return lines
+}
+
+// JoinLines joins lines with "\n", without a trailing newline.
+func JoinLines(lines []string) string {
+	return strings.Join(lines, "\n")
+}
+
+// equalLines reports whether a and b hold the same lines.
+func equalLines(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// checkRange validates a 1-based inclusive range against n lines. Out of
+// range is an error, not clamped: a caller that asks about lines the old text
+// never had has a bug worth reporting, and guessing would hide it.
+func checkRange(r Range, n int) string {
+	switch {
+	case r.Start < 1 || r.End < r.Start:
+		return "bad range " + rangeString(r) + ": want 1 <= start <= end"
+	case r.End > n:
+		return "range " + rangeString(r) + " outside the old text (" + itoa(n) + " lines)"
+	}
+	return ""
+}

@@ -1,0 +1,210 @@
+package locator
+
+import (
+	"fmt"
+	"math"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The tokenizer splits on whitespace and punctuation boundaries: a token is a
+// maximal run of word runes (letters, digits, combining marks, '_'), or one
+// single other non-space rune (punctuation, symbols, an invalid byte).
+// Whitespace, line breaks included, separates tokens and is not a token, so a
+// whitespace-only change leaves the token sequence identical.
+//
+// "port: 8080" -> ["port", ":", "8080"]; "a->b" -> ["a", "-", ">", "b"].
+
+func isWordRune(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)
+}
+
+// Tokenize returns the tokens of lines (see the tokenizer above). The
+// tokens share the lines' memory.
+func Tokenize(lines []string) []string {
+	var toks []string
+	for _, l := range lines {
+		toks = appendTokens(toks, l)
+	}
+	return toks
+}
+
+func appendTokens(toks []string, s string) []string {
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case unicode.IsSpace(r):
+			i += w
+		case isWordRune(r):
+			j := i + w
+			for j < len(s) {
+				r2, w2 := utf8.DecodeRuneInString(s[j:])
+				if !isWordRune(r2) {
+					break
+				}
+				j += w2
+			}
+			toks = append(toks, s[i:j])
+			i = j
+		default:
+			toks = append(toks, s[i:i+w])
+			i += w
+		}
+	}
+	return toks
+}
+
+// countTokens counts tokens without allocating (hot path: every located span
+// reports its token length).
+func countTokens(lines []string) int {
+	n := 0
+	for _, s := range lines {
+		inWord := false
+		for _, r := range s {
+			switch {
+			case unicode.IsSpace(r):
+				inWord = false
+			case isWordRune(r):
+				if !inWord {
+					n++
+				}
+				inWord = true
+			default:
+				n++
+				inWord = false
+			}
+		}
+	}
+	return n
+}
+
+// Substitutions counts positions where two equal-length token sequences
+// differ; -1 when the lengths differ (then the substitution rule does not apply).
+func Substitutions(a, b []string) int {
+	if len(a) != len(b) {
+		return -1
+	}
+	n := 0
+	for i := range a {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n
+}
+
+// Similarity is the sequence similarity of two spans given as lines, over
+// their tokens: 2*M/T like Python's difflib ratio, where T is the total token
+// count and M the length of a longest common subsequence (difflib's
+// Ratcliff-Obershelp M is never larger, so this ratio is >= difflib's).
+// Two empty spans are identical (1). See similarity for the work cap.
+func Similarity(a, b []string) float64 {
+	s, _ := similarity(Tokenize(a), Tokenize(b))
+	return s
+}
+
+// maxDiffWork caps the Myers search so a pair of huge, very different spans
+// (a minified line rewritten) costs bounded time. The cap counts steps, not
+// time, so results never depend on machine speed.
+const maxDiffWork = 20_000_000
+
+// similarity returns the token ratio and whether it is exact. When the work
+// cap is hit it returns a proven upper bound and exact=false.
+func similarity(a, b []string) (float64, bool) {
+	total := len(a) + len(b)
+	if total == 0 {
+		return 1, true
+	}
+	d, exact := editDistance(a, b, maxDiffWork)
+	return float64(total-d) / float64(total), exact
+}
+
+// editDistance is the number of insertions plus deletions turning a into b
+// (Myers' O((N+M)D) greedy forward search, after trimming the common prefix
+// and suffix). If more than maxWork steps would be needed it stops and
+// returns a lower bound with exact=false.
+func editDistance(a, b []string, maxWork int) (int, bool) {
+	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
+		a, b = a[1:], b[1:]
+	}
+	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
+		a, b = a[:len(a)-1], b[:len(b)-1]
+	}
+	n, m := len(a), len(b)
+	if n == 0 || m == 0 {
+		return n + m, true
+	}
+	max := n + m
+	off := max + 1
+	v := make([]int, 2*max+3)
+	work := 0
+	for d := 0; d <= max; d++ {
+		for k := -d; k <= d; k += 2 {
+			var x int
+			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+				x = v[off+k+1]
+			} else {
+				x = v[off+k-1] + 1
+			}
+			y := x - k
+			for x < n && y < m && a[x] == b[y] {
+				x++
+				y++
+			}
+			v[off+k] = x
+			if x >= n && y >= m {
+				return d, true
+			}
+		}
+		work += 2*d + 1
+		if work > maxWork {
+			return d + 1, false
+		}
+	}
+	return max, true
+}
+
+// verdict is the locality decision on one old span and its new region.
+type verdict struct {
+	local         bool
+	similarity    float64
+	tokens        int
+	substitutions int
+	reason        string
+}
+
+// judge applies the locality policy: local when the token lengths are equal
+// with at most max(MinSubstitutions, floor(tokens*SubstitutionRatio))
+// substitutions, or when the similarity is at least MinSimilarity.
+func judge(oldSpan, newSpan []string, p Params) verdict {
+	ta, tb := Tokenize(oldSpan), Tokenize(newSpan)
+	sim, exact := similarity(ta, tb)
+	v := verdict{similarity: round4(sim), tokens: len(ta)}
+	if subs := Substitutions(ta, tb); subs >= 0 {
+		v.substitutions = subs
+		limit := int(math.Floor(float64(len(ta))*p.SubstitutionRatio + 1e-9))
+		if limit < p.MinSubstitutions {
+			limit = p.MinSubstitutions
+		}
+		if subs <= limit {
+			v.local = true
+			v.reason = fmt.Sprintf("local edit: %d of %d tokens substituted", subs, len(ta))
+			return v
+		}
+	}
+	switch {
+	case exact && sim >= p.MinSimilarity:
+		v.local = true
+		v.reason = fmt.Sprintf("local edit: similarity %.2f >= %.2f", sim, p.MinSimilarity)
+	case exact:
+		v.reason = fmt.Sprintf("drift: similarity %.2f < %.2f", sim, p.MinSimilarity)
+	case sim < p.MinSimilarity:
+		v.reason = fmt.Sprintf("drift: similarity at most %.2f < %.2f", sim, p.MinSimilarity)
+	default:
+		// Unproven similarity is treated as drift: patching needs evidence.
+		v.reason = fmt.Sprintf("drift: similarity unproven (token diff exceeded its work cap; bound %.2f)", sim)
+	}
+	return v
+}
+
+func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
