@@ -88,11 +88,19 @@ func invalidField(field, format string, args ...any) error {
 func toError(method string, err error, uri string) *Error {
 	var we *Error
 	var fe *fieldError
+	var rfe *runtime.FieldError
+	field := "uri"
+	var ue *uriError
+	if errors.As(err, &ue) {
+		uri, field = ue.uri, ue.field
+	}
 	switch {
 	case errors.As(err, &we):
 		return we
 	case errors.As(err, &fe):
 		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %s", fe.Field, fe.Reason), map[string]string{"field": fe.Field})
+	case errors.As(err, &rfe):
+		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %s", rfe.Field, rfe.Reason), map[string]string{"field": rfe.Field})
 	case errors.Is(err, runtime.ErrOutsideRoots):
 		return newError(CodeOutsideRoots, fmt.Sprintf("%s: %v", method, err), map[string]string{"uri": uri})
 	case errors.Is(err, runtime.ErrNotFound):
@@ -104,10 +112,10 @@ func toError(method string, err error, uri string) *Error {
 	case errors.Is(err, runtime.ErrUnreadable):
 		return unavailable(method, err, uri, "unreadable")
 	case errors.Is(err, runtime.ErrUnknownScheme), errors.Is(err, runtime.ErrInvalidURI):
-		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %v", method, err), map[string]string{"field": "uri", "uri": uri})
+		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %v", method, err), map[string]string{"field": field, "uri": uri})
 	case errors.Is(err, runtime.ErrInvalidParams):
 		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %v", method, err), nil)
-	case errors.Is(err, ErrUnknownBlock):
+	case errors.Is(err, runtime.ErrUnknownBlock):
 		return newError(CodeUnknownBlock, fmt.Sprintf("%s: %v", method, err), nil)
 	case errors.Is(err, runtime.ErrClosed):
 		return newError(CodeInvalidRequest, fmt.Sprintf("%s: session is shut down", method), nil)
@@ -116,10 +124,6 @@ func toError(method string, err error, uri string) *Error {
 	}
 	return newError(CodeInternalError, fmt.Sprintf("%s: %v", method, err), nil)
 }
-
-// ErrUnknownBlock marks a reference to a block or agent the session does
-// not know (wire code -32012).
-var ErrUnknownBlock = errors.New("unknown block or agent")
 
 func unavailable(method string, err error, uri, reason string) *Error {
 	return newError(CodeUnavailable, fmt.Sprintf("%s: %v", method, err), map[string]string{"uri": uri, "reason": reason})

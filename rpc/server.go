@@ -1,0 +1,371 @@
+// Package rpc is Concord's JSON-RPC 2.0 transport: framing, the lifecycle,
+// dispatch of each wire method to the core (one file per method), the
+// mapping of core errors to wire codes, and a Go client for the binary.
+// docs/protocol.md is the contract this package implements.
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	goruntime "runtime"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/concord-ctx/concord/locator"
+	"github.com/concord-ctx/concord/runtime"
+)
+
+// Core is what the server needs of a session's context manager;
+// *runtime.Manager satisfies it.
+type Core interface {
+	Observe(ctx context.Context, o runtime.Observation) (runtime.ObserveResult, error)
+	SourceChanged(ctx context.Context, c runtime.Change) (runtime.ChangeResult, error)
+	Sync(ctx context.Context, r runtime.SyncRequest) (runtime.SyncResult, error)
+	Release(ctx context.Context, r runtime.ReleaseRequest) (runtime.ReleaseResult, error)
+	Stats() runtime.Stats
+	Close() error
+}
+
+// SessionConfig is what initialize resolved; NewSession builds the core
+// and its adapters from it.
+type SessionConfig struct {
+	Client  Info
+	Roots   []string // absolute, as the client sent them
+	Watch   string   // auto, fsnotify, poll or hooks
+	Policy  runtime.PolicyConfig
+	Locator locator.Params
+	// Notify tells the client that the blocks of these agents changed
+	// (blocksChanged). It never blocks: hints are coalesced.
+	Notify func(agents []string)
+	// Fetch asks the client for a keyed source's content (readSource).
+	Fetch  func(ctx context.Context, uri string) (runtime.Content, error)
+	Logger *slog.Logger
+}
+
+// NewSessionFunc builds a session's core for initialize and reports the
+// effective watch mode. An error made with FieldError becomes invalid params.
+type NewSessionFunc func(ctx context.Context, cfg SessionConfig) (core Core, watch string, err error)
+
+// FieldError is invalid params naming the offending wire field, for
+// NewSessionFunc implementations (e.g. a root that does not exist).
+func FieldError(field, reason string) error {
+	return &fieldError{Field: field, Reason: reason}
+}
+
+// Config configures Serve.
+type Config struct {
+	NewSession NewSessionFunc
+	Name       string // server name reported by initialize ("concord")
+	Version    string
+	Framing    string // FramingContentLength (default) or FramingNewline
+	MaxMessage int64  // default DefaultMaxMessage
+	// Policy is the operator's policy (--policy FILE); initialize's policy
+	// overrides it field by field.
+	Policy runtime.PolicyConfig
+	// Locator are the default thresholds (zero: locator.DefaultParams()).
+	Locator *locator.Params
+	// ReadSourceTimeout bounds one readSource round trip (default 30s).
+	ReadSourceTimeout time.Duration
+	Logger            *slog.Logger // default: discard
+	Trace             bool         // log every message read and written
+}
+
+type state int
+
+const (
+	stateNew state = iota
+	stateRunning
+	stateShutdown
+)
+
+// Server serves one session over one connection.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	conn *jsonrpc2.Conn
+
+	mu      sync.Mutex
+	state   state
+	core    Core
+	cancels map[jsonrpc2.ID]context.CancelFunc
+	exit    chan int // exit notification: the process status
+
+	sched    scheduler
+	notes    notifier
+	handlers sync.WaitGroup
+}
+
+// Serve runs the protocol on in/out until exit or the end of in. It returns
+// the process status: 0 after shutdown+exit or at the end of input, 1 for an
+// exit without shutdown. The session's core is closed before it returns.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, error) {
+	if cfg.NewSession == nil {
+		return 1, errors.New("rpc.Serve: Config.NewSession is required")
+	}
+	if cfg.Framing == "" {
+		cfg.Framing = FramingContentLength
+	}
+	if cfg.Framing != FramingContentLength && cfg.Framing != FramingNewline {
+		return 1, fmt.Errorf("rpc.Serve: unknown framing %q (want %s or %s)", cfg.Framing, FramingContentLength, FramingNewline)
+	}
+	if cfg.MaxMessage <= 0 {
+		cfg.MaxMessage = DefaultMaxMessage
+	}
+	if cfg.ReadSourceTimeout <= 0 {
+		cfg.ReadSourceTimeout = 30 * time.Second
+	}
+	if cfg.Name == "" {
+		cfg.Name = "concord"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: log, cancels: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan int, 1)}
+	s.sched.init()
+	s.notes.init()
+
+	st := newStream(in, out, nil, cfg.Framing, cfg.MaxMessage)
+	st.answerBad = true
+	st.onBad = func(e *Error) { log.Warn("bad message", "code", e.Code, "error", e.Message) }
+	if cfg.Trace {
+		st.trace = func(dir string, frame []byte) { log.Info("rpc", "dir", dir, "msg", clip(string(frame), 64<<10)) }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.conn = jsonrpc2.NewConn(ctx, st, s, jsonrpc2.SetLogger(slogPrintf{log}))
+	go s.notes.run(ctx, s)
+
+	code := 0
+	select {
+	case code = <-s.exit:
+		log.Debug("exit", "status", code)
+	case <-s.conn.DisconnectNotify():
+		log.Debug("input closed")
+	case <-ctx.Done():
+	}
+	cancel()
+	s.conn.Close()
+	// Give in-flight handlers a moment to see the cancellation before the
+	// core goes away; a handler stuck in a read does not hold the exit up.
+	waited := make(chan struct{})
+	go func() { s.handlers.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(2 * time.Second):
+		log.Warn("handlers still running at exit")
+	}
+	s.mu.Lock()
+	core := s.core
+	s.core = nil
+	s.mu.Unlock()
+	if core != nil {
+		if err := core.Close(); err != nil {
+			log.Warn("close session", "error", err)
+		}
+	}
+	return code, nil
+}
+
+// method is one wire method: its handler and how it is ordered.
+type method struct {
+	run   func(s *Server, ctx context.Context, params *json.RawMessage) (any, error)
+	order order
+}
+
+// order says what a request waits for; see docs/protocol.md, "Ordering".
+type order int
+
+const (
+	// byAgent: after earlier requests of the same agent and the latest
+	// barrier; concurrent with other agents.
+	byAgent order = iota
+	// barrier: after every earlier request, before every later one.
+	barrier
+)
+
+var methods = map[string]method{
+	MethodInitialize:    {(*Server).initialize, barrier},
+	MethodObserve:       {(*Server).observe, byAgent},
+	MethodSourceChanged: {(*Server).sourceChanged, barrier},
+	MethodSync:          {(*Server).sync, byAgent},
+	MethodRelease:       {(*Server).release, byAgent}, // barrier when it names no agent
+	MethodStats:         {(*Server).stats, barrier},
+	MethodShutdown:      {(*Server).shutdown, barrier},
+	MethodExit:          {(*Server).exitNotification, barrier},
+}
+
+// Handle implements jsonrpc2.Handler. It runs on the connection's read loop,
+// so it only orders the request and starts it: the loop keeps reading
+// (responses to readSource included) while handlers work.
+func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	if req.Method == MethodCancelRequest {
+		s.cancelRequest(req.Params)
+		return
+	}
+	m, ok := methods[req.Method]
+	if !ok {
+		if req.Notif {
+			s.log.Debug("ignoring unknown notification", "method", req.Method)
+			return
+		}
+		s.reply(ctx, req, nil, newError(CodeMethodNotFound, fmt.Sprintf("method not found: %q", req.Method), nil))
+		return
+	}
+	lane, isBarrier := "", m.order == barrier
+	if !isBarrier {
+		lane = peekAgent(req.Params)
+		if lane == "" && req.Method == MethodRelease {
+			isBarrier = true
+		}
+	}
+	wait, done := s.sched.enter(lane, isBarrier)
+
+	rctx, cancel := context.WithCancel(ctx)
+	if !req.Notif {
+		s.mu.Lock()
+		s.cancels[req.ID] = cancel
+		s.mu.Unlock()
+	}
+	s.handlers.Add(1)
+	go func() {
+		defer s.handlers.Done()
+		defer done()
+		defer func() {
+			cancel()
+			if !req.Notif {
+				s.mu.Lock()
+				delete(s.cancels, req.ID)
+				s.mu.Unlock()
+			}
+		}()
+		// Waiting is not cancellable: ending early would let later requests
+		// overtake earlier ones. Earlier requests end on their own.
+		wait()
+		if err := rctx.Err(); err != nil {
+			s.reply(ctx, req, nil, err)
+			return
+		}
+		res, err := s.call(rctx, req, m)
+		s.reply(ctx, req, res, err)
+	}()
+}
+
+// call checks the lifecycle and runs the method, turning a panic into an
+// internal error: one bad request never takes the session down.
+func (s *Server) call(ctx context.Context, req *jsonrpc2.Request, m method) (res any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			buf := make([]byte, 8<<10)
+			buf = buf[:goruntime.Stack(buf, false)]
+			s.log.Error("panic in handler", "method", req.Method, "panic", fmt.Sprint(r), "stack", string(buf))
+			res, err = nil, newError(CodeInternalError, fmt.Sprintf("%s: internal error: %v", req.Method, r), nil)
+		}
+	}()
+	s.mu.Lock()
+	st := s.state
+	s.mu.Unlock()
+	switch {
+	case req.Method == MethodExit:
+	case st == stateNew && req.Method != MethodInitialize:
+		return nil, newError(CodeNotInitialized, fmt.Sprintf("%s: server not initialized: send initialize first", req.Method), nil)
+	case st == stateRunning && req.Method == MethodInitialize:
+		return nil, newError(CodeInvalidRequest, "initialize: already initialized", nil)
+	case st == stateShutdown:
+		return nil, newError(CodeInvalidRequest, fmt.Sprintf("%s: server is shut down: only exit is accepted", req.Method), nil)
+	}
+	return m.run(s, ctx, req.Params)
+}
+
+func (s *Server) reply(ctx context.Context, req *jsonrpc2.Request, res any, err error) {
+	if req.Notif {
+		if err != nil {
+			s.log.Warn("notification failed", "method", req.Method, "error", err)
+		}
+		return
+	}
+	if err != nil {
+		e := toError(req.Method, err, "")
+		if e.Code == CodeInternalError {
+			s.log.Error("request failed", "method", req.Method, "error", err)
+		} else {
+			s.log.Debug("request refused", "method", req.Method, "code", e.Code, "error", e.Message)
+		}
+		err = s.conn.ReplyWithError(ctx, req.ID, e.wire())
+	} else {
+		err = s.conn.Reply(ctx, req.ID, res)
+	}
+	if err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
+		s.log.Warn("reply failed", "method", req.Method, "error", err)
+	}
+}
+
+// session returns the core, or an error when there is none (shut down).
+func (s *Server) session() (Core, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.core == nil {
+		return nil, runtime.ErrClosed
+	}
+	return s.core, nil
+}
+
+// peekAgent reads params.agent for ordering, without decoding the rest
+// into Go values (decoding happens in the handler, which reports errors).
+func peekAgent(raw *json.RawMessage) string {
+	if raw == nil {
+		return ""
+	}
+	var p struct {
+		Agent json.RawMessage `json:"agent"`
+	}
+	if json.Unmarshal(*raw, &p) != nil {
+		return ""
+	}
+	return string(p.Agent)
+}
+
+// cancelRequest implements $/cancelRequest {"id": …}: the request's context
+// is cancelled; it answers -32800 unless it had already finished.
+func (s *Server) cancelRequest(raw *json.RawMessage) {
+	var p struct {
+		ID jsonrpc2.ID `json:"id"`
+	}
+	if raw == nil || json.Unmarshal(*raw, &p) != nil {
+		return
+	}
+	s.mu.Lock()
+	cancel := s.cancels[p.ID]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// readSource asks the client for a keyed source's content.
+func (s *Server) readSource(ctx context.Context, uri string) (runtime.Content, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ReadSourceTimeout)
+	defer cancel()
+	var res ReadSourceResult
+	if err := s.conn.Call(ctx, MethodReadSource, ReadSourceParams{URI: uri}, &res); err != nil {
+		var we *jsonrpc2.Error
+		if errors.As(err, &we) {
+			err = errors.New(we.Message)
+		}
+		return runtime.Content{}, fmt.Errorf("readSource %s: %w: %v", uri, runtime.ErrUnreadable, err)
+	}
+	return runtime.Content{Text: res.Text, Version: res.Version}, nil
+}
+
+// slogPrintf adapts jsonrpc2's logger to slog.
+type slogPrintf struct{ log *slog.Logger }
+
+func (l slogPrintf) Printf(format string, args ...any) {
+	l.log.Warn(fmt.Sprintf(format, args...))
+}
