@@ -61,6 +61,7 @@ func normLines(ls []string) []string {
 //  2. the context on both sides ("before", "after"; the file's start or end
 //     stand in for missing context at the edges): the lines between them,
 //     judged by the locality policy. Context now adjacent means deleted.
+//     The file's edges are reported as the anchors "start" and "end".
 //  3. single anchors, each used only when it occurs exactly once: the span's
 //     first and last lines, then one side's context with the span's length.
 //
@@ -89,19 +90,20 @@ func Relocate(a Anchor, newText string, p Params) Result {
 
 	// 2. Both sides' context.
 	var befores, afters []int // new index just past the before-context; start of the after-context
+	startAnchor, endAnchor := "before", "after"
 	switch {
 	case len(before) > 0:
 		for _, c := range findBlock(nl, before) {
 			befores = append(befores, c+len(before))
 		}
 	case a.Range.Start == 1:
-		befores = []int{0}
+		befores, startAnchor = []int{0}, "start"
 	}
 	switch {
 	case len(after) > 0:
 		afters = findBlock(nl, after)
 	case a.AtEnd:
-		afters = []int{len(nl)}
+		afters, endAnchor = []int{len(nl)}, "end"
 	}
 	if len(befores) > 0 && len(afters) > 0 {
 		type pair struct{ b, a int }
@@ -117,12 +119,12 @@ func Relocate(a Anchor, newText string, p Params) Result {
 			}
 		}
 		if len(pairs) > maxPairs {
-			ev.Anchors = []string{"before", "after"}
+			ev.Anchors = []string{startAnchor, endAnchor}
 			return invalid(ev, fmt.Sprintf("ambiguous: the context occurs at %d places", len(pairs)))
 		}
 		if len(pairs) == 1 {
 			b, e := pairs[0].b, pairs[0].a
-			ev.Anchors = []string{"before", "after"}
+			ev.Anchors = []string{startAnchor, endAnchor}
 			if e == b {
 				return invalid(ev, "deleted: the lines around the span are now adjacent")
 			}
@@ -134,7 +136,7 @@ func Relocate(a Anchor, newText string, p Params) Result {
 				continue
 			}
 			e := ev
-			e.Anchors = []string{"before", "after"}
+			e.Anchors = []string{startAnchor, endAnchor}
 			if r := judged(a.Range, span, nl, pr.b, pr.a, p, e); r.Status != Invalid {
 				found = append(found, r)
 			}
@@ -143,7 +145,7 @@ func Relocate(a Anchor, newText string, p Params) Result {
 			return found[0]
 		}
 		if len(found) > 1 {
-			ev.Anchors = []string{"before", "after"}
+			ev.Anchors = []string{startAnchor, endAnchor}
 			return invalid(ev, fmt.Sprintf("ambiguous: %d places between the recorded context qualify as a local edit", len(found)))
 		}
 	}
@@ -165,10 +167,10 @@ func Relocate(a Anchor, newText string, p Params) Result {
 		cs = append(cs, cand{max(0, lasts[0]+1-L), lasts[0] + 1, "span"})
 	}
 	if len(befores) == 1 {
-		cs = append(cs, cand{befores[0], min(len(nl), befores[0]+L), "before"})
+		cs = append(cs, cand{befores[0], min(len(nl), befores[0]+L), startAnchor})
 	}
 	if len(afters) == 1 {
-		cs = append(cs, cand{max(0, afters[0]-L), afters[0], "after"})
+		cs = append(cs, cand{max(0, afters[0]-L), afters[0], endAnchor})
 	}
 	var best Result
 	for _, c := range cs {

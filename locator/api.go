@@ -59,7 +59,7 @@ type Evidence struct {
 	Similarity    float64  `json:"similarity"`              // sequence similarity of old and new span, 0..1
 	Tokens        int      `json:"tokens"`                  // token length of the old span
 	Substitutions int      `json:"substitutions,omitempty"` // token substitutions when lengths are equal
-	Anchors       []string `json:"anchors,omitempty"`       // which anchors located the span ("span", "before", "after")
+	Anchors       []string `json:"anchors,omitempty"`       // which anchors located the span ("span", "before", "after"; "start"/"end" for the file's edges)
 }
 
 // Result is the verdict on one span.

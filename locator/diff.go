@@ -124,6 +124,9 @@ func (e *Edit) Locate(r Range) Result {
 		return same(r, ns, e.new, len(span), countTokens(span), "diff", nil, "")
 	}
 	ns, ne := e.startBoundary(s), e.endBoundary(end)
+	if len(e.new) == 0 {
+		return invalid(Evidence{Method: "diff", Tokens: countTokens(span)}, "deleted: the new text is empty")
+	}
 	if ne <= ns {
 		if res, ok := e.findMoved(span, s, end, true); ok {
 			return res

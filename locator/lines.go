@@ -1,6 +1,10 @@
 package locator
 
-import "strings"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // SplitLines splits text into lines without terminators. Lines end at "\n";
 // a trailing "\r" on a line is stripped, so CRLF, mixed endings and a lone
@@ -53,4 +57,21 @@ func checkRange(r Range, n int) string {
 		return "range " + rangeString(r) + " outside the old text (" + itoa(n) + " lines)"
 	}
 	return ""
+}
+
+// ParseRange reads "A-B" or "A" (one line) as a Range. It checks syntax
+// only; whether the range fits a text is Locate's business.
+func ParseRange(s string) (Range, error) {
+	a, b, found := strings.Cut(strings.TrimSpace(s), "-")
+	start, err := strconv.Atoi(strings.TrimSpace(a))
+	if err != nil || start < 0 {
+		return Range{}, fmt.Errorf("range %q: want A-B with line numbers", s)
+	}
+	end := start
+	if found {
+		if end, err = strconv.Atoi(strings.TrimSpace(b)); err != nil || end < 0 {
+			return Range{}, fmt.Errorf("range %q: want A-B with line numbers", s)
+		}
+	}
+	return Range{Start: start, End: end}, nil
 }
