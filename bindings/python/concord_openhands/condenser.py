@@ -1,0 +1,244 @@
+"""The OpenHands SDK side: a condenser that keeps the model's file reads current.
+
+    from concord_openhands import ConcordCondenser
+    agent = Agent(llm=llm, tools=tools, condenser=ConcordCondenser(roots=[workspace]))
+
+Before every model call the agent hands its view (the events that become the
+prompt) to the condenser. ConcordCondenser then
+1. registers with Concord every tool result it has not seen yet, using the
+   text the tool showed (file reads, edit snippets), and reports the agent's
+   own writes; Concord verifies each registration against the file, so a
+   change made while the agent was away (a resumed conversation) is caught
+   on the first call;
+2. releases tool results that left the view (condensed away);
+3. asks Concord (`sync`) which blocks changed, and
+4. returns a copy of the view in which each stale tool result is replaced,
+   same event id and tool call id, by the repaired text in the tool's own
+   format or by Concord's re-read notice.
+The event log is never modified; replacements are memoized per observation
+so the prompt prefix stays byte-stable between calls. On any failure the
+view passes through unchanged.
+
+This module must be imported before a persisted conversation is resumed:
+the SDK resolves the condenser's `kind` while loading the saved agent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any
+
+from pydantic import Field, PrivateAttr, field_validator
+
+from openhands.sdk.context.condenser.base import CondenserBase
+from openhands.sdk.context.view import View
+from openhands.sdk.event import ActionEvent, ObservationEvent
+from openhands.sdk.event.condenser import Condensation
+from openhands.sdk.llm import LLM, TextContent
+
+from .extract import extract
+from .listing import Listing
+from .render import render_block
+from .session import BlockView, ConcordSession, Source
+
+log = logging.getLogger("concord_openhands")
+
+
+class _State:
+    """Per-conversation runtime state; never serialized with the agent."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.session: ConcordSession | None = None
+        self.epoch = -1  # the session epoch our registrations belong to
+        self.seen: set[str] = set()  # observation event ids already ingested
+        self.registered: set[str] = set()  # anchors with a live block
+        self.listings: dict[str, Listing] = {}  # anchor -> how the tool rendered it
+        self.views: dict[str, BlockView] = {}  # anchor -> latest non-valid block view
+        self.cache: dict[str, tuple[Any, ObservationEvent]] = {}  # obs id -> (key, replacement)
+        self.turn = 0
+        self.warned = False
+
+    def reset(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.seen.clear()
+        self.registered.clear()
+        self.listings.clear()
+        self.views.clear()
+        self.cache.clear()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "_State":
+        # A copied agent is a new agent: it gets its own (lazily started) server.
+        return _State()
+
+
+class ConcordCondenser(CondenserBase):
+    """Replace stale file reads in the prompt with their repaired text.
+
+    Put it first in a PipelineCondenser, ahead of a summarising condenser, so
+    the summary is made from repaired text.
+    """
+
+    roots: list[str] = Field(
+        default_factory=list,
+        description="Workspace roots Concord may watch (absolute). Default: the current directory.",
+    )
+    agent_name: str = Field(default="main", description="This agent's name in the Concord session.")
+    binary: str | None = Field(
+        default=None, description="Path to `concord`; default: $CONCORD_BIN, next to the package, PATH."
+    )
+    watch: str = Field(default="auto", description="auto | fsnotify | poll | hooks")
+    policy: dict[str, Any] | None = Field(default=None, description="Concord policy (see docs/protocol.md).")
+    timeout: float = Field(default=5.0, description="Seconds to wait for any one Concord call.")
+
+    _state: _State = PrivateAttr(default_factory=_State)
+
+    @field_validator("roots", mode="before")
+    @classmethod
+    def _one_root_is_a_list(cls, v: Any) -> Any:
+        if isinstance(v, (str, os.PathLike)):
+            return [os.fspath(v)]
+        return [os.fspath(r) for r in v] if v is not None else []
+
+    # -- public helpers ---------------------------------------------------
+
+    @property
+    def session(self) -> ConcordSession:
+        st = self._state
+        with st.lock:
+            if st.session is None:
+                st.session = ConcordSession(
+                    self.roots or [os.getcwd()],
+                    binary=self.binary,
+                    agent=self.agent_name,
+                    watch=self.watch,
+                    policy=self.policy,
+                    timeout=self.timeout,
+                )
+            return st.session
+
+    def close(self) -> None:
+        """Shut Concord down now (it also goes when the condenser is collected or at exit)."""
+        st = self._state
+        with st.lock:
+            if st.session is not None:
+                st.session.close()
+
+    # -- CondenserBase ----------------------------------------------------
+
+    def condense(self, view: View, agent_llm: LLM | None = None) -> View | Condensation:  # noqa: ARG002
+        st = self._state
+        try:
+            with st.lock:
+                return self._condense(st, view)
+        except Exception:  # noqa: BLE001 (fail open: the agent must keep running)
+            if not st.warned:
+                st.warned = True
+                log.warning(
+                    "concord: context repair failed; passing the prompt through unchanged",
+                    exc_info=True,
+                )
+            else:
+                log.debug("concord: condense failed", exc_info=True)
+            return view
+
+    def _condense(self, st: _State, view: View) -> View:
+        session = self.session
+        for _ in range(3):  # a restart mid-way means re-registering everything
+            if not session.ensure():
+                return view
+            if st.epoch != session.epoch:
+                st.reset(session.epoch)
+            epoch = session.epoch
+            turn = self._ingest(st, session, view)
+            if session.epoch != epoch:
+                continue
+            blocks = session.sync(turn)
+            if session.epoch != epoch or blocks is None:
+                continue
+            for b in blocks:
+                if b.status in ("valid", "released"):
+                    st.views.pop(b.anchor, None)
+                    if b.status == "released":
+                        st.registered.discard(b.anchor)
+                else:
+                    st.views[b.anchor] = b
+            return self._rewrite(st, view)
+        return view
+
+    def _ingest(self, st: _State, session: ConcordSession, view: View) -> int:
+        """Register what is new in the view; return the turn for `sync`."""
+        actions: dict[str, ActionEvent] = {}
+        responses: set[str] = set()
+        present: set[str] = set()
+        root = (self.roots or [os.getcwd()])[0]
+        for ev in view.events:
+            if isinstance(ev, ActionEvent):
+                actions[ev.id] = ev
+                responses.add(ev.llm_response_id)
+                continue
+            if not isinstance(ev, ObservationEvent):
+                continue
+            present.add(ev.tool_call_id)
+            if ev.id in st.seen:
+                continue
+            st.seen.add(ev.id)
+            turn = len(responses)
+            action_ev = actions.get(ev.action_id)
+            obs = ev.observation
+            effects = extract(
+                ev.tool_name, action_ev.action if action_ev else None, obs, obs.text, root=root
+            )
+            for path in effects.writes:
+                session.source_changed(path)
+            if effects.event is not None:
+                session.event(ev.tool_call_id, effects.event, turn=turn)
+            if effects.reads:
+                sources = [Source(r.path, r.text, r.range) for r in effects.reads]
+                if session.observe(ev.tool_call_id, sources, turn=turn) is not None:
+                    st.registered.add(ev.tool_call_id)
+                    st.listings[ev.tool_call_id] = effects.reads[0].listing
+        gone = sorted(st.registered - present)
+        if gone:
+            session.release(gone)
+            for anchor in gone:
+                st.registered.discard(anchor)
+                st.views.pop(anchor, None)
+                st.listings.pop(anchor, None)
+        st.turn = max(st.turn + 1, len(responses) + 1)
+        return st.turn
+
+    def _rewrite(self, st: _State, view: View) -> View:
+        if not st.views:
+            return view
+        out = []
+        changed = False
+        for ev in view.events:
+            if isinstance(ev, ObservationEvent) and ev.tool_call_id in st.views:
+                new = self._replacement(st, ev, st.views[ev.tool_call_id])
+                if new is not None:
+                    out.append(new)
+                    changed = True
+                    continue
+            out.append(ev)
+        if not changed:
+            return view
+        return view.model_copy(update={"events": out})
+
+    def _replacement(self, st: _State, ev: ObservationEvent, bv: BlockView) -> ObservationEvent | None:
+        key = bv.key()
+        cached = st.cache.get(ev.id)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        text = render_block(st.listings.get(ev.tool_call_id), bv)
+        if text is None:
+            st.cache.pop(ev.id, None)
+            return None
+        obs = ev.observation.model_copy(
+            update={"content": [TextContent(text=text)], "is_error": False}
+        )
+        new = ev.model_copy(update={"observation": obs})
+        st.cache[ev.id] = (key, new)
+        return new

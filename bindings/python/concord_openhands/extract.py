@@ -1,0 +1,142 @@
+"""What a tool call means to Concord: which file parts it showed, which files it wrote.
+
+SDK-free: actions and observations are read by attribute or key, so this works
+on the SDK's pydantic models, on their `model_dump()` dicts and on plain test
+doubles alike.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import listing as _listing
+
+# Tools with file_editor's action/observation shape.
+FILE_EDITOR_TOOLS = frozenset({"file_editor", "planning_file_editor"})
+FILE_EDITOR_WRITES = frozenset({"create", "str_replace", "insert", "undo_edit"})
+TERMINAL_TOOLS = frozenset({"terminal", "bash", "execute_bash"})
+
+
+@dataclass
+class Read:
+    """A part of a file the model was shown."""
+
+    path: str
+    range: tuple[int, int] | None  # None: the whole file
+    text: str  # raw lines joined by "\n"
+    listing: _listing.Listing  # how the tool rendered it, to re-render
+
+
+@dataclass
+class Effects:
+    """Everything one observation tells Concord."""
+
+    writes: list[str] = field(default_factory=list)  # files the agent's own tool wrote
+    reads: list[Read] = field(default_factory=list)  # what the model was shown
+    event: str | None = None  # an action result (a command), never rewritten
+
+
+def get(obj: Any, name: str, default: Any = None) -> Any:
+    if obj is None:
+        return default
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def extract(
+    tool_name: str,
+    action: Any,
+    observation: Any,
+    text: str,
+    *,
+    root: str | None = None,
+) -> Effects:
+    """The effects of one tool result.
+
+    `action` is the tool call's arguments (None when unknown), `observation`
+    the tool's observation, `text` exactly what the model was shown, `root`
+    the directory relative paths are resolved against.
+    """
+    if get(observation, "is_error", False):
+        return Effects()
+    if tool_name in FILE_EDITOR_TOOLS:
+        return _file_editor(action, observation, text)
+    if tool_name == "read_file":
+        return _read_file(action, observation, text, root)
+    if tool_name in ("write_file", "edit"):
+        path = get(observation, "file_path") or get(action, "file_path")
+        return Effects(writes=[_abs(path, root)] if path else [])
+    if tool_name == "apply_patch":
+        return _apply_patch(observation, root)
+    if tool_name in TERMINAL_TOOLS:
+        command = get(observation, "command") or get(action, "command") or ""
+        return Effects(event=str(command))
+    return Effects()
+
+
+def _file_editor(action: Any, observation: Any, text: str) -> Effects:
+    command = get(observation, "command") or get(action, "command")
+    path = get(observation, "path") or get(action, "path")
+    if not path:
+        return Effects()
+    effects = Effects()
+    if command in FILE_EDITOR_WRITES:
+        effects.writes.append(path)
+    if command == "create":
+        return effects  # the output shows no file content
+    found = _listing.parse(text, _listing.CAT_N)
+    if found is None:
+        return effects  # a directory listing, an image
+    whole = False
+    if command == "view":
+        # Without the action (condensed away) the range is unknown: a ranged
+        # block is the safe reading.
+        whole = action is not None and not get(action, "view_range")
+    elif command == "undo_edit":
+        whole = True  # undo shows the whole restored file
+    whole = whole and not found.clipped and found.start == 1
+    if not whole and not found.lines:
+        return effects
+    rng = None if whole else (found.start, found.end)
+    effects.reads.append(Read(path, rng, found.text, found))
+    return effects
+
+
+def _read_file(action: Any, observation: Any, text: str, root: str | None) -> Effects:
+    path = get(observation, "file_path") or get(action, "file_path")
+    if not path:
+        return Effects()
+    found = _listing.parse(text, _listing.READ_FILE)
+    if found is None:
+        return Effects()
+    whole = (
+        found.start == 1
+        and not get(observation, "is_truncated", False)
+        and not (get(action, "offset") or 0)
+    )
+    if not whole and not found.lines:
+        return Effects()
+    rng = None if whole else (found.start, found.end)
+    return Effects(reads=[Read(_abs(path, root), rng, found.text, found)])
+
+
+def _apply_patch(observation: Any, root: str | None) -> Effects:
+    commit = get(observation, "commit")
+    changes = get(commit, "changes") or {}
+    writes: list[str] = []
+    for path, change in dict(changes).items():
+        for p in (path, get(change, "move_path")):
+            if p:
+                ap = _abs(p, root)
+                if ap not in writes:
+                    writes.append(ap)
+    return Effects(writes=writes)
+
+
+def _abs(path: str, root: str | None) -> str:
+    if os.path.isabs(path) or not root:
+        return path
+    return os.path.normpath(os.path.join(root, path))

@@ -1,0 +1,323 @@
+"""A small JSON-RPC 2.0 client for `concord serve` over a child's stdio.
+
+Stdlib only, so any Python runtime can use it. Content-Length framing (the
+server's default), one reader thread that routes responses to their callers,
+one thread that drains stderr (so a chatty server never blocks on a full
+pipe), a lock around writes (calls may come from several threads) and a
+timeout on every call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import threading
+from collections import deque
+from typing import Any, Callable, Sequence
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 10.0
+
+
+class RpcError(Exception):
+    """The server answered a request with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None):
+        super().__init__(f"{message} (code {code})")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class ServerUnavailable(Exception):
+    """The server cannot answer: not started, exited, hung (timeout) or broken pipe."""
+
+
+class _Pending:
+    __slots__ = ("done", "result", "error")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+# A handler for server-to-client requests: (method, params) -> result.
+# Raise RpcError to answer with an error.
+RequestHandler = Callable[[str, Any], Any]
+NotificationHandler = Callable[[str, Any], None]
+
+
+class RpcClient:
+    """One `concord serve` child process and the JSON-RPC conversation with it."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        on_request: RequestHandler | None = None,
+        on_notification: NotificationHandler | None = None,
+        stderr_lines: int = 200,
+    ) -> None:
+        self.argv = list(argv)
+        self._on_request = on_request
+        self._on_notification = on_notification
+        self._write_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._pending: dict[int, _Pending] = {}
+        self._next_id = 0
+        self._closed_reason: str | None = None
+        # The tail of the server's stderr, for error messages and debugging.
+        self.stderr_tail: deque[str] = deque(maxlen=stderr_lines)
+        try:
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                bufsize=0,
+            )
+        except OSError as exc:
+            raise ServerUnavailable(f"start {self.argv[0]}: {exc}") from exc
+        self._reader = threading.Thread(
+            target=self._read_loop, name="concord-rpc-reader", daemon=True
+        )
+        self._stderr = threading.Thread(
+            target=self._drain_stderr, name="concord-rpc-stderr", daemon=True
+        )
+        self._reader.start()
+        self._stderr.start()
+
+    # -- public API -------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def alive(self) -> bool:
+        return self._closed_reason is None and self._proc.poll() is None
+
+    def call(self, method: str, params: Any = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
+        """Send a request and wait for its result (or raise RpcError / ServerUnavailable)."""
+        pending = _Pending()
+        with self._state_lock:
+            if self._closed_reason is not None:
+                raise ServerUnavailable(self._closed_reason)
+            self._next_id += 1
+            req_id = self._next_id
+            self._pending[req_id] = pending
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        try:
+            self._send(msg)
+        except ServerUnavailable:
+            with self._state_lock:
+                self._pending.pop(req_id, None)
+            raise
+        if not pending.done.wait(timeout):
+            with self._state_lock:
+                self._pending.pop(req_id, None)
+            raise ServerUnavailable(f"{method}: no answer within {timeout:g}s")
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    def notify(self, method: str, params: Any = None) -> None:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self._send(msg)
+
+    def close(self, timeout: float = 2.0) -> int | None:
+        """Shut the server down politely (shutdown + exit), then by force.
+
+        Returns the exit status, or None if it had to be killed.
+        """
+        if self.alive():
+            try:
+                self.call("shutdown", None, timeout=timeout)
+                self.notify("exit")
+            except (ServerUnavailable, RpcError):
+                pass
+        self._fail_all("client closed")
+        try:
+            if self._proc.stdin:
+                self._proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            return self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+    def kill(self) -> None:
+        self._fail_all("client killed the server")
+        try:
+            self._proc.kill()
+            self._proc.wait(5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+    # -- framing ----------------------------------------------------------
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        body = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        frame = b"Content-Length: %d\r\n\r\n" % len(body) + body
+        with self._write_lock:
+            if self._closed_reason is not None:
+                raise ServerUnavailable(self._closed_reason)
+            stdin = self._proc.stdin
+            assert stdin is not None
+            try:
+                stdin.write(frame)
+                stdin.flush()
+            except (OSError, ValueError) as exc:
+                self._fail_all(f"write to server: {exc}")
+                raise ServerUnavailable(f"write to server: {exc}") from exc
+
+    def _read_loop(self) -> None:
+        stdout = self._proc.stdout
+        assert stdout is not None
+        reason = "server closed its stdout"
+        try:
+            while True:
+                body = read_frame(stdout)
+                if body is None:
+                    break
+                try:
+                    msg = json.loads(body)
+                except ValueError:
+                    log.warning("concord: unparseable message from server: %.200r", body)
+                    continue
+                self._dispatch(msg)
+        except (OSError, ValueError) as exc:
+            reason = f"read from server: {exc}"
+        code = self._proc.poll()
+        if code is None:
+            try:
+                code = self._proc.wait(1)
+            except subprocess.TimeoutExpired:
+                code = None
+        if code is not None:
+            reason += f" (exit status {code})"
+        tail = "; ".join(list(self.stderr_tail)[-3:])
+        if tail:
+            reason += f"; stderr: {tail}"
+        self._fail_all(reason)
+
+    def _dispatch(self, msg: Any) -> None:
+        if not isinstance(msg, dict):
+            return
+        if "method" in msg:
+            self._handle_server_message(msg)
+            return
+        req_id = msg.get("id")
+        with self._state_lock:
+            pending = self._pending.pop(req_id, None) if isinstance(req_id, int) else None
+        if pending is None:
+            return  # a late answer to a call that timed out
+        err = msg.get("error")
+        if err is not None:
+            if not isinstance(err, dict):
+                err = {"code": -32603, "message": str(err)}
+            pending.error = RpcError(
+                int(err.get("code", -32603)), str(err.get("message", "")), err.get("data")
+            )
+        else:
+            pending.result = msg.get("result")
+        pending.done.set()
+
+    def _handle_server_message(self, msg: dict[str, Any]) -> None:
+        method = msg.get("method", "")
+        params = msg.get("params")
+        if "id" not in msg:
+            if self._on_notification is not None:
+                try:
+                    self._on_notification(method, params)
+                except Exception:  # a handler bug must not kill the reader
+                    log.exception("concord: notification handler failed")
+            return
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
+        try:
+            if self._on_request is None:
+                raise RpcError(-32601, f"client does not handle {method}")
+            reply["result"] = self._on_request(method, params)
+        except RpcError as exc:
+            reply["error"] = {"code": exc.code, "message": exc.message}
+        except Exception as exc:  # answer, never hang the server
+            reply["error"] = {"code": -32603, "message": f"{method}: {exc}"}
+        # Answer from another thread so a slow handler never stalls reading.
+        threading.Thread(target=self._reply_quietly, args=(reply,), daemon=True).start()
+
+    def _reply_quietly(self, reply: dict[str, Any]) -> None:
+        try:
+            self._send(reply)
+        except ServerUnavailable:
+            pass
+
+    def _drain_stderr(self) -> None:
+        stderr = self._proc.stderr
+        assert stderr is not None
+        try:
+            for raw in iter(stderr.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip()
+                if line:
+                    self.stderr_tail.append(line)
+                    log.debug("concord stderr: %s", line)
+        except (OSError, ValueError):
+            pass
+
+    def _fail_all(self, reason: str) -> None:
+        with self._state_lock:
+            if self._closed_reason is None:
+                self._closed_reason = reason
+            pending, self._pending = self._pending, {}
+        for p in pending.values():
+            p.error = ServerUnavailable(reason)
+            p.done.set()
+
+
+def read_frame(stream: Any) -> bytes | None:
+    """Read one Content-Length framed message body; None at a clean end of stream.
+
+    Raises ValueError on a malformed header (the stream cannot be resynchronised).
+    """
+    length: int | None = None
+    saw_header = False
+    while True:
+        line = stream.readline()
+        if not line:
+            if saw_header:
+                raise ValueError("stream ended inside a message header")
+            return None
+        saw_header = True
+        line = line.rstrip(b"\r\n")
+        if not line:
+            break
+        name, sep, value = line.partition(b":")
+        if not sep:
+            raise ValueError(f"malformed header line {line[:80]!r}")
+        if name.strip().lower() == b"content-length":
+            try:
+                length = int(value.strip())
+            except ValueError:
+                raise ValueError(f"bad Content-Length {value[:40]!r}") from None
+    if length is None or length < 0:
+        raise ValueError("message without Content-Length")
+    body = b""
+    while len(body) < length:
+        chunk = stream.read(length - len(body))
+        if not chunk:
+            raise ValueError("stream ended inside a message body")
+        body += chunk
+    return body
+
+
