@@ -1,0 +1,219 @@
+// Runs the real `opencode` program (the pinned opencode-ai npm package) non-interactively and
+// offline against a FakeModel: a temp git repo, HOME/XDG dirs of its own, and the switches that
+// stop model-list fetching, auto-update, LSP downloads and the config-dir npm install.
+import { spawn, execFileSync } from "node:child_process"
+import fs from "node:fs"
+import path from "node:path"
+import { fileURLToPath } from "node:url"
+
+export const PKG_ROOT = findPackageRoot(path.dirname(fileURLToPath(import.meta.url)))
+export const OPENCODE_VERSION = readJson(path.join(PKG_ROOT, "node_modules/opencode-ai/package.json"))?.version as
+  | string
+  | undefined
+const E2E_ROOT = path.join(PKG_ROOT, ".e2e")
+
+function findPackageRoot(dir: string): string {
+  for (let d = dir; ; d = path.dirname(d)) {
+    if (readJson(path.join(d, "package.json"))?.name === "opencode-concord") return d
+    if (path.dirname(d) === d) throw new Error(`no opencode-concord package.json above ${dir}`)
+  }
+}
+
+function readJson(file: string): Record<string, any> | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(file, "utf8"))
+  } catch {
+    return undefined
+  }
+}
+
+/** The opencode executable from node_modules, or undefined when it is not installed. */
+export function opencodeBinary(): string | undefined {
+  const candidates = [
+    path.join(PKG_ROOT, "node_modules/opencode-ai/bin/opencode.exe"), // hardlinked by its postinstall
+    path.join(PKG_ROOT, `node_modules/opencode-${process.platform}-${process.arch}/bin/opencode`),
+    path.join(PKG_ROOT, `node_modules/opencode-${process.platform}-${process.arch}-baseline/bin/opencode`),
+  ]
+  return candidates.find((c) => isExecutable(c))
+}
+
+export function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK)
+    return fs.statSync(file).isFile()
+  } catch {
+    return false
+  }
+}
+
+export interface Workspace {
+  root: string
+  proj: string
+  home: string
+  /** Writes a file in the project (relative path) and returns its absolute path. */
+  write(rel: string, text: string): string
+}
+
+/** A fresh project (a git repo with one commit) plus isolated HOME/XDG dirs under .e2e/. */
+export function makeWorkspace(name: string, files: Record<string, string>): Workspace {
+  const root = path.join(E2E_ROOT, "runs", `${name}-${process.pid}-${Date.now()}`)
+  const proj = path.join(root, "proj")
+  const home = path.join(root, "home")
+  fs.rmSync(root, { recursive: true, force: true })
+  fs.mkdirSync(proj, { recursive: true })
+  fs.mkdirSync(home, { recursive: true })
+  const write = (rel: string, text: string) => {
+    const file = path.join(proj, rel)
+    fs.mkdirSync(path.dirname(file), { recursive: true })
+    fs.writeFileSync(file, text)
+    return file
+  }
+  for (const [rel, text] of Object.entries(files)) write(rel, text)
+  const git = (...args: string[]) => execFileSync("git", args, { cwd: proj, stdio: "ignore" })
+  git("init", "-q")
+  git("-c", "user.email=e2e@example.invalid", "-c", "user.name=e2e", "add", "-A")
+  git("-c", "user.email=e2e@example.invalid", "-c", "user.name=e2e", "commit", "-q", "-m", "init")
+  return { root, proj, home, write }
+}
+
+export type PluginMode =
+  /** The bundled single file copied into .opencode/plugins/. */
+  | { kind: "dropin"; file: string }
+  /** One line in opencode.json: "plugin": [spec]. */
+  | { kind: "config"; spec: string }
+  | { kind: "none" }
+
+export interface RunOptions {
+  port: number
+  plugin: PluginMode
+  prompt?: string
+  model?: string
+  pure?: boolean
+  continue?: boolean
+  env?: Record<string, string>
+  timeoutMs?: number
+}
+
+export interface RunResult {
+  code: number | null
+  signal: NodeJS.Signals | null
+  stdout: string
+  stderr: string
+  /** The --format json events, one object per stdout line that parsed. */
+  events: any[]
+  ms: number
+}
+
+/**
+ * OpenCode npm-installs @opencode-ai/plugin into every writable config dir at startup and makes
+ * plugins wait for it. It skips that when node_modules exists and package-lock.json lists every
+ * dependency of package.json, so the dir gets exactly that, pointing at our own pre-installed copy.
+ */
+function satisfyConfigDirInstall(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true })
+  const version = readJson(path.join(PKG_ROOT, "node_modules/@opencode-ai/plugin/package.json"))?.version ?? "*"
+  const deps = { "@opencode-ai/plugin": version }
+  fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ dependencies: deps }, null, 2))
+  fs.writeFileSync(
+    path.join(dir, "package-lock.json"),
+    JSON.stringify({ lockfileVersion: 3, packages: { "": { dependencies: deps } } }, null, 2),
+  )
+  const nm = path.join(dir, "node_modules")
+  if (!fs.existsSync(nm)) fs.symlinkSync(path.join(PKG_ROOT, "node_modules"), nm, "dir")
+}
+
+export function writeConfig(ws: Workspace, opts: RunOptions): void {
+  const model = opts.model ?? "fake-model"
+  const config: Record<string, unknown> = {
+    $schema: "https://opencode.ai/config.json",
+    model: `fake/${model}`,
+    small_model: `fake/${model}`,
+    autoupdate: false,
+    share: "disabled",
+    snapshot: false,
+    provider: {
+      fake: {
+        npm: "@ai-sdk/openai-compatible",
+        name: "Fake",
+        options: { baseURL: `http://127.0.0.1:${opts.port}/v1`, apiKey: "dummy" },
+        models: { [model]: { name: "Fake", tool_call: true, limit: { context: 128000, output: 4096 } } },
+      },
+    },
+    permission: { read: "allow", edit: "allow", bash: "allow", external_directory: "allow" },
+  }
+  if (opts.plugin.kind === "config") config.plugin = [opts.plugin.spec]
+  fs.writeFileSync(path.join(ws.proj, "opencode.json"), JSON.stringify(config, null, 2))
+  if (opts.plugin.kind === "dropin") {
+    const dir = path.join(ws.proj, ".opencode")
+    satisfyConfigDirInstall(dir)
+    fs.mkdirSync(path.join(dir, "plugins"), { recursive: true })
+    fs.copyFileSync(opts.plugin.file, path.join(dir, "plugins", path.basename(opts.plugin.file)))
+  }
+}
+
+export async function runOpencode(ws: Workspace, opts: RunOptions): Promise<RunResult> {
+  const bin = opencodeBinary()
+  if (!bin) throw new Error("opencode is not installed (npm ci in bindings/ts)")
+  writeConfig(ws, opts)
+  const h = ws.home
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: h,
+    XDG_CONFIG_HOME: path.join(h, "config"),
+    XDG_DATA_HOME: path.join(h, "data"),
+    XDG_CACHE_HOME: path.join(h, "cache"),
+    XDG_STATE_HOME: path.join(h, "state"),
+    OPENCODE_DISABLE_AUTOUPDATE: "1",
+    OPENCODE_DISABLE_MODELS_FETCH: "1",
+    OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+    OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+    OPENCODE_DISABLE_CLAUDE_CODE: "1",
+    OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
+    // Keep the run deterministic: no terminal, no colours.
+    NO_COLOR: "1",
+    CI: "1",
+    ...opts.env,
+  }
+  const args = ["run", "--format", "json", "--title", "e2e", "--print-logs", "--log-level", "INFO"]
+  if (opts.pure) args.push("--pure")
+  if (opts.continue) args.push("--continue")
+  args.push(opts.prompt ?? "go")
+  const started = Date.now()
+  const child = spawn(bin, args, { cwd: ws.proj, env, stdio: ["ignore", "pipe", "pipe"] })
+  let stdout = ""
+  let stderr = ""
+  child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
+  const timeoutMs = opts.timeoutMs ?? 120_000
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs)
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+    child.on("close", (c, s) => resolve([c, s])),
+  )
+  clearTimeout(timer)
+  fs.writeFileSync(path.join(ws.root, "opencode.stdout.jsonl"), stdout)
+  fs.writeFileSync(path.join(ws.root, "opencode.stderr.log"), stderr)
+  const events = stdout
+    .split("\n")
+    .filter((l) => l.trim().startsWith("{"))
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l)]
+      } catch {
+        return []
+      }
+    })
+  return { code, signal, stdout, stderr, events, ms: Date.now() - started }
+}
+
+/** OpenCode's own log files for the run (app.log entries land here). */
+export function opencodeLogs(ws: Workspace): string {
+  const dir = path.join(ws.home, "data", "opencode", "log")
+  try {
+    return fs
+      .readdirSync(dir)
+      .map((f) => fs.readFileSync(path.join(dir, f), "utf8"))
+      .join("\n")
+  } catch {
+    return ""
+  }
+}
