@@ -106,8 +106,8 @@ func decodeMessage(frame []byte, v any) (json.RawMessage, *Error) {
 		return nil, &Error{Code: CodeParseError, Message: "parse error: " + strings.TrimPrefix(err.Error(), "json: ")}
 	}
 	id := probe.ID
-	if !validID(id) {
-		id = nil
+	if len(id) > 0 && string(id) != "null" && !validID(id) {
+		return nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: id must be a string or a non-negative integer"}
 	}
 	if probe.JSONRPC == nil || *probe.JSONRPC != "2.0" {
 		return id, &Error{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
