@@ -54,7 +54,7 @@ func TestStreamRead(t *testing.T) {
 		{"neither request nor response", FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":"a"}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{`"a"`}},
 		{"object id is not echoed", FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":{},"method":"x"}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
 		{"missing Content-Length", FramingContentLength, 0, "X-Foo: 1\r\n\r\n" + cl(req), []string{"stats"}, []int64{CodeParseError}, []string{"null"}},
-		{"oversized is skipped", FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":2,"method":"observe","params":{"text":"` + strings.Repeat("x", 100) + `"}}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
+		{"oversized is skipped", FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":2,"method":"observe","params":{"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
 		{"newline: two lines", FramingNewline, 0, req + "\n" + req + "\r\n", []string{"stats", "stats"}, nil, nil},
 		{"newline: blank lines and no final newline", FramingNewline, 0, "\n\n" + req, []string{"stats"}, nil, nil},
 		{"newline: malformed then valid", FramingNewline, 0, "{oops\n" + req + "\n", []string{"stats"}, []int64{CodeParseError}, []string{"null"}},
