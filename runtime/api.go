@@ -24,6 +24,10 @@ const (
 	Invalid    Status = "invalid"    // omitted from the prompt; a notice asks for a re-read
 	Superseded Status = "superseded" // a newer read of the same span replaced it
 	Released   Status = "released"   // the runtime dropped it
+
+	// EventAck is the status Observe answers for an event: acknowledged,
+	// never tracked. It is never a block's status.
+	EventAck Status = "event"
 )
 
 // Kind separates snapshots of a source from events (results of actions).
@@ -51,57 +55,57 @@ type Range = locator.Range
 // part (Range; nil means the whole source) and what the tool showed (Text,
 // the raw lines joined by "\n", without the tool's own decoration).
 type SourceRef struct {
-	URI     string
-	Range   *Range
-	Text    string
-	Version string // optional: the version the tool read (e.g. "sha256:…"); required for keyed sources
+	URI     string `json:"uri"`
+	Range   *Range `json:"range,omitempty"`
+	Text    string `json:"text"`
+	Version string `json:"version,omitempty"` // optional: the version the tool read (e.g. "sha256:…"); required for keyed sources
 }
 
 // Observation is one tool result to register.
 type Observation struct {
-	Agent   string
-	Turn    int
-	Anchor  string // the runtime's handle, e.g. the tool call id
-	Kind    Kind
-	Sources []SourceRef
-	Policy  *Policy // optional block-level override
+	Agent   string      `json:"agent"`
+	Turn    int         `json:"turn"`
+	Anchor  string      `json:"anchor"` // the runtime's handle, e.g. the tool call id
+	Kind    Kind        `json:"kind,omitempty"`
+	Sources []SourceRef `json:"sources"`
+	Policy  *Policy     `json:"policy,omitempty"` // optional block-level override
 }
 
 // ObserveResult answers Observe.
 type ObserveResult struct {
-	Block      string   // "" for events
-	Status     Status   // status right after registration (a raced read may already be patched)
-	Superseded []string // older blocks this one superseded
+	Block      string   `json:"block"`      // "" for events
+	Status     Status   `json:"status"`     // status right after registration (a raced read may already be patched)
+	Superseded []string `json:"superseded"` // older blocks this one superseded
 }
 
 // Change reports that a source changed, typically from the runtime's own
 // write tool. Text, when non-nil, is the new full content; Version is the
 // new version when the client knows it (required for keyed sources without Text).
 type Change struct {
-	URI     string
-	Agent   string
-	Text    *string
-	Version string
+	URI     string  `json:"uri"`
+	Agent   string  `json:"agent,omitempty"`
+	Text    *string `json:"text,omitempty"`
+	Version string  `json:"version,omitempty"`
 }
 
 // ChangeResult answers SourceChanged.
 type ChangeResult struct {
-	Blocks []string // blocks whose state changed
+	Blocks []string `json:"blocks"` // blocks whose state changed
 }
 
 // SyncRequest asks for an agent's projection before a model call.
 type SyncRequest struct {
-	Agent string
-	Turn  int
-	Full  bool // return the full live set, not just the delta
+	Agent string `json:"agent"`
+	Turn  int    `json:"turn"`
+	Full  bool   `json:"full,omitempty"` // return the full live set, not just the delta
 }
 
 // SyncResult is the projection: blocks whose model-visible state changed
 // since the agent's previous sync (or all live blocks when Full).
 type SyncResult struct {
-	Generation uint64
-	Full       bool
-	Blocks     []BlockView
+	Generation uint64      `json:"generation"`
+	Full       bool        `json:"full"`
+	Blocks     []BlockView `json:"blocks"`
 }
 
 // BlockView is what a binding needs to rewrite one tool result.
@@ -109,45 +113,45 @@ type SyncResult struct {
 // Notice present with Sources: show both (annotate). Notice alone: show
 // only the notice (the content is suppressed).
 type BlockView struct {
-	Block        string
-	Anchor       string
-	Agent        string
-	Turn         int
-	Status       Status
-	Sources      []SourceView
-	Notice       string
-	SupersededBy string
-	Reason       string
+	Block        string       `json:"block"`
+	Anchor       string       `json:"anchor"`
+	Agent        string       `json:"agent"`
+	Turn         int          `json:"turn"`
+	Status       Status       `json:"status"`
+	Sources      []SourceView `json:"sources,omitempty"`
+	Notice       string       `json:"notice,omitempty"`
+	SupersededBy string       `json:"supersededBy,omitempty"`
+	Reason       string       `json:"reason,omitempty"`
 }
 
 // SourceView is the current state of one source link.
 type SourceView struct {
-	URI     string
-	Range   *Range
-	Text    string
-	Version string
+	URI     string `json:"uri"`
+	Range   *Range `json:"range,omitempty"`
+	Text    string `json:"text"`
+	Version string `json:"version,omitempty"`
 }
 
 // ReleaseRequest drops blocks, by id or by (agent, anchor).
 type ReleaseRequest struct {
-	Blocks  []string
-	Agent   string
-	Anchors []string
+	Blocks  []string `json:"blocks,omitempty"`
+	Agent   string   `json:"agent,omitempty"`
+	Anchors []string `json:"anchors,omitempty"`
 }
 
 // ReleaseResult answers Release.
 type ReleaseResult struct {
-	Released []string
+	Released []string `json:"released"`
 }
 
 // Stats are counters for operators and benchmarks.
 type Stats struct {
-	Blocks          map[Status]int
-	Reconciliations map[string]int // by locator outcome and action: unchanged, moved, patched, invalid, refreshed, …
-	VerifyPasses    int
-	Sources         int
-	Agents          int
-	BytesHeld       int64 // payload and source text held
+	Blocks          map[Status]int `json:"blocks"`
+	Reconciliations map[string]int `json:"reconciliations"` // by locator outcome and action: unchanged, moved, patched, invalid, refreshed, …
+	VerifyPasses    int            `json:"verifyPasses"`
+	Sources         int            `json:"sources"`
+	Agents          int            `json:"agents"`
+	BytesHeld       int64          `json:"bytesHeld"` // payload and source text held
 }
 
 // Policy says what to do on a local edit and on drift, and when a block
@@ -167,8 +171,8 @@ type PolicyConfig struct {
 
 // Content is a source's content at one version.
 type Content struct {
-	Text    string
-	Version string
+	Text    string `json:"text"`
+	Version string `json:"version"`
 }
 
 // Adapter plugs one kind of source into the core. A new resource type needs

@@ -1,0 +1,328 @@
+// Package fileadapter serves files as Concord sources: canonical file://
+// ids inside the workspace roots, SHA-256 versions, and change hints from
+// fsnotify (parent directories, so atomic saves by rename are seen) or
+// polling. Hints only say "look again"; the manager re-reads and the hash
+// decides.
+package fileadapter
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/concord-ctx/concord/runtime"
+)
+
+// Watch modes.
+const (
+	ModeAuto     = "auto"     // fsnotify, polling where watches run out
+	ModeFsnotify = "fsnotify" // fsnotify (still polls a directory it cannot watch)
+	ModePoll     = "poll"     // stat every PollInterval
+	ModeHooks    = "hooks"    // no watching: sourceChanged and the verify pass only
+)
+
+// Defaults.
+const (
+	DefaultMaxBytes     = 8 << 20
+	DefaultPollInterval = time.Second
+	minPollInterval     = 10 * time.Millisecond
+	binarySniff         = 8 << 10
+)
+
+// Config configures an Adapter.
+type Config struct {
+	Roots        []string // absolute directories; only files inside them are sources
+	Mode         string   // auto (default), fsnotify, poll, hooks
+	PollInterval time.Duration
+	Debounce     time.Duration // per path; 0 = hint at once
+	MaxBytes     int64         // default 8 MiB
+	Logger       *slog.Logger
+}
+
+// Adapter serves file:// sources. Safe for concurrent use.
+type Adapter struct {
+	roots    []string
+	mode     string
+	poll     time.Duration
+	debounce time.Duration
+	maxBytes int64
+	log      *slog.Logger
+	notify   runtime.Notify
+
+	watcher *fsnotify.Watcher
+	// addWatch adds a directory to the watcher; a seam so tests can simulate
+	// watch-limit exhaustion (ENOSPC), which cannot be provoked safely.
+	addWatch func(dir string) error
+
+	watchMu sync.Mutex // orders Watch/Unwatch (held across fsnotify Add/Remove)
+	mu      sync.Mutex
+	closed  bool
+	files   map[string]int       // path -> watch refs
+	dirs    map[string]*dirWatch // parent dir -> state
+	timers  map[string]*time.Timer
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type dirWatch struct {
+	files  int               // watched files in it
+	polled bool              // no fsnotify watch: polled instead
+	stamps map[string]string // polled files' last stamps
+}
+
+var (
+	_ runtime.Adapter   = (*Adapter)(nil)
+	_ runtime.Displayer = (*Adapter)(nil)
+)
+
+// New returns a file adapter sending change hints to notify.
+func New(cfg Config, notify runtime.Notify) (*Adapter, error) {
+	if len(cfg.Roots) == 0 {
+		return nil, errors.New("fileadapter: at least one root is required")
+	}
+	a := &Adapter{
+		mode:     cfg.Mode,
+		poll:     cfg.PollInterval,
+		debounce: cfg.Debounce,
+		maxBytes: cfg.MaxBytes,
+		log:      cfg.Logger,
+		notify:   notify,
+		files:    map[string]int{},
+		dirs:     map[string]*dirWatch{},
+		timers:   map[string]*time.Timer{},
+		stop:     make(chan struct{}),
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.notify == nil {
+		a.notify = func(string) {}
+	}
+	if a.maxBytes <= 0 {
+		a.maxBytes = DefaultMaxBytes
+	}
+	if a.poll <= 0 {
+		a.poll = DefaultPollInterval
+	}
+	a.poll = max(a.poll, minPollInterval)
+	a.debounce = max(a.debounce, 0)
+	for _, r := range cfg.Roots {
+		if !filepath.IsAbs(r) {
+			return nil, fmt.Errorf("fileadapter: root %q is not absolute", r)
+		}
+		rr, err := filepath.EvalSymlinks(filepath.Clean(r))
+		if err != nil {
+			return nil, fmt.Errorf("fileadapter: root %q: %w", r, err)
+		}
+		a.roots = append(a.roots, rr)
+	}
+	switch a.mode {
+	case "", ModeAuto, ModeFsnotify:
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			if a.mode == ModeFsnotify {
+				return nil, fmt.Errorf("fileadapter: fsnotify: %w", err)
+			}
+			a.log.Warn("fsnotify unavailable; polling", "err", err)
+			a.mode = ModePoll
+			break
+		}
+		a.watcher, a.mode = w, ModeFsnotify
+		a.addWatch = w.Add
+		a.wg.Add(1)
+		go a.runEvents()
+	case ModePoll, ModeHooks:
+	default:
+		return nil, fmt.Errorf("fileadapter: unknown watch mode %q (want auto, fsnotify, poll or hooks)", cfg.Mode)
+	}
+	if a.mode != ModeHooks {
+		a.wg.Add(1)
+		go a.runPoll()
+	}
+	return a, nil
+}
+
+// Mode is the effective watch mode: fsnotify, poll or hooks.
+func (a *Adapter) Mode() string { return a.mode }
+
+// Roots are the symlink-resolved workspace roots.
+func (a *Adapter) Roots() []string { return append([]string(nil), a.roots...) }
+
+// Scheme is "file".
+func (a *Adapter) Scheme() string { return "file" }
+
+// Normalize accepts file:///abs URIs (percent-decoded) and plain absolute
+// paths and returns the canonical id: file:// + the cleaned, symlink-resolved
+// path (the parent resolved for a file that does not exist). Paths outside the
+// roots are refused with ErrOutsideRoots.
+func (a *Adapter) Normalize(uri string) (string, error) {
+	p, err := uriPath(uri)
+	if err != nil {
+		return "", err
+	}
+	rp, err := resolve(p)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", runtime.ErrInvalidURI, uri, err)
+	}
+	if !a.inside(rp) {
+		if rp != p {
+			return "", fmt.Errorf("%s resolves to %s: %w", p, rp, runtime.ErrOutsideRoots)
+		}
+		return "", fmt.Errorf("%s: %w", p, runtime.ErrOutsideRoots)
+	}
+	return pathURI(rp), nil
+}
+
+func uriPath(uri string) (string, error) {
+	var p string
+	switch {
+	case strings.HasPrefix(uri, "file:"):
+		u, err := url.Parse(uri)
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", runtime.ErrInvalidURI, err)
+		}
+		if u.Host != "" && u.Host != "localhost" {
+			return "", fmt.Errorf("%w: %q: remote host %q", runtime.ErrInvalidURI, uri, u.Host)
+		}
+		p = u.Path
+	default:
+		p = uri
+	}
+	if p == "" || !filepath.IsAbs(p) {
+		return "", fmt.Errorf("%w: %q is not an absolute path or file:/// URI", runtime.ErrInvalidURI, uri)
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", fmt.Errorf("%w: %q contains NUL", runtime.ErrInvalidURI, uri)
+	}
+	return filepath.Clean(p), nil
+}
+
+// resolve resolves symlinks in p; for a path that does not exist it resolves
+// the nearest existing ancestor and appends the rest.
+func resolve(p string) (string, error) {
+	rest := ""
+	cur := p
+	for {
+		r, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+func (a *Adapter) inside(p string) bool {
+	for _, r := range a.roots {
+		rel, err := filepath.Rel(r, p)
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+func pathURI(p string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String()
+}
+
+// Path is the file system path of a canonical id.
+func Path(id string) (string, error) {
+	u, err := url.Parse(id)
+	if err != nil || u.Scheme != "file" {
+		return "", fmt.Errorf("%w: %q", runtime.ErrInvalidURI, id)
+	}
+	return filepath.FromSlash(u.Path), nil
+}
+
+// Display is the plain path, for notices.
+func (a *Adapter) Display(id string) string {
+	if p, err := Path(id); err == nil {
+		return p
+	}
+	return id
+}
+
+// Read returns the file's content and its SHA-256 version.
+func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) {
+	p, err := Path(id)
+	if err != nil {
+		return runtime.Content{}, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return runtime.Content{}, classify(p, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return runtime.Content{}, classify(p, err)
+	}
+	if fi.IsDir() {
+		return runtime.Content{}, fmt.Errorf("read %s: is a directory: %w", p, runtime.ErrUnreadable)
+	}
+	if fi.Size() > a.maxBytes {
+		return runtime.Content{}, fmt.Errorf("read %s: %d bytes > %d: %w", p, fi.Size(), a.maxBytes, runtime.ErrTooLarge)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, a.maxBytes+1))
+	if err != nil {
+		return runtime.Content{}, classify(p, err)
+	}
+	if int64(len(b)) > a.maxBytes {
+		return runtime.Content{}, fmt.Errorf("read %s: more than %d bytes: %w", p, a.maxBytes, runtime.ErrTooLarge)
+	}
+	if bytes.IndexByte(b[:min(len(b), binarySniff)], 0) >= 0 {
+		return runtime.Content{}, fmt.Errorf("read %s: NUL byte in the first 8 KiB: %w", p, runtime.ErrBinary)
+	}
+	sum := sha256.Sum256(b)
+	return runtime.Content{Text: string(b), Version: "sha256:" + hex.EncodeToString(sum[:])}, nil
+}
+
+func classify(p string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("read %s: %w", p, runtime.ErrNotFound)
+	default:
+		return fmt.Errorf("read %s: %w: %v", p, runtime.ErrUnreadable, err)
+	}
+}
+
+// Stamp is size, mtime and inode: cheap, and moved by any write or atomic
+// replace.
+func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
+	p, err := Path(id)
+	if err != nil {
+		return "", err
+	}
+	return statStamp(p)
+}
+
+func statStamp(p string) (string, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", classify(p, err)
+	}
+	return fmt.Sprintf("%d:%d:%d:%s", fi.Size(), fi.ModTime().UnixNano(), inode(fi), fi.Mode()), nil
+}

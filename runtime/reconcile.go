@@ -1,0 +1,434 @@
+package runtime
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/concord-ctx/concord/locator"
+)
+
+// normalizeText turns CRLF into LF, as the protocol promises.
+func normalizeText(s string) string {
+	if strings.IndexByte(s, '\r') < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, "\r\n", "\n")
+}
+
+// wholeText is a whole-source link's model-visible text: no trailing newline.
+func wholeText(s string) string { return strings.TrimSuffix(s, "\n") }
+
+func equalLines(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// commonEnds returns how many leading and trailing lines a and b share
+// (pre+suf never exceeds the shorter slice).
+func commonEnds(a, b []string) (pre, suf int) {
+	n := min(len(a), len(b))
+	for pre < n && a[pre] == b[pre] {
+		pre++
+	}
+	for suf < n-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	return pre, suf
+}
+
+// wholeVerdict judges a whole-source link: unchanged, a local edit or drift,
+// by the share of characters outside the common prefix and suffix.
+func wholeVerdict(old, cur []string, p locator.Params) (locator.Status, string) {
+	pre, suf := commonEnds(old, cur)
+	if pre == len(old) && pre == len(cur) {
+		return locator.Unchanged, ""
+	}
+	total := 0
+	for _, l := range old {
+		total += len(l) + 1
+	}
+	for _, l := range cur {
+		total += len(l) + 1
+	}
+	a := strings.Join(old[pre:len(old)-suf], "\n")
+	b := strings.Join(cur[pre:len(cur)-suf], "\n")
+	cp := 0
+	for cp < len(a) && cp < len(b) && a[cp] == b[cp] {
+		cp++
+	}
+	cs := 0
+	for cs < len(a)-cp && cs < len(b)-cp && a[len(a)-1-cs] == b[len(b)-1-cs] {
+		cs++
+	}
+	changed := len(a) - cp - cs + len(b) - cp - cs
+	sim := 1.0
+	if total > 0 {
+		sim = 1 - float64(changed)/float64(total)
+	}
+	region := fmt.Sprintf("lines %d-%d of %d changed", pre+1, len(old)-suf, len(old))
+	if len(old)-suf < pre+1 {
+		region = fmt.Sprintf("%d lines inserted after line %d", len(cur)-len(old), pre)
+	}
+	if sim >= p.MinSimilarity {
+		return locator.Patched, fmt.Sprintf("local edit: %s (similarity %.2f)", region, sim)
+	}
+	return locator.Invalid, fmt.Sprintf("drift: %s (similarity %.2f < %.2f)", region, sim, p.MinSimilarity)
+}
+
+// reconciler applies one new state of one source to its links.
+type reconciler struct {
+	m        *Manager
+	src      *source
+	oldText  string
+	oldLines []string
+	oldKnown bool
+	newLines []string
+	edit     *locator.Edit
+	pre, suf int
+	regionOK bool
+	prefix   string // reason prefix ("raced read: ")
+	touched  map[*block][]string
+	order    []*block
+}
+
+func (m *Manager) newReconciler(src *source, oldText string, oldLines []string, oldKnown bool) *reconciler {
+	rc := &reconciler{m: m, src: src, oldText: oldText, oldLines: oldLines, oldKnown: oldKnown, touched: map[*block][]string{}}
+	if src.state == statePresent && src.known {
+		rc.newLines = src.getLines()
+	}
+	if oldKnown && rc.oldLines == nil {
+		rc.oldLines = locator.SplitLines(oldText)
+	}
+	return rc
+}
+
+// touch records that l's block changed visibly, with a reason.
+func (rc *reconciler) touch(l *link, reason string) {
+	b := l.block
+	if _, ok := rc.touched[b]; !ok {
+		rc.order = append(rc.order, b)
+	}
+	if reason != "" {
+		rc.touched[b] = append(rc.touched[b], rc.prefix+reason)
+	} else if rc.touched[b] == nil {
+		rc.touched[b] = []string{}
+	}
+}
+
+// finish recomputes the touched blocks' views and marks them dirty.
+func (rc *reconciler) finish(registered bool) []*block {
+	sort.Slice(rc.order, func(i, j int) bool { return rc.order[i].seq < rc.order[j].seq })
+	for _, b := range rc.order {
+		if rs := rc.touched[b]; len(rs) > 0 {
+			b.reason = strings.Join(rs, "; ")
+		}
+		rc.m.recompute(b)
+		if registered {
+			rc.m.markDirty(b)
+		}
+	}
+	return rc.order
+}
+
+// sortedLinks returns a source's links in block order, so results never
+// depend on map order.
+func sortedLinks(s *source) []*link {
+	ls := make([]*link, 0, len(s.links))
+	for l := range s.links {
+		ls = append(ls, l)
+	}
+	sort.Slice(ls, func(i, j int) bool {
+		if ls[i].block.seq != ls[j].block.seq {
+			return ls[i].block.seq < ls[j].block.seq
+		}
+		return linkIndex(ls[i]) < linkIndex(ls[j])
+	})
+	return ls
+}
+
+func linkIndex(l *link) int {
+	for i, x := range l.block.links {
+		if x == l {
+			return i
+		}
+	}
+	return -1
+}
+
+// link reconciles one link against the source's new text.
+func (rc *reconciler) link(l *link) {
+	if l.state != linkOK && l.cause == causePolicy {
+		return // the model was told; the block waits for a re-read
+	}
+	if l.whole {
+		old := rc.oldLines
+		if !(l.state == linkOK && rc.oldKnown && sameString(l.text, wholeText(rc.oldText))) {
+			old = locator.SplitLines(l.text)
+		}
+		st, reason := wholeVerdict(old, rc.newLines, rc.m.params)
+		rc.apply(l, locator.Result{Status: st, Reason: reason})
+		return
+	}
+	if l.state == linkOK && l.tracked && rc.oldKnown && l.rng.End <= len(rc.oldLines) {
+		rc.apply(l, rc.locate(l.rng, l.text))
+		return
+	}
+	rc.apply(l, rc.relocate(l))
+}
+
+// locate maps a tracked range through the change: untouched spans before the
+// changed region stay, spans after it shift, only overlapping ones go
+// through the diff.
+func (rc *reconciler) locate(r Range, text string) locator.Result {
+	if !rc.regionOK {
+		rc.pre, rc.suf = commonEnds(rc.oldLines, rc.newLines)
+		rc.regionOK = true
+	}
+	switch {
+	case r.End <= rc.pre:
+		return locator.Result{Status: locator.Unchanged, Range: r, Text: text}
+	case r.Start > len(rc.oldLines)-rc.suf:
+		d := len(rc.newLines) - len(rc.oldLines)
+		if d == 0 {
+			return locator.Result{Status: locator.Unchanged, Range: r, Text: text}
+		}
+		return locator.Result{Status: locator.Moved, Range: Range{Start: r.Start + d, End: r.End + d}, Text: text}
+	}
+	if rc.edit == nil {
+		rc.edit = locator.Diff(rc.oldText, rc.src.text, rc.m.params)
+	}
+	return rc.edit.Locate(r)
+}
+
+// relocate finds a span whose old surroundings are unknown (keyed source
+// without full text, a source that comes back, a raced read).
+func (rc *reconciler) relocate(l *link) locator.Result {
+	a := l.anchor
+	if a == nil {
+		a = &locator.Anchor{Range: l.rng, Span: locator.SplitLines(l.text)}
+	}
+	if a.Range.Start >= 1 && a.Range.End <= len(rc.newLines) && equalLines(rc.newLines[a.Range.Start-1:a.Range.End], a.Span) {
+		return locator.Result{Status: locator.Unchanged, Range: a.Range, Text: l.text}
+	}
+	return locator.Relocate(*a, rc.src.text, rc.m.params)
+}
+
+// apply turns a locator verdict into the link's new state under the policy.
+func (rc *reconciler) apply(l *link, res locator.Result) {
+	m := rc.m
+	src := rc.src
+	wasOK := l.state == linkOK
+	m.count(string(res.Status))
+	switch res.Status {
+	case locator.Unchanged, locator.Moved:
+		if l.whole {
+			if !sameString(l.text, wholeText(src.text)) {
+				l.text = wholeText(src.text) // same lines; share the source's copy
+			}
+		} else if res.Range != l.rng {
+			reason := fmt.Sprintf("moved: %s -> %s", linesOf(l.rng), linesOf(res.Range))
+			l.rng = res.Range
+			l.patched = true
+			rc.restore(l)
+			rc.touch(l, reason)
+			return
+		}
+		if !wasOK {
+			rc.restore(l)
+			rc.touch(l, "restored: the source is back with the same content")
+			return
+		}
+		l.version = src.version
+	case locator.Patched:
+		rc.act(l, m.resolve(l.block, src).local, res, true)
+	default:
+		rc.act(l, m.resolve(l.block, src).drift, res, false)
+	}
+}
+
+func (rc *reconciler) restore(l *link) {
+	l.state, l.cause, l.tracked, l.anchor, l.notice = linkOK, causeNone, true, nil, ""
+	l.version = rc.src.version
+}
+
+// act applies a policy action to a link whose span changed.
+func (rc *reconciler) act(l *link, a Action, res locator.Result, local bool) {
+	src := rc.src
+	switch a {
+	case Patch:
+		if local {
+			if l.whole {
+				l.text = wholeText(src.text)
+			} else {
+				l.rng, l.text = res.Range, res.Text
+			}
+			l.patched = true
+			rc.restore(l)
+			rc.touch(l, res.Reason)
+			return
+		}
+		fallthrough // drift cannot be relocated: rewrite the same lines in place
+	case Refresh:
+		if l.whole {
+			l.text = wholeText(src.text)
+		} else {
+			r := l.rng
+			if local {
+				r = res.Range
+			}
+			if r.End > len(rc.newLines) {
+				r.End = len(rc.newLines)
+			}
+			if r.Start > r.End {
+				rc.drop(l, Suppress, res.Reason+fmt.Sprintf("; refresh: %s no longer exist", linesOf(l.rng)))
+				return
+			}
+			l.rng, l.text = r, locator.JoinLines(rc.newLines[r.Start-1:r.End])
+		}
+		l.patched = true
+		rc.restore(l)
+		rc.m.count("refreshed")
+		rc.touch(l, fmt.Sprintf("refreshed: %s (%s)", rc.whichLines(l), res.Reason))
+	default:
+		rc.drop(l, a, res.Reason)
+	}
+}
+
+func (rc *reconciler) whichLines(l *link) string {
+	if l.whole {
+		return "whole source re-read"
+	}
+	return linesOf(l.rng) + " re-read"
+}
+
+// drop keeps the old text with a warning (annotate) or omits it (suppress).
+func (rc *reconciler) drop(l *link, a Action, reason string) {
+	l.tracked, l.anchor, l.cause = false, nil, causePolicy
+	if a == Annotate {
+		l.state, l.notice = linkStale, noticeAnnotate(l)
+		rc.m.count("annotated")
+	} else {
+		l.state, l.notice = linkInvalid, noticeChanged(l)
+		rc.m.count("suppressed")
+	}
+	rc.touch(l, reason)
+}
+
+// gone marks a link whose source was deleted or became unreadable. The span
+// is remembered as an anchor so it can be found again when the source returns.
+func (rc *reconciler) gone(l *link, c cause, readErr string) {
+	if l.cause == c && l.state != linkOK {
+		return
+	}
+	if !l.whole {
+		if l.state == linkOK && l.tracked && rc.oldKnown && l.rng.End <= len(rc.oldLines) {
+			a := locator.NewAnchor(rc.oldText, l.rng, rc.m.params.ContextLines)
+			l.anchor = &a
+		} else {
+			l.anchor = &locator.Anchor{Range: l.rng, Span: locator.SplitLines(l.text)}
+		}
+	}
+	l.tracked, l.cause = false, c
+	l.state = linkInvalid
+	if rc.m.resolve(l.block, rc.src).drift == Annotate {
+		l.state = linkStale
+	}
+	reason := "deleted"
+	if c == causeDeleted {
+		l.notice = noticeDeleted(l)
+	} else {
+		l.notice = noticeUnreadable(l, readErr)
+		reason = "unreadable: " + readErr
+	}
+	rc.m.count(reason[:strings.IndexByte(reason+":", ':')])
+	rc.touch(l, reason)
+}
+
+// recompute derives a block's status and notice from its links.
+func (m *Manager) recompute(b *block) {
+	if b.status == Superseded || b.status == Released {
+		return
+	}
+	st := Valid
+	var notices []string
+	for _, l := range b.links {
+		switch l.state {
+		case linkInvalid:
+			st = Invalid
+			notices = append(notices, l.notice)
+		case linkStale:
+			if st != Invalid {
+				st = Stale
+			}
+			notices = append(notices, l.notice)
+		default:
+			if l.patched && st == Valid {
+				st = Patched
+			}
+		}
+	}
+	if b.aged && st != Invalid {
+		st = Stale
+		notices = append(notices, b.ageNotice)
+	}
+	b.status, b.notice = st, strings.Join(notices, "\n")
+}
+
+// applyContent installs a new content of src (read at stamp) and reconciles
+// its links. It returns the blocks whose model-visible state changed.
+// Caller holds m.mu.
+func (m *Manager) applyContent(src *source, stamp string, c Content) []*block {
+	src.stamp = stamp
+	if src.state == statePresent && src.known && src.version == c.Version {
+		return nil
+	}
+	oldText, oldLines, oldKnown := src.text, src.lines, src.state == statePresent && src.known
+	src.text, src.lines, src.version, src.known, src.state, src.readErr = normalizeText(c.Text), nil, c.Version, true, statePresent, ""
+	if len(src.links) == 0 {
+		return nil
+	}
+	rc := m.newReconciler(src, oldText, oldLines, oldKnown)
+	for _, l := range sortedLinks(src) {
+		rc.link(l)
+	}
+	return rc.finish(true)
+}
+
+// applyUnknown records that a client-reported source moved to version
+// without its content being known (nothing to reconcile against yet).
+func (m *Manager) applyUnknown(src *source, stamp, version string) {
+	src.stamp, src.version, src.state, src.readErr = stamp, version, statePresent, ""
+	src.text, src.lines, src.known = "", nil, false
+}
+
+// applyGone marks src deleted (ErrNotFound) or unreadable (any other error).
+// Caller holds m.mu.
+func (m *Manager) applyGone(src *source, stamp string, err error) []*block {
+	st, c := stateUnreadable, causeUnreadable
+	if isNotFound(err) {
+		st, c = stateDeleted, causeDeleted
+	}
+	msg := errReason(err)
+	if src.state == st && src.readErr == msg {
+		return nil
+	}
+	oldText, oldLines, oldKnown := src.text, src.lines, src.state == statePresent && src.known
+	src.state, src.readErr, src.stamp = st, msg, stamp
+	src.text, src.lines, src.known, src.version = "", nil, false, ""
+	if len(src.links) == 0 {
+		return nil
+	}
+	rc := m.newReconciler(src, oldText, oldLines, oldKnown)
+	for _, l := range sortedLinks(src) {
+		rc.gone(l, c, msg)
+	}
+	return rc.finish(true)
+}

@@ -1,0 +1,151 @@
+package runtime
+
+import (
+	"context"
+	"sort"
+)
+
+// verify brings src up to date: a cheap Stamp, and a Read only when the stamp
+// moved (or force). I/O happens outside the manager lock; src.io keeps reads
+// and applies of one source in order.
+func (m *Manager) verify(ctx context.Context, src *source, force bool) error {
+	src.io.Lock()
+	defer src.io.Unlock()
+	m.mu.Lock()
+	if m.closed || len(src.links) == 0 {
+		m.mu.Unlock()
+		return nil
+	}
+	prev := src.stamp
+	fresh := src.state == statePresent && (src.known || src.reporter != nil)
+	m.mu.Unlock()
+	stamp, serr := src.adapter.Stamp(ctx, src.id)
+	if !force && serr == nil && stamp != "" && stamp == prev && fresh {
+		return nil
+	}
+	c, err := src.adapter.Read(ctx, src.id)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.applyGone(src, stamp, err)
+		return nil
+	}
+	m.applyContent(src, stamp, c)
+	return nil
+}
+
+// Sync verifies every source the agent's live blocks depend on, flags aged
+// blocks, and returns the agent's projection: the blocks whose model-visible
+// state changed since its previous Sync, or every block when Full. An agent
+// that has observed nothing gets an empty projection.
+func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error) {
+	if req.Agent == "" {
+		return SyncResult{}, fieldErr("agent", "required")
+	}
+	if req.Turn < 0 {
+		return SyncResult{}, fieldErr("turn", "must be >= 0")
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return SyncResult{}, ErrClosed
+	}
+	ag := m.agents[req.Agent]
+	if ag == nil {
+		res := SyncResult{Generation: m.gen, Full: req.Full, Blocks: []BlockView{}}
+		m.mu.Unlock()
+		return res, nil
+	}
+	if req.Turn > ag.turn {
+		ag.turn = req.Turn
+	}
+	set := map[*source]struct{}{}
+	for b := range ag.blocks {
+		for _, l := range b.links {
+			if l.src != nil {
+				set[l.src] = struct{}{}
+			}
+		}
+	}
+	m.mu.Unlock()
+	srcs := make([]*source, 0, len(set))
+	for s := range set {
+		srcs = append(srcs, s)
+	}
+	sort.Slice(srcs, func(i, j int) bool { return srcs[i].id < srcs[j].id })
+	for _, s := range srcs {
+		if err := m.verify(ctx, s, false); err != nil {
+			return SyncResult{}, err
+		}
+	}
+
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return SyncResult{}, ErrClosed
+	}
+	m.verifies++
+	m.age(ag, req.Turn)
+	var bs []*block
+	if req.Full {
+		for b := range ag.blocks {
+			bs = append(bs, b)
+		}
+	} else {
+		for b := range ag.dirty {
+			bs = append(bs, b)
+		}
+	}
+	ag.dirty = nil
+	delete(m.notify, ag.name)
+	sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
+	res := SyncResult{Generation: m.gen, Full: req.Full, Blocks: make([]BlockView, 0, len(bs))}
+	for _, b := range bs {
+		res.Blocks = append(res.Blocks, view(b))
+	}
+	m.mu.Unlock()
+	m.flushNotify(req.Agent)
+	return res, nil
+}
+
+// age flags the agent's blocks not re-read within their resource type's
+// maxAgeTurns. Caller holds m.mu.
+func (m *Manager) age(ag *agentState, turn int) {
+	for b := range ag.blocks {
+		if b.aged || b.status == Superseded || b.status == Invalid {
+			continue
+		}
+		n := m.maxAge(b)
+		if n <= 0 || turn-b.turn <= n {
+			continue
+		}
+		b.aged = true
+		b.ageNotice = noticeAged(b, turn, n)
+		b.reason = "aged: observed at turn " + itoa(b.turn) + ", now turn " + itoa(turn) + " (maxAgeTurns " + itoa(n) + ")"
+		m.recompute(b)
+		m.count("aged")
+		m.markDirty(b)
+	}
+}
+
+// view is the model-facing projection of one block. Caller holds m.mu.
+func view(b *block) BlockView {
+	v := BlockView{Block: b.id, Anchor: b.anchor, Agent: b.agent.name, Turn: b.turn, Status: b.status,
+		Notice: b.notice, SupersededBy: b.supersededBy, Reason: b.reason}
+	switch b.status {
+	case Valid, Patched, Stale:
+		v.Sources = make([]SourceView, len(b.links))
+		for i, l := range b.links {
+			sv := SourceView{URI: l.uri, Text: l.text, Version: l.version}
+			if !l.whole {
+				r := l.rng
+				sv.Range = &r
+			}
+			v.Sources[i] = sv
+		}
+	}
+	return v
+}
