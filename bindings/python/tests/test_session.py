@@ -1,0 +1,165 @@
+"""The SDK-free session: binary discovery, pass-through, and the protocol flow
+against the real `concord serve`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from concord_openhands import session as S
+from concord_openhands.session import ConcordSession, Source, find_binary
+
+
+def warnings_of(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.levelno >= logging.WARNING and r.name.startswith("concord_openhands")]
+
+
+def make_exe(path: Path) -> Path:
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_find_binary_order(tmp_path, monkeypatch):
+    on_path = make_exe((tmp_path / "pathdir").mkdir() or tmp_path / "pathdir" / "concord")
+    monkeypatch.setenv("PATH", str(on_path.parent))
+    monkeypatch.delenv("CONCORD_BIN", raising=False)
+    assert find_binary() == str(on_path)
+    from_env = make_exe(tmp_path / "env-concord")
+    monkeypatch.setenv("CONCORD_BIN", str(from_env))
+    assert find_binary() == str(from_env)
+    explicit = make_exe(tmp_path / "explicit")
+    assert find_binary(str(explicit)) == str(explicit)
+    # A named binary that is unusable is an error, not a reason to run another one.
+    monkeypatch.setenv("CONCORD_BIN", str(tmp_path / "missing"))
+    assert find_binary() is None
+
+
+def test_missing_binary_passes_through_with_one_warning(workspace, caplog, monkeypatch):
+    monkeypatch.setenv("CONCORD_BIN", str(workspace / "no-such-concord"))
+    s = ConcordSession([str(workspace)])
+    with caplog.at_level(logging.WARNING):
+        for turn in range(1, 4):
+            assert s.observe(f"c{turn}", [Source(str(workspace / "a"), "x")], turn=turn) is None
+            assert s.sync(turn) is None
+            assert s.source_changed(str(workspace / "a")) is None
+    got = warnings_of(caplog)
+    assert len(got) == 1, got
+    assert S.WARNING_PREFIX in got[0] and "no-such-concord" in got[0]
+
+
+def test_uri_round_trip(tmp_path):
+    p = str(tmp_path / "dir with space" / "ä.py")
+    uri = S.path_to_uri(p)
+    assert uri.startswith("file:///") and " " not in uri
+    assert S.uri_to_path(uri) == p
+
+
+@pytest.fixture
+def session(concord_bin, workspace):
+    s = ConcordSession([str(workspace)], binary=concord_bin, watch="auto")
+    yield s
+    s.close()
+
+
+def wait_sync(s: ConcordSession, turn: int, want: str, timeout: float = 5.0):
+    """sync until a block reaches status `want` (sync verifies before answering,
+    so the first call should already do; the loop only absorbs scheduling)."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        blocks = s.sync(turn) or []
+        seen += blocks
+        for b in blocks:
+            if b.status == want:
+                return b, seen
+        time.sleep(0.05)
+    raise AssertionError(f"no block became {want}: {seen}")
+
+
+def test_local_edit_is_patched_at_new_lines(session, workspace):
+    f = workspace / "config.yaml"
+    lines = [f"key{i}: value{i}" for i in range(1, 21)]
+    f.write_text("\n".join(lines) + "\n")
+    res = session.observe("call_1", [Source(str(f), "\n".join(lines[9:12]), (10, 12))], turn=1)
+    assert res is not None and res["status"] == "valid", res
+    assert session.sync(2) is not None
+    new = ["# header", "# more"] + lines
+    new[2 + 10] = "key11: CHANGED"
+    f.write_text("\n".join(new) + "\n")
+    b, _ = wait_sync(session, 3, "patched")
+    assert b.anchor == "call_1"
+    src = b.sources[0]
+    assert src["range"] == {"start": 12, "end": 14}
+    assert src["text"] == "key10: value10\nkey11: CHANGED\nkey12: value12"
+
+
+def test_rewrite_is_invalidated_with_notice(session, workspace):
+    f = workspace / "main.go"
+    f.write_text("package main\n\nfunc main() {\n\tprintln(1)\n}\n")
+    session.observe("call_1", [Source(str(f), "package main\n\nfunc main() {\n\tprintln(1)\n}")], turn=1)
+    session.sync(2)
+    f.write_text("completely\ndifferent\ncontent\nnow\n")
+    b, _ = wait_sync(session, 3, "invalid")
+    assert str(f) in b.notice and "Re-read" in b.notice
+
+
+def test_registration_verifies_against_the_file(session, workspace):
+    # What the tool showed differs from the file now: caught at registration.
+    f = workspace / "a.txt"
+    f.write_text("one\nTWO\nthree\n")
+    res = session.observe("call_1", [Source(str(f), "one\ntwo\nthree")], turn=1)
+    assert res is not None and res["status"] in ("patched", "invalid"), res
+    b, _ = wait_sync(session, 2, res["status"])
+    assert b.anchor == "call_1"
+
+
+def test_own_write_release_and_outside_roots(session, workspace, tmp_path):
+    f = workspace / "a.txt"
+    f.write_text("alpha\nbeta\ngamma\n")
+    session.observe("call_1", [Source(str(f), "alpha\nbeta\ngamma")], turn=1)
+    session.sync(2)
+    f.write_text("alpha\nBETA\ngamma\n")
+    blocks = session.source_changed(str(f))
+    assert blocks is not None
+    b, _ = wait_sync(session, 3, "patched")
+    assert b.sources[0]["text"] == "alpha\nBETA\ngamma"
+    assert session.release(["call_1"]) is not None
+    # A file outside the roots is refused for that call only; the session lives on.
+    outside = tmp_path / "outside.txt"
+    outside.write_text("x\n")
+    assert session.observe("call_2", [Source(str(outside), "x")], turn=4) is None
+    assert session.stats() is not None
+
+
+def test_crash_warns_once_and_restarts(session, workspace, caplog):
+    f = workspace / "a.txt"
+    f.write_text("a\n")
+    assert session.observe("call_1", [Source(str(f), "a")], turn=1) is not None
+    assert session.epoch == 1
+    first = session.client.pid
+    with caplog.at_level(logging.WARNING):
+        session.kill_for_test()
+        time.sleep(0.2)
+        assert session.sync(2) is not None  # restarted behind the scenes
+        assert session.epoch == 2 and session.client.pid != first
+        session.kill_for_test()
+        time.sleep(0.2)
+        session.sync(3)
+    got = warnings_of(caplog)
+    assert len(got) == 1 and "stopped answering" in got[0], got
+
+
+def test_close_ends_the_process(concord_bin, workspace):
+    s = ConcordSession([str(workspace)], binary=concord_bin)
+    assert s.ensure()
+    proc = s.client._proc
+    s.close()
+    assert proc.poll() == 0
+    assert not s.ensure()  # closed for good
