@@ -194,7 +194,7 @@ class ConcordCondenser(CondenserBase):
             for path in effects.writes:
                 session.source_changed(path)
             if effects.event is not None:
-                session.event(ev.tool_call_id, effects.event, turn=turn)
+                session.event(ev.tool_call_id, turn=turn)
             if effects.reads:
                 sources = [Source(r.path, r.text, r.range) for r in effects.reads]
                 if session.observe(ev.tool_call_id, sources, turn=turn) is not None:

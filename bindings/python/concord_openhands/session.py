@@ -286,14 +286,14 @@ class ConcordSession:
         }
         return self._call("observe", params)
 
-    def event(self, anchor: str, label: str, *, turn: int) -> dict[str, Any] | None:
+    def event(self, anchor: str, *, turn: int) -> dict[str, Any] | None:
         """Register an action result (a command run): acknowledged, never rewritten."""
         params = {
             "agent": self.agent,
             "turn": turn,
             "anchor": anchor,
             "kind": "event",
-            "sources": [{"uri": "event://openhands/" + anchor, "text": label, "version": anchor}],
+            "sources": [],  # an event links no source (docs/protocol.md: observe)
         }
         return self._call("observe", params)
 
