@@ -34,8 +34,10 @@ export interface ConcordOptions {
   policy?: unknown
   /** initialize.locator thresholds. */
   locator?: unknown
-  /** Per-request timeout in ms (default 3000; initialize gets at least 5000). */
+  /** Per-request timeout in ms (default 3000). */
   timeoutMs?: number
+  /** Timeout for starting concord and its initialize (default 5000). */
+  startTimeoutMs?: number
   /** Agent name reported to Concord (default "main"). */
   agent?: string
 }
@@ -236,6 +238,15 @@ export class ConcordBinding {
     )
   }
 
+  /** Process ids of the running concord children, by session (for diagnostics and tests). */
+  childPids(): Map<string, number> {
+    const out = new Map<string, number>()
+    for (const [id, link] of this.sessions) {
+      if (link.client?.alive && link.client.pid !== undefined) out.set(id, link.client.pid)
+    }
+    return out
+  }
+
   /** The live session link, starting concord on first use. */
   private async session(id: string): Promise<SessionLink> {
     let link = this.sessions.get(id)
@@ -286,7 +297,7 @@ export class ConcordBinding {
           ...(this.options.policy !== undefined ? { policy: this.options.policy } : {}),
           ...(this.options.locator !== undefined ? { locator: this.options.locator } : {}),
         },
-        Math.max(5000, this.timeoutMs),
+        this.options.startTimeoutMs ?? Math.max(5000, this.timeoutMs),
       )
       this.debug(`session ${link.id}: concord ${res?.serverInfo?.version ?? "?"} pid ${client.pid} roots ${this.roots.join(",")}`)
     } catch (err) {

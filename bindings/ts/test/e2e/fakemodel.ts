@@ -35,9 +35,15 @@ export class FakeModel {
   /** The ids handed out for tool calls, in order ("call_1", ...). */
   readonly callIds: string[] = []
   private server?: http.Server
-  private nextCall = 1
+  private nextCall: number
 
-  constructor(private readonly steps: Step[]) {}
+  /** firstCall: number of the first tool call id (a resumed session continues the numbering). */
+  constructor(
+    private readonly steps: Step[],
+    opts: { firstCall?: number } = {},
+  ) {
+    this.nextCall = opts.firstCall ?? 1
+  }
 
   async start(): Promise<number> {
     this.server = http.createServer((req, res) => {

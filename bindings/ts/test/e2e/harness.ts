@@ -174,7 +174,7 @@ export async function runOpencode(ws: Workspace, opts: RunOptions): Promise<RunR
     CI: "1",
     ...opts.env,
   }
-  const args = ["run", "--format", "json", "--title", "e2e", "--print-logs", "--log-level", "INFO"]
+  const args = ["run", "--format", "json", "--title", "e2e", "--log-level", "INFO"]
   if (opts.pure) args.push("--pure")
   if (opts.continue) args.push("--continue")
   args.push(opts.prompt ?? "go")

@@ -1,0 +1,336 @@
+// The plugin's hooks driven directly, the way OpenCode drives them (tool.execute.after, then
+// experimental.chat.messages.transform on a fresh copy of the history before every model call),
+// against the real concord binary; and the pass-through paths when the binary is missing or hangs.
+import { test, describe, after } from "node:test"
+import assert from "node:assert/strict"
+import fs from "node:fs"
+import os from "node:os"
+import path from "node:path"
+import { ConcordBinding, changedFiles, type BindingInit } from "../../src/binding.js"
+import { renderRead, splitLines } from "../../src/readformat.js"
+import { concordBin, skipWithoutConcord } from "./concordbin.js"
+
+const tmpRoots: string[] = []
+after(() => {
+  for (const r of tmpRoots) fs.rmSync(r, { recursive: true, force: true })
+})
+function tmpdir(): string {
+  const d = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "concord-ts-binding-")))
+  tmpRoots.push(d)
+  return d
+}
+
+/** What OpenCode 1.18's read tool returns for this file and window (format verified in readformat.test). */
+function openCodeRead(file: string, offset?: number, limit?: number) {
+  const all = splitLines(fs.readFileSync(file, "utf8"))
+  const start = offset ?? 1
+  const lines = all.slice(start - 1, start - 1 + (limit ?? 2000))
+  const end = start + lines.length - 1
+  return {
+    input: { filePath: file, ...(offset !== undefined ? { offset } : {}), ...(limit !== undefined ? { limit } : {}) },
+    output: renderRead({ path: file, start, lines, totalLines: all.length }),
+    metadata: {
+      preview: lines.slice(0, 20).join("\n"),
+      truncated: end < all.length,
+      loaded: [],
+      display: { type: "file", path: file, text: lines.join("\n"), lineStart: start, lineEnd: end, totalLines: all.length, truncated: end < all.length },
+    },
+  }
+}
+
+interface Harness {
+  binding: ConcordBinding
+  hooks: ReturnType<ConcordBinding["hooks"]>
+  warnings: string[]
+  logged: any[]
+  /** Stored tool parts, as OpenCode keeps them (the transform gets a fresh copy each time). */
+  parts: any[]
+  sessionID: string
+  /** Runs a read the way OpenCode does: the tool result, then tool.execute.after. */
+  read(callID: string, file: string, offset?: number, limit?: number): Promise<void>
+  tool(callID: string, tool: string, args: any, output: string, metadata?: any): Promise<void>
+  /** One model call: the transform on a fresh copy; returns the copy's outputs by call id. */
+  modelCall(): Promise<Map<string, string>>
+}
+
+function harness(dir: string, init: Partial<BindingInit> = {}, sessionID = "ses_test"): Harness {
+  const warnings: string[] = []
+  const logged: any[] = []
+  const client = { app: { log: async (opts: any) => void logged.push(opts) } }
+  const binding = new ConcordBinding({
+    directory: dir,
+    worktree: dir,
+    client,
+    stderr: (t) => void warnings.push(t),
+    env: { PATH: process.env.PATH, ...(concordBin() ? { CONCORD_BIN: concordBin() } : {}) },
+    ...init,
+    options: { timeoutMs: 5000, ...init.options },
+  })
+  const hooks = binding.hooks()
+  const parts: any[] = []
+  const h: Harness = {
+    binding,
+    hooks,
+    warnings,
+    logged,
+    parts,
+    sessionID,
+    async read(callID, file, offset, limit) {
+      const r = openCodeRead(file, offset, limit)
+      parts.push({ id: `prt_${callID}`, sessionID, messageID: "msg_1", type: "tool", tool: "read", callID, state: { status: "completed", input: r.input, output: r.output, metadata: r.metadata, title: "", time: { start: 1, end: 2 } } })
+      await hooks["tool.execute.after"]({ tool: "read", sessionID, callID, args: r.input }, { title: "", output: r.output, metadata: r.metadata })
+    },
+    async tool(callID, tool, args, output, metadata = {}) {
+      parts.push({ id: `prt_${callID}`, sessionID, messageID: "msg_1", type: "tool", tool, callID, state: { status: "completed", input: args, output, metadata, title: "", time: { start: 1, end: 2 } } })
+      await hooks["tool.execute.after"]({ tool, sessionID, callID, args }, { title: "", output, metadata })
+    },
+    async modelCall() {
+      const messages = [
+        { info: { id: "msg_0", sessionID, role: "user" }, parts: [{ id: "prt_u", sessionID, messageID: "msg_0", type: "text", text: "go" }] },
+        { info: { id: "msg_1", sessionID, role: "assistant" }, parts: structuredClone(parts) },
+      ]
+      await hooks["experimental.chat.messages.transform"]({}, { messages })
+      return new Map(messages[1]!.parts.map((p: any) => [p.callID, p.state.output]))
+    },
+  }
+  return h
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function waitGone(pid: number, ms = 3000): Promise<boolean> {
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    if (!alive(pid)) return true
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  return !alive(pid)
+}
+
+describe("pass-through without a working concord", () => {
+  test("missing binary: hooks never throw, outputs untouched, exactly one warning (stderr and app.log)", async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "a.txt")
+    fs.writeFileSync(file, "one\ntwo\n")
+    const h = harness(dir, { env: { PATH: "", CONCORD_BIN: path.join(dir, "no-such-concord") } })
+    await h.read("call_1", file)
+    const original = h.parts[0].state.output
+    fs.writeFileSync(file, "one\nTWO\n")
+    for (let i = 0; i < 3; i++) assert.equal((await h.modelCall()).get("call_1"), original)
+    // A second session of the same OpenCode instance does not warn again.
+    const h2Messages = [{ info: { sessionID: "ses_other" }, parts: structuredClone(h.parts) }]
+    await h.hooks["experimental.chat.messages.transform"]({}, { messages: h2Messages })
+    assert.equal(h.warnings.length, 1, h.warnings.join("\n"))
+    assert.match(h.warnings[0]!, /\[concord\] WARNING: .*no-such-concord.*passed to the model unrepaired/)
+    assert.equal(h.logged.length, 1)
+    assert.equal(h.logged[0].body.service, "concord")
+    assert.equal(h.logged[0].body.level, "warn")
+    await h.hooks.dispose()
+  })
+
+  test("no binary anywhere: the warning says how to provide one", async () => {
+    const dir = tmpdir()
+    const h = harness(dir, { env: { PATH: dir }, moduleDir: dir })
+    await h.modelCall()
+    assert.equal(h.warnings.length, 1)
+    assert.match(h.warnings[0]!, /not found \(set CONCORD_BIN/)
+  })
+
+  test("a binary that never answers: initialize times out, the child is killed, one warning", async () => {
+    const dir = tmpdir()
+    const hang = path.join(dir, "hang-concord")
+    fs.writeFileSync(hang, "#!/bin/sh\necho $$ > \"$0.pid\"\nexec sleep 60\n", { mode: 0o755 })
+    const h = harness(dir, { env: { PATH: process.env.PATH, CONCORD_BIN: hang }, options: { startTimeoutMs: 300 } })
+    const t0 = Date.now()
+    await h.modelCall()
+    assert.ok(Date.now() - t0 < 3000, "bounded by the start timeout")
+    assert.equal(h.warnings.length, 1)
+    assert.match(h.warnings[0]!, /no answer within 300 ms/)
+    const pid = Number(fs.readFileSync(hang + ".pid", "utf8"))
+    assert.ok(await waitGone(pid), "the hung child was killed")
+  })
+
+  test("hooks swallow malformed input", async () => {
+    const dir = tmpdir()
+    const h = harness(dir, { env: { PATH: "" } })
+    await h.hooks["experimental.chat.messages.transform"]({}, undefined as any)
+    await h.hooks["experimental.chat.messages.transform"]({}, { messages: [null, { info: {}, parts: "x" }] } as any)
+    await h.hooks["experimental.chat.messages.transform"]({}, { messages: [{ info: { sessionID: "s" }, parts: [{ type: "tool", tool: "read", callID: 5, state: null }] }] } as any)
+    await h.hooks["tool.execute.after"](undefined as any, undefined as any)
+    await h.hooks["tool.execute.after"]({ tool: "read", sessionID: "s", callID: "c", args: null } as any, { output: 42 } as any)
+    await h.hooks.event(undefined as any)
+    await h.hooks.event({ event: { type: "session.deleted", properties: null } } as any)
+    await h.hooks.dispose()
+  })
+})
+
+describe("changedFiles", () => {
+  test("edit and write name their file; apply_patch lists its files, from metadata or the patch text", () => {
+    assert.deepEqual(changedFiles("edit", { filePath: "src/a.ts" }, {}, "/p"), ["/p/src/a.ts"])
+    assert.deepEqual(changedFiles("write", { filePath: "/abs/b.ts" }, { filepath: "/abs/b.ts" }, "/p"), ["/abs/b.ts"])
+    assert.deepEqual(
+      changedFiles("apply_patch", {}, { files: [{ filePath: "/p/x", type: "update" }, { filePath: "/p/y", movePath: "/p/z", type: "move" }] }, "/p"),
+      ["/p/x", "/p/y", "/p/z"],
+    )
+    const patchText = "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n*** Add File: new.txt\n+x\n*** Delete File: old.txt\n*** End Patch"
+    assert.deepEqual(changedFiles("apply_patch", { patchText }, undefined, "/p"), ["/p/a.txt", "/p/new.txt", "/p/old.txt"])
+  })
+})
+
+describe("with the real concord binary", () => {
+  const skip = skipWithoutConcord()
+  const config = "name: demo\nport: 8080\ndebug: false\nlevel: info\nmode: fast\nuser: admin\nretries: 3\ntimeout: 30\nregion: eu\nowner: ops\n"
+
+  test("an out-of-band local edit: the next model call sees the patched lines in OpenCode's format, on every call", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    await h.read("call_1", file)
+    const before = await h.modelCall()
+    assert.equal(before.get("call_1"), h.parts[0].state.output, "unchanged file: original output")
+    fs.writeFileSync(file, config.replace("port: 8080", "port: 9090"))
+    const expected = openCodeRead(file).output
+    for (let i = 0; i < 3; i++) {
+      const out = await h.modelCall()
+      assert.equal(out.get("call_1"), expected, `call ${i + 1}`)
+    }
+    assert.equal(h.warnings.length, 0, h.warnings.join("\n"))
+    await h.hooks.dispose()
+  })
+
+  test("a partial read is repaired at its new line numbers with OpenCode's footer", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    await h.read("call_1", file, 3, 4) // lines 3-6: debug, level, mode, user
+    fs.writeFileSync(file, "# header\n# more\n" + config.replace("mode: fast", "mode: slow"))
+    const out = (await h.modelCall()).get("call_1")!
+    assert.equal(out, openCodeRead(file, 5, 4).output)
+    assert.match(out, /\n7: mode: slow\n/)
+    assert.match(out, /\(Showing lines 5-8 of 12\. Use offset=9 to continue\.\)/)
+    await h.hooks.dispose()
+  })
+
+  test("a rewritten file: the read becomes Concord's re-read notice", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    await h.read("call_1", file)
+    fs.writeFileSync(file, "totally: different\ncontent: here\n")
+    const out = (await h.modelCall()).get("call_1")!
+    assert.match(out, /\[concord\]/)
+    assert.match(out, /config\.yaml/)
+    assert.doesNotMatch(out, /8080/)
+    await h.hooks.dispose()
+  })
+
+  test("the agent's own edit (tool.execute.after on edit) repairs its earlier read", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir, { options: { watch: "hooks" } })
+    await h.read("call_1", file)
+    await h.modelCall()
+    fs.writeFileSync(file, config.replace("retries: 3", "retries: 5"))
+    await h.tool("call_2", "edit", { filePath: file, oldString: "retries: 3", newString: "retries: 5" }, "Edit applied successfully.")
+    const out = await h.modelCall()
+    assert.equal(out.get("call_1"), openCodeRead(file).output)
+    assert.equal(out.get("call_2"), "Edit applied successfully.", "the edit result itself is untouched")
+    await h.hooks.dispose()
+  })
+
+  test("a resumed session: reads only in the history are registered from their stored output", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    const r = openCodeRead(file, 2, 3)
+    // Stored by an earlier OpenCode run; this plugin instance never saw tool.execute.after.
+    // No metadata: the output is parsed.
+    h.parts.push({ type: "tool", tool: "read", callID: "call_old", state: { status: "completed", input: r.input, output: r.output, time: { start: 1, end: 2 } } })
+    await h.modelCall()
+    fs.writeFileSync(file, config.replace("debug: false", "debug: true"))
+    const out = (await h.modelCall()).get("call_old")!
+    assert.equal(out, openCodeRead(file, 2, 3).output)
+    await h.hooks.dispose()
+  })
+
+  test("bash results are events: registered, never rewritten", { skip }, async () => {
+    const dir = tmpdir()
+    const h = harness(dir)
+    await h.tool("call_1", "bash", { command: "echo hi" }, "hi\n")
+    const out = await h.modelCall()
+    assert.equal(out.get("call_1"), "hi\n")
+    assert.equal(h.warnings.length, 0, h.warnings.join("\n"))
+    await h.hooks.dispose()
+  })
+
+  test("a compacted read is released and not rewritten", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    await h.read("call_1", file)
+    await h.modelCall()
+    h.parts[0].state.time.compacted = 3
+    fs.writeFileSync(file, config.replace("owner: ops", "owner: dev"))
+    const out = await h.modelCall()
+    assert.equal(out.get("call_1"), h.parts[0].state.output)
+    assert.equal(h.warnings.length, 0, h.warnings.join("\n"))
+    await h.hooks.dispose()
+  })
+
+  test("one concord per session; dispose stops every child; session.deleted stops one", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const a = harness(dir, {}, "ses_a")
+    await a.read("call_1", file)
+    for (const sid of ["ses_b", "ses_c"]) {
+      await a.hooks["experimental.chat.messages.transform"]({}, { messages: [{ info: { sessionID: sid }, parts: [] }] })
+    }
+    const pids = a.binding.childPids()
+    assert.deepEqual([...pids.keys()].sort(), ["ses_a", "ses_b", "ses_c"])
+    assert.equal(new Set(pids.values()).size, 3)
+    await a.hooks.event({ event: { type: "session.deleted", properties: { info: { id: "ses_b" } } } } as any)
+    assert.ok(await waitGone(pids.get("ses_b")!), "session.deleted stopped its concord")
+    assert.ok(alive(pids.get("ses_a")!))
+    await a.hooks.dispose()
+    for (const sid of ["ses_a", "ses_c"]) assert.ok(await waitGone(pids.get(sid)!), `${sid} stopped by dispose`)
+    assert.equal(a.warnings.length, 0, a.warnings.join("\n"))
+  })
+
+  test("concord killed mid-session: hooks keep working, one warning, last views kept", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    await h.read("call_1", file)
+    fs.writeFileSync(file, config.replace("region: eu", "region: us"))
+    const repaired = (await h.modelCall()).get("call_1")
+    assert.equal(repaired, openCodeRead(file).output)
+    const pid = h.binding.childPids().get(h.sessionID)!
+    process.kill(pid, "SIGKILL")
+    assert.ok(await waitGone(pid))
+    await new Promise((r) => setTimeout(r, 50))
+    fs.writeFileSync(file, config.replace("region: eu", "region: ap"))
+    await h.read("call_2", file)
+    for (let i = 0; i < 3; i++) {
+      const out = await h.modelCall()
+      assert.equal(out.get("call_1"), repaired)
+    }
+    assert.equal(h.warnings.length, 1, h.warnings.join("\n"))
+    assert.match(h.warnings[0]!, /exited unexpectedly \(signal SIGKILL\)/)
+    await h.hooks.dispose()
+  })
+})
