@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -86,6 +87,10 @@ func invalidField(field, format string, args ...any) error {
 // core errors become codes. uri is the source the request was about, when
 // the request names exactly one.
 func toError(method string, err error, uri string) *Error {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, method) {
+		msg = method + ": " + msg
+	}
 	var we *Error
 	var fe *fieldError
 	var rfe *runtime.FieldError
@@ -102,29 +107,33 @@ func toError(method string, err error, uri string) *Error {
 	case errors.As(err, &rfe):
 		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %s", rfe.Field, rfe.Reason), map[string]string{"field": rfe.Field})
 	case errors.Is(err, runtime.ErrOutsideRoots):
-		return newError(CodeOutsideRoots, fmt.Sprintf("%s: %v", method, err), map[string]string{"uri": uri})
+		return newError(CodeOutsideRoots, msg, map[string]string{"uri": uri})
 	case errors.Is(err, runtime.ErrNotFound):
-		return unavailable(method, err, uri, "not_found")
+		return unavailable(msg, uri, "not_found")
 	case errors.Is(err, runtime.ErrBinary):
-		return unavailable(method, err, uri, "binary")
+		return unavailable(msg, uri, "binary")
 	case errors.Is(err, runtime.ErrTooLarge):
-		return unavailable(method, err, uri, "too_large")
+		return unavailable(msg, uri, "too_large")
 	case errors.Is(err, runtime.ErrUnreadable):
-		return unavailable(method, err, uri, "unreadable")
+		return unavailable(msg, uri, "unreadable")
 	case errors.Is(err, runtime.ErrUnknownScheme), errors.Is(err, runtime.ErrInvalidURI):
-		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %v", method, err), map[string]string{"field": field, "uri": uri})
+		return newError(CodeInvalidParams, "invalid params: "+msg, map[string]string{"field": field, "uri": uri})
 	case errors.Is(err, runtime.ErrInvalidParams):
-		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %v", method, err), nil)
+		return newError(CodeInvalidParams, "invalid params: "+msg, nil)
 	case errors.Is(err, runtime.ErrUnknownBlock):
-		return newError(CodeUnknownBlock, fmt.Sprintf("%s: %v", method, err), nil)
+		field := "agent"
+		if method == MethodRelease {
+			field = "blocks"
+		}
+		return newError(CodeUnknownBlock, msg, map[string]string{"field": field})
 	case errors.Is(err, runtime.ErrClosed):
 		return newError(CodeInvalidRequest, fmt.Sprintf("%s: session is shut down", method), nil)
 	case errors.Is(err, context.Canceled):
 		return newError(CodeRequestCancelled, fmt.Sprintf("%s: request cancelled", method), nil)
 	}
-	return newError(CodeInternalError, fmt.Sprintf("%s: %v", method, err), nil)
+	return newError(CodeInternalError, msg, nil)
 }
 
-func unavailable(method string, err error, uri, reason string) *Error {
-	return newError(CodeUnavailable, fmt.Sprintf("%s: %v", method, err), map[string]string{"uri": uri, "reason": reason})
+func unavailable(msg, uri, reason string) *Error {
+	return newError(CodeUnavailable, msg, map[string]string{"uri": uri, "reason": reason})
 }

@@ -57,10 +57,15 @@ func (n *notifier) run(ctx context.Context, s *Server) {
 		}
 		sort.Strings(agents)
 		s.mu.Lock()
-		live := s.state == stateRunning
+		live, core := s.state == stateRunning, s.core
 		s.mu.Unlock()
 		if !live {
 			continue
+		}
+		// The core's projection generation, when it has one, is the same
+		// counter sync returns.
+		if g, ok := core.(interface{ Generation() uint64 }); ok {
+			gen = g.Generation()
 		}
 		if err := s.conn.Notify(ctx, MethodBlocksChanged, BlocksChangedParams{Agents: agents, Generation: gen}); err != nil {
 			s.log.Debug("blocksChanged not sent", "error", err)

@@ -99,6 +99,11 @@ type Server struct {
 	sched    scheduler
 	notes    notifier
 	handlers sync.WaitGroup
+
+	// input is cancelled when stdin ends: no answer to readSource can come
+	// any more, so pending and later fetches fail at once.
+	input    context.Context
+	endInput context.CancelFunc
 }
 
 // Serve runs the protocol on in/out until exit or the end of in. It returns
@@ -128,12 +133,18 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: log, cancels: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan int, 1)}
+	s.input, s.endInput = context.WithCancel(context.Background())
+	defer s.endInput()
 	s.sched.init()
 	s.notes.init()
 
 	st := newStream(in, out, nil, cfg.Framing, cfg.MaxMessage)
 	st.answerBad = true
 	st.onBad = func(e *Error) { log.Warn("bad message", "code", e.Code, "error", e.Message) }
+	st.atEnd = func() {
+		s.endInput()
+		s.waitHandlers(endGrace)
+	}
 	if cfg.Trace {
 		st.trace = func(dir string, frame []byte) { log.Info("rpc", "dir", dir, "msg", clip(string(frame), 64<<10)) }
 	}
@@ -152,15 +163,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 	}
 	cancel()
 	s.conn.Close()
-	// Give in-flight handlers a moment to see the cancellation before the
-	// core goes away; a handler stuck in a read does not hold the exit up.
-	waited := make(chan struct{})
-	go func() { s.handlers.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-time.After(2 * time.Second):
-		log.Warn("handlers still running at exit")
-	}
+	s.waitHandlers(endGrace)
 	s.mu.Lock()
 	core := s.core
 	s.core = nil
@@ -171,6 +174,22 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 		}
 	}
 	return code, nil
+}
+
+// endGrace bounds how long the end of input waits for requests already
+// read: their answers are still written (a client may close stdin right
+// after its last request), but a stuck handler does not keep a dead parent's
+// server alive.
+const endGrace = 2 * time.Second
+
+func (s *Server) waitHandlers(d time.Duration) {
+	waited := make(chan struct{})
+	go func() { s.handlers.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(d):
+		s.log.Warn("requests still running at the end of input", "waited", d)
+	}
 }
 
 // method is one wire method: its handler and how it is ordered.
@@ -352,6 +371,11 @@ func (s *Server) cancelRequest(raw *json.RawMessage) {
 func (s *Server) readSource(ctx context.Context, uri string) (runtime.Content, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ReadSourceTimeout)
 	defer cancel()
+	stop := context.AfterFunc(s.input, cancel)
+	defer stop()
+	if s.input.Err() != nil {
+		return runtime.Content{}, fmt.Errorf("readSource %s: %w: the client closed its end", uri, runtime.ErrUnreadable)
+	}
 	var res ReadSourceResult
 	if err := s.conn.Call(ctx, MethodReadSource, ReadSourceParams{URI: uri}, &res); err != nil {
 		var we *jsonrpc2.Error

@@ -39,6 +39,10 @@ type stream struct {
 	onBad func(err *Error)
 	// trace, when set, sees every frame read ("recv") and written ("send").
 	trace func(dir string, frame []byte)
+	// atEnd, when set, runs when the input ends, before ReadObject reports
+	// it (which closes the connection): the server finishes and answers the
+	// requests it already read.
+	atEnd func()
 
 	wmu sync.Mutex
 }
@@ -76,6 +80,9 @@ func (s *stream) ReadObject(v any) error {
 			if errors.As(err, &fe) {
 				s.bad(nil, fe.err)
 				continue
+			}
+			if s.atEnd != nil {
+				s.atEnd()
 			}
 			return err
 		}
