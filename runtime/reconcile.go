@@ -234,7 +234,7 @@ func (rc *reconciler) apply(l *link, res locator.Result) {
 				l.text = wholeText(src.text) // same lines; share the source's copy
 			}
 		} else if res.Range != l.rng {
-			reason := fmt.Sprintf("moved: %s -> %s", linesOf(l.rng), linesOf(res.Range))
+			reason := moveReason(l.rng, res.Range)
 			l.rng = res.Range
 			l.patched = true
 			rc.restore(l)
@@ -431,4 +431,12 @@ func (m *Manager) applyGone(src *source, stamp string, err error) []*block {
 		rc.gone(l, c, msg)
 	}
 	return rc.finish(true)
+}
+
+// moveReason is "moved: lines A-B -> C-D" (or "moved: line A -> C").
+func moveReason(from, to Range) string {
+	if from.Start == from.End && to.Start == to.End {
+		return fmt.Sprintf("moved: line %d -> %d", from.Start, to.Start)
+	}
+	return fmt.Sprintf("moved: lines %d-%d -> %d-%d", from.Start, from.End, to.Start, to.End)
 }
