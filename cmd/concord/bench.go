@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/concord-ctx/concord/cmd/concord/internal/bench"
+	"github.com/concord-ctx/concord/cmd/concord/internal/bench/agent"
+	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+)
+
+const benchUsage = `Usage: concord bench [flags]
+
+ConcordBench, the race benchmark: each task's paragraphs become a workspace,
+mutated evidence is planted and restored out of band right after the agent
+has seen it, and every mode (naive, alert, diff, concord, oracle) runs on the
+same tasks. Prints a Markdown table (one row per mode) on stdout.
+
+Tasks: by default synthetic multi-hop tasks generated from --seed (no
+download); --tasks reads HotpotQA JSON or JSONL. --n picks the first N tasks
+after a stable sort by SHA-256 of id and question (0 = all).
+
+Flags:
+`
+
+// runBench is `concord bench`.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, benchUsage)
+		fs.PrintDefaults()
+	}
+	agentName := fs.String("agent", "scripted", "agent: scripted (deterministic, no model) or openai (any OpenAI-compatible endpoint)")
+	baseURL := fs.String("base-url", "https://api.openai.com/v1", "openai agent: chat-completions base URL")
+	model := fs.String("model", "gpt-4o-mini", "openai agent: model name")
+	keyEnv := fs.String("api-key-env", "OPENAI_API_KEY", "openai agent: environment variable holding the API key")
+	temperature := fs.Float64("temperature", 0, "openai agent: sampling temperature")
+	taskFile := fs.String("tasks", "", "HotpotQA JSON or JSONL file (default: embedded synthetic tasks)")
+	n := fs.Int("n", 40, "number of tasks (first N after a stable sort by hash of id and question; 0 = all)")
+	seed := fs.Uint64("seed", 1, "seed of the synthetic tasks")
+	modes := fs.String("modes", strings.Join(bench.AllModes, ","), "comma-separated modes to run")
+	maxSteps := fs.Int("max-steps", 20, "model calls per task before giving up")
+	parallel := fs.Int("parallel", 2, "tasks run at once")
+	out := fs.String("out", "", "write every task's trace and metrics as JSON to this file")
+	svg := fs.String("svg", "", "write a recovered-vs-tokens chart (SVG) to this file")
+	concordBin := fs.String("concord-bin", "", "concord binary for the concord mode (default: this executable)")
+	serverLog := fs.String("server-log", "", "append concord serve's stderr to this file")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	}
+	cfg := bench.Config{MaxSteps: *maxSteps, Parallel: *parallel}
+	for _, m := range strings.Split(*modes, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			cfg.Modes = append(cfg.Modes, m)
+		}
+	}
+	if len(cfg.Modes) == 0 {
+		return usageError{errors.New("--modes is empty")}
+	}
+
+	switch *agentName {
+	case "scripted":
+		cfg.Agent = agent.Scripted{}
+	case "openai":
+		key := os.Getenv(*keyEnv)
+		if key == "" {
+			fmt.Fprintf(stderr, "concord bench: %s is not set; calling %s without an API key\n", *keyEnv, *baseURL)
+		}
+		cfg.Agent = &agent.OpenAI{BaseURL: *baseURL, Model: *model, APIKey: key, Temperature: *temperature, Retries: 4}
+	default:
+		return usageError{fmt.Errorf("--agent %q: want scripted or openai", *agentName)}
+	}
+
+	var ts []tasks.Task
+	var skipped []tasks.Skip
+	if *taskFile != "" {
+		var err error
+		ts, skipped, err = tasks.LoadHotpot(*taskFile)
+		if err != nil {
+			return err
+		}
+		if len(ts) == 0 {
+			return fmt.Errorf("%s: no usable tasks (%d skipped)", *taskFile, len(skipped))
+		}
+	} else {
+		count := *n
+		if count <= 0 {
+			count = 40
+		}
+		ts = tasks.Synthetic(*seed, count)
+	}
+	ts = tasks.Subset(ts, *n)
+
+	for _, m := range cfg.Modes {
+		if m == bench.ModeConcord {
+			bin := *concordBin
+			if bin == "" {
+				exe, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("find the concord binary (use --concord-bin): %w", err)
+				}
+				bin = exe
+			}
+			cfg.ConcordBin = bin
+		}
+	}
+	if *serverLog != "" {
+		f, err := os.OpenFile(*serverLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("server log: %w", err)
+		}
+		defer f.Close()
+		cfg.ServerLog = f
+	}
+	if !*quiet {
+		cfg.Progress = bench.NewProgress(stderr, writerIsTerminal(stderr)).Update
+	}
+
+	rep, err := bench.Run(ctx, cfg, ts)
+	if err != nil {
+		return err
+	}
+	rep.Skipped = skipped
+	if err := rep.WriteTable(stdout); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	if *out != "" {
+		if err := writeFile(*out, rep.WriteJSON); err != nil {
+			return err
+		}
+	}
+	if *svg != "" {
+		if err := writeFile(*svg, rep.WriteSVG); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// writerIsTerminal: a character device (a tty), not a pipe or a file.
+func writerIsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

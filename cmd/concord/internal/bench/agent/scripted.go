@@ -1,0 +1,257 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+)
+
+// Scripted is a deterministic reader. It needs no model: every decision is
+// a function of the context it is shown (the messages of the call) and of
+// the task's evidence plan (which phrases to grep, how to read an answer out
+// of an evidence line). At each call it takes the first rule that applies:
+//
+//  1. The last tool output says the answer is blocked until a diff: call diff.
+//  2. A tool output carries "[alert] P is modified", or a Concord notice
+//     "Re-read P lines A-B", and no later read_file of P follows it: read P
+//     (lines A-B for a notice).
+//  3. No glob yet: glob "*". Then for each evidence step in order: grep its
+//     pattern if not done; read the file of the grep's first hit if that
+//     file was never read.
+//  4. Answer from the latest visible copy of each evidence line: the last
+//     line in the context (later messages first, then later lines) equal to
+//     the cloze's prefix + value + suffix, ignoring diff lines marked "-".
+//     A span probe answers the value; "same" answers yes when both values
+//     are equal; "earlier" answers the option with the smaller number.
+//
+// It measures the mechanics of a mode (what reaches the context, steps,
+// tokens, cache reuse), not a model's judgement.
+type Scripted struct{}
+
+// Name implements Agent.
+func (Scripted) Name() string { return "scripted" }
+
+// Session implements Agent.
+func (Scripted) Session(t tasks.Task) Session { return &scriptedSession{task: t} }
+
+type scriptedSession struct{ task tasks.Task }
+
+// event is one tool call with its output as shown in the context.
+type event struct {
+	call   ToolCall
+	args   map[string]any
+	callAt int // index of the assistant message
+	outAt  int // index of the tool message (-1: none yet)
+	output string
+}
+
+func parseContext(msgs []Message) []*event {
+	var evs []*event
+	byID := map[string]*event{}
+	for i, m := range msgs {
+		switch m.Role {
+		case "assistant":
+			for _, tc := range m.ToolCalls {
+				e := &event{call: tc, callAt: i, outAt: -1}
+				_ = json.Unmarshal([]byte(tc.Arguments), &e.args)
+				evs = append(evs, e)
+				byID[tc.ID] = e
+			}
+		case "tool":
+			if e, ok := byID[m.ToolCallID]; ok {
+				e.outAt, e.output = i, m.Content
+			}
+		}
+	}
+	return evs
+}
+
+func (e *event) arg(k string) string {
+	if v, ok := e.args[k].(string); ok {
+		return v
+	}
+	return ""
+}
+
+var (
+	alertRe  = regexp.MustCompile(`\[alert\] (\S+) is modified`)
+	noticeRe = regexp.MustCompile(`Re-read (\S+) lines (\d+)-(\d+)`)
+	readLine = regexp.MustCompile(`^\d+: (.*)$`)
+	grepLine = regexp.MustCompile(`^([^:\n]+):(\d+):(.*)$`)
+)
+
+// samePath: a notice names an absolute path, the reader's calls use
+// workspace-relative ones.
+func samePath(a, b string) bool {
+	a, b = strings.TrimPrefix(a, "file://"), strings.TrimPrefix(b, "file://")
+	return a == b || strings.HasSuffix(a, "/"+b) || strings.HasSuffix(b, "/"+a)
+}
+
+func (s *scriptedSession) Next(_ context.Context, msgs []Message, _ []ToolSpec) (Reply, error) {
+	evs := parseContext(msgs)
+	id := fmt.Sprintf("call_%d", len(evs)+1)
+	call := func(name string, args map[string]any) (Reply, error) {
+		b, err := json.Marshal(args)
+		if err != nil {
+			return Reply{}, fmt.Errorf("scripted %s: %w", name, err)
+		}
+		return Reply{Message: Message{Role: "assistant", ToolCalls: []ToolCall{{ID: id, Name: name, Arguments: string(b)}}}}, nil
+	}
+	// Rule 1.
+	if len(evs) > 0 {
+		last := evs[len(evs)-1]
+		if last.outAt >= 0 && strings.Contains(last.output, "[blocked]") && strings.Contains(last.output, "diff") {
+			return call("diff", map[string]any{})
+		}
+	}
+	// Rule 2.
+	readAfter := func(path string, at int) bool {
+		for _, e := range evs {
+			if e.call.Name == "read_file" && e.callAt > at && samePath(e.arg("path"), path) {
+				return true
+			}
+		}
+		return false
+	}
+	for i, m := range msgs {
+		if m.Role != "tool" {
+			continue
+		}
+		for _, a := range alertRe.FindAllStringSubmatch(m.Content, -1) {
+			if !readAfter(a[1], i) {
+				return call("read_file", map[string]any{"path": a[1]})
+			}
+		}
+		for _, n := range noticeRe.FindAllStringSubmatch(m.Content, -1) {
+			if !readAfter(n[1], i) {
+				lo, _ := strconv.Atoi(n[2])
+				hi, _ := strconv.Atoi(n[3])
+				return call("read_file", map[string]any{"path": n[1], "start_line": lo, "end_line": hi})
+			}
+		}
+	}
+	// Rule 3.
+	has := func(name, key, val string) *event {
+		for _, e := range evs {
+			if e.call.Name == name && (key == "" || e.arg(key) == val) {
+				return e
+			}
+		}
+		return nil
+	}
+	if has("glob", "", "") == nil {
+		return call("glob", map[string]any{"pattern": "*"})
+	}
+	for _, ev := range s.task.Evidence {
+		g := has("grep", "pattern", ev.Pattern)
+		if g == nil {
+			return call("grep", map[string]any{"pattern": ev.Pattern})
+		}
+		if g.outAt < 0 {
+			continue
+		}
+		first := strings.SplitN(g.output, "\n", 2)[0]
+		m := grepLine.FindStringSubmatch(first)
+		if m == nil {
+			continue // no hits
+		}
+		read := false
+		for _, e := range evs {
+			if e.call.Name == "read_file" && samePath(e.arg("path"), m[1]) {
+				read = true
+			}
+		}
+		if !read {
+			return call("read_file", map[string]any{"path": m[1]})
+		}
+	}
+	// Rule 4.
+	return call("answer", map[string]any{"answer": Extract(s.task.Probe, msgs)})
+}
+
+// visibleLines returns a tool output's lines as evidence text: tool
+// decoration stripped, diff lines marked "-" dropped.
+func visibleLines(out string) []string {
+	var vs []string
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "-"):
+			continue
+		case strings.HasPrefix(l, "+"):
+			vs = append(vs, l[1:])
+		default:
+			if m := readLine.FindStringSubmatch(l); m != nil {
+				vs = append(vs, m[1])
+			} else if m := grepLine.FindStringSubmatch(l); m != nil {
+				vs = append(vs, m[3])
+			} else {
+				vs = append(vs, l)
+			}
+		}
+	}
+	return vs
+}
+
+// latest fills a cloze from the last visible matching line.
+func latest(c tasks.Cloze, msgs []Message) (string, bool) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "tool" {
+			continue
+		}
+		vs := visibleLines(msgs[i].Content)
+		for j := len(vs) - 1; j >= 0; j-- {
+			if v, ok := c.Fill(vs[j]); ok {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Unknown is the answer when the evidence is not in the context.
+const Unknown = "unknown"
+
+// Extract applies a probe to the context (rule 4).
+func Extract(p tasks.Probe, msgs []Message) string {
+	var vals []string
+	for _, c := range p.Clozes {
+		v, ok := latest(c, msgs)
+		if !ok {
+			return Unknown
+		}
+		vals = append(vals, v)
+	}
+	switch p.Kind {
+	case tasks.ProbeSpan:
+		if len(vals) == 1 {
+			return vals[0]
+		}
+	case tasks.ProbeSame:
+		if len(vals) == 2 {
+			if tasks.Normalize(vals[0]) == tasks.Normalize(vals[1]) {
+				return "yes"
+			}
+			return "no"
+		}
+	case tasks.ProbeEarlier:
+		if len(vals) == len(p.Options) && len(vals) > 0 {
+			best, bestN := -1, 0
+			for i, v := range vals {
+				n, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil {
+					return Unknown
+				}
+				if best < 0 || n < bestN {
+					best, bestN = i, n
+				}
+			}
+			return p.Options[best]
+		}
+	}
+	return Unknown
+}

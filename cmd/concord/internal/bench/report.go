@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"strings"
+)
+
+// WriteTable prints one Markdown row per mode.
+func (r *Report) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| mode | recovered | raced | avg steps | reads/task | prompt tok/task | completion tok/task | total tokens | prefix reuse tok/task | prefix reuse %% |\n")
+	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, m := range r.Modes {
+		s := m.Summary
+		n := float64(max(s.Tasks, 1))
+		fmt.Fprintf(&b, "| %s | %d/%d | %d | %.2f | %.2f | %.0f | %.1f | %d | %.0f | %.1f |\n",
+			m.Mode, s.Recovered, s.Tasks, s.Raced, s.AvgSteps, s.ReadsPerTask,
+			float64(s.PromptTokens)/n, float64(s.CompletionTokens)/n, s.TotalTokens,
+			float64(s.ReusedTokens)/n, s.ReusePercent)
+	}
+	errs := 0
+	for _, m := range r.Modes {
+		errs += m.Summary.Errors
+	}
+	fmt.Fprintf(&b, "\n%d tasks, agent %s, tokens %s", r.Tasks, r.Agent, r.Encoding)
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(&b, ", %d examples skipped (no mutation could be built)", len(r.Skipped))
+	}
+	if errs > 0 {
+		fmt.Fprintf(&b, ", %d task runs failed (see --out)", errs)
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the whole report, every task's trace included.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	return enc.Encode(r)
+}
+
+// WriteSVG draws recover count against tokens per task, one point per mode.
+func (r *Report) WriteSVG(w io.Writer) error {
+	const W, H, left, right, top, bottom = 640.0, 400.0, 70.0, 30.0, 40.0, 60.0
+	maxX, maxY := 1.0, float64(max(r.Tasks, 1))
+	for _, m := range r.Modes {
+		maxX = max(maxX, m.Summary.TokensPerTask)
+	}
+	maxX *= 1.15
+	px := func(x float64) float64 { return left + x/maxX*(W-left-right) }
+	py := func(y float64) float64 { return H - bottom - y/maxY*(H-top-bottom) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="%.0f" y="22" font-size="15" text-anchor="middle">ConcordBench: recovered vs tokens per task (%d tasks, %s agent)</text>`+"\n", W/2, r.Tasks, html.EscapeString(r.Agent))
+	// Axes and ticks.
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", px(0), py(0), px(maxX), py(0))
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", px(0), py(0), px(0), py(maxY))
+	for i := 0; i <= 5; i++ {
+		x := maxX * float64(i) / 5
+		y := maxY * float64(i) / 5
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%.0f</text>`+"\n", px(x), py(0)+18, x)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%.0f</text>`+"\n", px(0)-6, py(y)+4, y)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", px(0), py(y), px(maxX), py(y))
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">tokens per task (prompt + completion)</text>`+"\n", (px(0)+px(maxX))/2, H-18)
+	fmt.Fprintf(&b, `<text x="18" y="%.1f" text-anchor="middle" transform="rotate(-90 18 %.1f)">tasks recovered</text>`+"\n", (py(0)+py(maxY))/2, (py(0)+py(maxY))/2)
+	colors := map[string]string{ModeNaive: "#d62728", ModeAlert: "#ff7f0e", ModeDiff: "#9467bd", ModeConcord: "#2ca02c", ModeOracle: "#1f77b4"}
+	for _, m := range r.Modes {
+		x, y := px(m.Summary.TokensPerTask), py(float64(m.Summary.Recovered))
+		c := colors[m.Mode]
+		if c == "" {
+			c = "black"
+		}
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="6" fill="%s"/>`+"\n", x, y, c)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="%s">%s (%d, %.0f tok)</text>`+"\n", x+9, y-8, c, html.EscapeString(m.Mode), m.Summary.Recovered, m.Summary.TokensPerTask)
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
