@@ -15,13 +15,13 @@ import (
 
 // Record is one HotpotQA example in the official format.
 type Record struct {
-	ID              string     `json:"_id"`
-	Question        string     `json:"question"`
-	Answer          string     `json:"answer"`
-	Type            string     `json:"type"`
-	Level           string     `json:"level"`
-	SupportingFacts []Fact     `json:"supporting_facts"`
-	Context         []Passage  `json:"context"`
+	ID              string    `json:"_id"`
+	Question        string    `json:"question"`
+	Answer          string    `json:"answer"`
+	Type            string    `json:"type"`
+	Level           string    `json:"level"`
+	SupportingFacts []Fact    `json:"supporting_facts"`
+	Context         []Passage `json:"context"`
 }
 
 // Fact is a supporting fact: [title, sentence index].

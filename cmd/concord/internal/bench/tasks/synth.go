@@ -2,9 +2,9 @@ package tasks
 
 import (
 	"fmt"
-	"strings"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 )
 
 // The embedded default: synthetic multi-hop tasks in HotpotQA's format,
@@ -35,7 +35,7 @@ type person struct {
 
 type company struct {
 	name, industry, city, founder string
-	founded, employees           int
+	founded, employees            int
 }
 
 type synthGen struct {
