@@ -16,8 +16,6 @@ func errReason(err error) string {
 		return "binary"
 	case errors.Is(err, ErrTooLarge):
 		return "too large"
-	case errors.Is(err, ErrUnreadable):
-		return "unreadable"
 	}
 	return err.Error()
 }

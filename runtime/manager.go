@@ -140,7 +140,7 @@ type link struct {
 	state   linkState
 	cause   cause
 	tracked bool
-	patched bool             // text or lines differ from the observation
+	patched bool            // text or lines differ from the observation
 	anchor  *locator.Anchor // kept while the source is gone, to find the span again
 	notice  string
 }

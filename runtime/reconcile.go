@@ -218,7 +218,20 @@ func (rc *reconciler) relocate(l *link) locator.Result {
 	if a.Range.Start >= 1 && a.Range.End <= len(rc.newLines) && equalLines(rc.newLines[a.Range.Start-1:a.Range.End], a.Span) {
 		return locator.Result{Status: locator.Unchanged, Range: a.Range, Text: l.text}
 	}
-	return locator.Relocate(*a, rc.src.text, rc.m.params)
+	res := locator.Relocate(*a, rc.src.text, rc.m.params)
+	if res.Status != locator.Invalid || a.Range.Start < 1 || a.Range.End > len(rc.newLines) || len(a.Span) == 0 {
+		return res
+	}
+	// Without context a locally edited span cannot be found by its anchors;
+	// judge it in place: the same lines, edited locally?
+	win := rc.newLines[a.Range.Start-1 : a.Range.End]
+	in := locator.Locate(locator.JoinLines(a.Span), locator.JoinLines(win), Range{Start: 1, End: len(a.Span)}, rc.m.params)
+	if in.Status == locator.Patched && in.Range == (Range{Start: 1, End: len(win)}) {
+		in.Range = a.Range
+		in.Reason += " (in place)"
+		return in
+	}
+	return res
 }
 
 // apply turns a locator verdict into the link's new state under the policy.

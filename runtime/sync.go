@@ -17,7 +17,8 @@ func (m *Manager) verify(ctx context.Context, src *source, force bool) error {
 		return nil
 	}
 	prev := src.stamp
-	fresh := src.state == statePresent && (src.known || src.reporter != nil)
+	// An unchanged stamp means nothing new, unless the content was never read.
+	fresh := src.state != statePresent || src.known || src.reporter != nil
 	m.mu.Unlock()
 	stamp, serr := src.adapter.Stamp(ctx, src.id)
 	if !force && serr == nil && stamp != "" && stamp == prev && fresh {
