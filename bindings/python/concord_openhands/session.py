@@ -34,19 +34,14 @@ WARNING_PREFIX = "concord: context repair unavailable"
 
 def find_binary(explicit: str | None = None) -> str | None:
     """Locate `concord`: an explicit path, $CONCORD_BIN, next to the package, then PATH."""
-    candidates: list[str] = []
-    if explicit:
-        candidates.append(explicit)
-    env = os.environ.get(ENV_BIN)
-    if env:
-        candidates.append(env)
+    named = explicit or os.environ.get(ENV_BIN)
+    if named:
+        # Named but unusable is an error: do not silently run another binary.
+        return named if os.path.isfile(named) and os.access(named, os.X_OK) else None
     here = Path(__file__).resolve().parent
-    candidates += [str(here / "bin" / "concord"), str(here / "concord")]
-    for c in candidates:
-        if os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    if explicit or env:
-        return None  # named but unusable: do not silently run another binary
+    for c in (here / "bin" / "concord", here / "concord"):
+        if c.is_file() and os.access(c, os.X_OK):
+            return str(c)
     return shutil.which("concord")
 
 

@@ -121,9 +121,13 @@ def test_local_edit_is_patched(workspace, condenser, view_range):
     f = workspace / "config.txt"
     old = numbered(30)
     write(f, old)
-    # Out of band: two lines inserted above the range, one word changed inside it.
-    new = ["# generated", "# do not edit"] + old
-    new[2 + 11] = "line 12: value TWELVE of the config"
+    if view_range:
+        # Out of band: two lines inserted above the range, one word changed in it.
+        new = ["# generated", "# do not edit"] + old
+        new[2 + 11] = "line 12: value TWELVE of the config"
+    else:
+        new = list(old)
+        new[11] = "line 12: value TWELVE of the config"
     if view_range:
         shown, want = cat_n(str(f), old[9:14], 10), cat_n(str(f), new[11:16], 12)
         args = {"command": "view", "path": str(f), "view_range": view_range}

@@ -122,14 +122,16 @@ def test_registration_verifies_against_the_file(session, workspace):
 
 def test_own_write_release_and_outside_roots(session, workspace, tmp_path):
     f = workspace / "a.txt"
-    f.write_text("alpha\nbeta\ngamma\n")
-    session.observe("call_1", [Source(str(f), "alpha\nbeta\ngamma")], turn=1)
+    lines = [f"setting {i} = value {i} # comment" for i in range(1, 9)]
+    f.write_text("\n".join(lines) + "\n")
+    session.observe("call_1", [Source(str(f), "\n".join(lines))], turn=1)
     session.sync(2)
-    f.write_text("alpha\nBETA\ngamma\n")
+    lines[3] = "setting 4 = CHANGED # comment"
+    f.write_text("\n".join(lines) + "\n")
     blocks = session.source_changed(str(f))
     assert blocks is not None
     b, _ = wait_sync(session, 3, "patched")
-    assert b.sources[0]["text"] == "alpha\nBETA\ngamma"
+    assert b.sources[0]["text"] == "\n".join(lines)
     assert session.release(["call_1"]) is not None
     # A file outside the roots is refused for that call only; the session lives on.
     outside = tmp_path / "outside.txt"
