@@ -106,7 +106,7 @@ func Similarity(a, b []string) float64 {
 // maxDiffWork caps the Myers search so a pair of huge, very different spans
 // (a minified line rewritten) costs bounded time. The cap counts steps, not
 // time, so results never depend on machine speed.
-const maxDiffWork = 20_000_000
+const maxDiffWork = 10_000_000
 
 // similarity returns the token ratio and whether it is exact. When the work
 // cap is hit it returns a proven upper bound and exact=false.
@@ -178,19 +178,32 @@ type verdict struct {
 // substitutions, or when the similarity is at least MinSimilarity.
 func judge(oldSpan, newSpan []string, p Params) verdict {
 	ta, tb := Tokenize(oldSpan), Tokenize(newSpan)
-	sim, exact := similarity(ta, tb)
-	v := verdict{similarity: round4(sim), tokens: len(ta)}
+	v := verdict{tokens: len(ta)}
+	subsLocal := false
 	if subs := Substitutions(ta, tb); subs >= 0 {
 		v.substitutions = subs
 		limit := int(math.Floor(float64(len(ta))*p.SubstitutionRatio + 1e-9))
 		if limit < p.MinSubstitutions {
 			limit = p.MinSubstitutions
 		}
-		if subs <= limit {
-			v.local = true
-			v.reason = fmt.Sprintf("local edit: %d of %d tokens substituted", subs, len(ta))
+		subsLocal = subs <= limit
+	}
+	// For long spans a cheap bound first: the common multiset of tokens caps
+	// any common subsequence, so most drift is decided in O(n) without a
+	// diff. Short spans get the exact figure, which reads better in reasons.
+	if !subsLocal && len(ta)+len(tb) > bagBoundMin {
+		if bound := bagBound(ta, tb); bound < p.MinSimilarity {
+			v.similarity = round4(bound)
+			v.reason = fmt.Sprintf("drift: similarity at most %.2f < %.2f", bound, p.MinSimilarity)
 			return v
 		}
+	}
+	sim, exact := similarity(ta, tb)
+	v.similarity = round4(sim)
+	if subsLocal {
+		v.local = true
+		v.reason = fmt.Sprintf("local edit: %d of %d tokens substituted", v.substitutions, len(ta))
+		return v
 	}
 	switch {
 	case exact && sim >= p.MinSimilarity:
@@ -205,6 +218,29 @@ func judge(oldSpan, newSpan []string, p Params) verdict {
 		v.reason = fmt.Sprintf("drift: similarity unproven (token diff exceeded its work cap; bound %.2f)", sim)
 	}
 	return v
+}
+
+const bagBoundMin = 2000
+
+// bagBound is 2*M/T with M the size of the common token multiset: an upper
+// bound of the similarity.
+func bagBound(a, b []string) float64 {
+	total := len(a) + len(b)
+	if total == 0 {
+		return 1
+	}
+	count := make(map[string]int, len(a))
+	for _, t := range a {
+		count[t]++
+	}
+	m := 0
+	for _, t := range b {
+		if count[t] > 0 {
+			count[t]--
+			m++
+		}
+	}
+	return float64(2*m) / float64(total)
 }
 
 func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
