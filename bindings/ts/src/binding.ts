@@ -301,7 +301,7 @@ export class ConcordBinding {
       )
       this.debug(`session ${link.id}: concord ${res?.serverInfo?.version ?? "?"} pid ${client.pid} roots ${this.roots.join(",")}`)
     } catch (err) {
-      this.fail(link, `concord initialize failed: ${(err as Error).message}`)
+      this.fail(link, `concord did not start: ${(err as Error).message}`)
     }
   }
 

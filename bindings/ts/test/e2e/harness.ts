@@ -29,8 +29,15 @@ function readJson(file: string): Record<string, any> | undefined {
 
 /** The opencode executable from node_modules, or undefined when it is not installed. */
 export function opencodeBinary(): string | undefined {
+  // opencode-ai's postinstall hardlinks the build that suits this CPU (baseline without AVX2) to
+  // bin/opencode.exe; before that runs the file is a small placeholder.
+  const wrapper = path.join(PKG_ROOT, "node_modules/opencode-ai/bin/opencode.exe")
+  try {
+    if (isExecutable(wrapper) && fs.statSync(wrapper).size > 10 << 20) return wrapper
+  } catch {
+    // fall through to the platform packages
+  }
   const candidates = [
-    path.join(PKG_ROOT, "node_modules/opencode-ai/bin/opencode.exe"), // hardlinked by its postinstall
     path.join(PKG_ROOT, `node_modules/opencode-${process.platform}-${process.arch}/bin/opencode`),
     path.join(PKG_ROOT, `node_modules/opencode-${process.platform}-${process.arch}-baseline/bin/opencode`),
   ]

@@ -7,8 +7,8 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { ConcordBinding, changedFiles, type BindingInit } from "../../src/binding.js"
-import { renderRead, splitLines } from "../../src/readformat.js"
-import { concordBin, skipWithoutConcord } from "./concordbin.js"
+import { concordBin, skipWithoutConcord } from "../support/concordbin.js"
+import { openCodeRead } from "../support/expected.js"
 
 const tmpRoots: string[] = []
 after(() => {
@@ -18,24 +18,6 @@ function tmpdir(): string {
   const d = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "concord-ts-binding-")))
   tmpRoots.push(d)
   return d
-}
-
-/** What OpenCode 1.18's read tool returns for this file and window (format verified in readformat.test). */
-function openCodeRead(file: string, offset?: number, limit?: number) {
-  const all = splitLines(fs.readFileSync(file, "utf8"))
-  const start = offset ?? 1
-  const lines = all.slice(start - 1, start - 1 + (limit ?? 2000))
-  const end = start + lines.length - 1
-  return {
-    input: { filePath: file, ...(offset !== undefined ? { offset } : {}), ...(limit !== undefined ? { limit } : {}) },
-    output: renderRead({ path: file, start, lines, totalLines: all.length }),
-    metadata: {
-      preview: lines.slice(0, 20).join("\n"),
-      truncated: end < all.length,
-      loaded: [],
-      display: { type: "file", path: file, text: lines.join("\n"), lineStart: start, lineEnd: end, totalLines: all.length, truncated: end < all.length },
-    },
-  }
 }
 
 interface Harness {

@@ -7,7 +7,7 @@ import os from "node:os"
 import path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { ConcordClient, FrameDecoder, RpcError, TransportError, encodeFrame } from "../../src/client.js"
-import { concordBin, skipWithoutConcord } from "./concordbin.js"
+import { concordBin, skipWithoutConcord } from "../support/concordbin.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const PEER = path.join(here, "..", "peer", "stdio-peer.js")

@@ -1,0 +1,335 @@
+// The acceptance test: the real `opencode` program (pinned opencode-ai), run non-interactively
+// with `opencode run --format json` in a temp git repo against a scripted fake model on
+// 127.0.0.1, with this plugin enabled. The fake model asks for reads, the test changes files
+// between two model calls, and the next request is checked for the repaired text and the absence
+// of the stale line. A control run with --pure (plugins off) shows the stale text reaching the model.
+import { test, describe, before } from "node:test"
+import assert from "node:assert/strict"
+import fs from "node:fs"
+import path from "node:path"
+import { FakeModel, type Step } from "./fakemodel.js"
+import {
+  OPENCODE_VERSION,
+  PKG_ROOT,
+  makeWorkspace,
+  opencodeBinary,
+  opencodeLogs,
+  runOpencode,
+  type PluginMode,
+  type RunOptions,
+  type RunResult,
+  type Workspace,
+} from "./harness.js"
+import { concordBin, skipWithoutConcord } from "../support/concordbin.js"
+import { openCodeRead } from "../support/expected.js"
+
+const DROPIN: PluginMode = { kind: "dropin", file: path.join(PKG_ROOT, "dist", "concord-opencode.js") }
+const CONFIG_LINE: PluginMode = { kind: "config", spec: `file://${path.join(PKG_ROOT, "dist", "src", "index.js")}` }
+
+const CONFIG = [
+  "name: demo",
+  "port: 8080",
+  "debug: false",
+  "level: info",
+  "mode: fast",
+  "user: admin",
+  "retries: 3",
+  "timeout: 30",
+  "region: eu",
+  "owner: ops",
+  "cache: on",
+  "color: blue",
+].join("\n") + "\n"
+
+const skipPlugin = skipWithoutConcord()
+const text = (req: Parameters<Step>[0], id: string) => FakeModel.toolResult(req, id) ?? "<missing tool message>"
+
+before(() => {
+  assert.ok(opencodeBinary(), "opencode-ai is installed (npm ci)")
+  for (const f of [DROPIN.kind === "dropin" ? DROPIN.file : "", path.join(PKG_ROOT, "dist", "src", "index.js")]) {
+    assert.ok(fs.existsSync(f), `${f} is built (npm run build)`)
+  }
+  console.log(`# opencode-ai ${OPENCODE_VERSION}, concord ${concordBin() ?? "(absent)"}`)
+})
+
+interface Scenario {
+  name: string
+  files: Record<string, string>
+  steps: (ws: Workspace) => Step[]
+  run?: Partial<RunOptions>
+  /** Start concord through a wrapper that records each child's pid in <root>/concord.pids. */
+  wrapConcord?: boolean
+}
+
+async function play(s: Scenario): Promise<{ ws: Workspace; model: FakeModel; result: RunResult }> {
+  const ws = makeWorkspace(s.name, s.files)
+  const model = new FakeModel(s.steps(ws))
+  const port = await model.start()
+  try {
+    const env: Record<string, string> = { ...(concordBin() ? { CONCORD_BIN: concordBin()! } : {}), ...s.run?.env }
+    if (s.wrapConcord && concordBin()) {
+      const wrapper = path.join(ws.root, "concord-wrapper.sh")
+      const q = (x: string) => `'${x.replace(/'/g, `'\\''`)}'`
+      fs.writeFileSync(wrapper, `#!/bin/sh\necho $$ >> ${q(path.join(ws.root, "concord.pids"))}\nexec ${q(concordBin()!)} "$@"\n`, { mode: 0o755 })
+      env.CONCORD_BIN = wrapper
+    }
+    const result = await runOpencode(ws, { port, plugin: DROPIN, ...s.run, env })
+    console.log(`# ${s.name}: opencode exit ${result.code} in ${result.ms} ms, ${model.requests.length} model calls`)
+    return { ws, model, result }
+  } finally {
+    await model.close()
+  }
+}
+
+function assertClean(r: { ws: Workspace; model: FakeModel; result: RunResult }, calls: number): void {
+  const where = `(logs: ${r.ws.root})`
+  assert.deepEqual(r.model.failures, [], `fake model expectations ${where}`)
+  assert.equal(r.result.code, 0, `opencode exit status ${where}\n${r.result.stderr.slice(-2000)}`)
+  assert.equal(r.model.requests.length, calls, `model calls ${where}`)
+  assert.ok(!r.result.events.some((e) => e.type === "error"), `no error events ${where}`)
+}
+
+function warnings(stderr: string): string[] {
+  return stderr.split("\n").filter((l) => l.startsWith("[concord] WARNING"))
+}
+
+describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concurrency: 1 }, () => {
+  test("out-of-band local edit: the next request carries the patched lines, identical to a fresh read (enabled by one config line)", { skip: skipPlugin }, async () => {
+    let repaired = ""
+    const r = await play({
+      name: "local-edit",
+      files: { "config.yaml": CONFIG },
+      run: { plugin: CONFIG_LINE },
+      steps: (ws) => {
+        const file = path.join(ws.proj, "config.yaml")
+        return [
+          () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+          (req, m) => {
+            m.expect(text(req, "call_1").includes("2: port: 8080"), "first read shows the original")
+            fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
+            return { tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] }
+          },
+          (req, m) => {
+            repaired = text(req, "call_1")
+            m.expect(repaired === openCodeRead(file).output, `call_1 repaired in OpenCode's format; got:\n${repaired}`)
+            m.expect(!repaired.includes("8080"), "no stale line")
+            m.expect(text(req, "call_2") === "step\n", "the bash result is untouched")
+            return { tools: [{ name: "read", args: { filePath: file } }] }
+          },
+          (req, m) => {
+            m.expect(text(req, "call_3") === repaired, "a fresh read by OpenCode is byte-identical to the repaired one")
+            m.expect(!text(req, "call_1").includes("8080"), "still no stale line once a newer read exists")
+            return { text: "done" }
+          },
+        ]
+      },
+    })
+    assertClean(r, 4)
+    assert.deepEqual(warnings(r.result.stderr), [])
+  })
+
+  test("control run with --pure (plugin off): the stale text reaches the model", async () => {
+    const r = await play({
+      name: "control-pure",
+      files: { "config.yaml": CONFIG },
+      run: { pure: true },
+      steps: (ws) => {
+        const file = path.join(ws.proj, "config.yaml")
+        return [
+          () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+          () => {
+            fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
+            return { tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] }
+          },
+          (req, m) => {
+            const seen = text(req, "call_1")
+            m.expect(seen.includes("2: port: 8080"), "without the plugin the model still sees the stale line")
+            m.expect(!seen.includes("9090"), "and not the current one")
+            return { text: "done" }
+          },
+        ]
+      },
+    })
+    assertClean(r, 3)
+  })
+
+  test("whole-file rewrite: the read is replaced by Concord's re-read notice", { skip: skipPlugin }, async () => {
+    const r = await play({
+      name: "rewrite",
+      files: { "config.yaml": CONFIG },
+      steps: (ws) => {
+        const file = path.join(ws.proj, "config.yaml")
+        return [
+          () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+          () => {
+            fs.writeFileSync(file, '{\n  "service": "api",\n  "listen": ":443"\n}\n')
+            return { tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] }
+          },
+          (req, m) => {
+            const seen = text(req, "call_1")
+            m.expect(seen.startsWith("[concord]"), `a notice instead of the read; got:\n${seen}`)
+            m.expect(seen.includes(file), "the notice names the file")
+            m.expect(/re-read/i.test(seen), "the notice asks for a re-read")
+            for (const line of CONFIG.trim().split("\n")) m.expect(!seen.includes(line), `stale line ${line} gone`)
+            return { text: "done" }
+          },
+        ]
+      },
+    })
+    assertClean(r, 3)
+  })
+
+  test("the agent's own edit repairs its earlier read", { skip: skipPlugin }, async () => {
+    const r = await play({
+      name: "own-edit",
+      files: { "config.yaml": CONFIG },
+      steps: (ws) => {
+        const file = path.join(ws.proj, "config.yaml")
+        return [
+          () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+          () => ({ tools: [{ name: "edit", args: { filePath: file, oldString: "retries: 3", newString: "retries: 5" } }] }),
+          (req, m) => {
+            m.expect(text(req, "call_2").startsWith("Edit applied successfully."), `the edit ran: ${text(req, "call_2")}`)
+            m.expect(fs.readFileSync(file, "utf8").includes("retries: 5"), "the file was edited")
+            const seen = text(req, "call_1")
+            m.expect(seen === openCodeRead(file).output, `call_1 shows the edited file; got:\n${seen}`)
+            m.expect(!seen.includes("retries: 3"), "no stale line")
+            return { text: "done" }
+          },
+        ]
+      },
+    })
+    assertClean(r, 3)
+  })
+
+  test("the agent's own apply_patch (gpt- model ids get apply_patch) repairs its earlier read", { skip: skipPlugin }, async () => {
+    const r = await play({
+      name: "own-apply-patch",
+      files: { "config.yaml": CONFIG },
+      run: { model: "gpt-5-fake" },
+      steps: (ws) => {
+        const file = path.join(ws.proj, "config.yaml")
+        return [
+          (req, m) => {
+            const tools = ((req.body.tools as any[]) ?? []).map((t) => t.function?.name)
+            m.expect(tools.includes("apply_patch") && !tools.includes("edit"), `apply_patch toolset: ${tools}`)
+            return { tools: [{ name: "read", args: { filePath: file } }] }
+          },
+          () => ({
+            tools: [
+              {
+                name: "apply_patch",
+                args: { patchText: "*** Begin Patch\n*** Update File: config.yaml\n@@\n owner: ops\n-cache: on\n+cache: off\n color: blue\n*** End Patch" },
+              },
+            ],
+          }),
+          (req, m) => {
+            m.expect(text(req, "call_2").startsWith("Success."), `the patch ran: ${text(req, "call_2")}`)
+            const seen = text(req, "call_1")
+            m.expect(seen === openCodeRead(file).output, `call_1 shows the patched file; got:\n${seen}`)
+            m.expect(!seen.includes("cache: on"), "no stale line")
+            return { text: "done" }
+          },
+        ]
+      },
+    })
+    assertClean(r, 3)
+  })
+
+  test("a partial read (offset/limit): repaired at its new line numbers, identical to a fresh read of the moved window", { skip: skipPlugin }, async () => {
+    let repaired = ""
+    const r = await play({
+      name: "partial-read",
+      files: { "config.yaml": CONFIG },
+      steps: (ws) => {
+        const file = path.join(ws.proj, "config.yaml")
+        return [
+          () => ({ tools: [{ name: "read", args: { filePath: file, offset: 3, limit: 4 } }] }),
+          (req, m) => {
+            m.expect(text(req, "call_1").includes("(Showing lines 3-6 of 12. Use offset=7 to continue.)"), "a window was read")
+            // Two lines inserted above the window move it to 5-8; one line inside it changes.
+            fs.writeFileSync(file, "# generated\n# do not edit\n" + CONFIG.replace("mode: fast", "mode: slow"))
+            return { tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] }
+          },
+          (req, m) => {
+            repaired = text(req, "call_1")
+            m.expect(repaired === openCodeRead(file, 5, 4).output, `window repaired at lines 5-8; got:\n${repaired}`)
+            m.expect(repaired.includes("7: mode: slow") && !repaired.includes("mode: fast"), "no stale line")
+            return { tools: [{ name: "read", args: { filePath: file, offset: 5, limit: 4 } }] }
+          },
+          (req, m) => {
+            m.expect(text(req, "call_3") === repaired, `a fresh read of lines 5-8 is byte-identical; got:\n${text(req, "call_3")}`)
+            return { text: "done" }
+          },
+        ]
+      },
+    })
+    assertClean(r, 4)
+  })
+
+  test("a resumed session (--continue): reads the plugin never saw are registered from the history and repaired", { skip: skipPlugin }, async () => {
+    const ws = makeWorkspace("resume", { "config.yaml": CONFIG })
+    const file = path.join(ws.proj, "config.yaml")
+    const first = new FakeModel([() => ({ tools: [{ name: "read", args: { filePath: file, offset: 1, limit: 6 } }] }), () => ({ text: "read it" })])
+    const env = { CONCORD_BIN: concordBin()! }
+    let port = await first.start()
+    const r1 = await runOpencode(ws, { port, plugin: DROPIN, env })
+    await first.close()
+    assert.equal(r1.code, 0, r1.stderr.slice(-2000))
+    assert.deepEqual(first.failures, [])
+    fs.writeFileSync(file, CONFIG.replace("user: admin", "user: root"))
+    const second = new FakeModel(
+      [
+        (req, m) => {
+          const seen = text(req, "call_1")
+          m.expect(seen === openCodeRead(file, 1, 6).output, `the stored read is repaired in the resumed session; got:\n${seen}`)
+          m.expect(!seen.includes("user: admin"), "no stale line")
+          return { text: "done" }
+        },
+      ],
+      { firstCall: 100 },
+    )
+    port = await second.start()
+    const r2 = await runOpencode(ws, { port, plugin: DROPIN, env, continue: true, prompt: "again" })
+    await second.close()
+    console.log(`# resume: runs of ${r1.ms} + ${r2.ms} ms`)
+    assert.deepEqual(second.failures, [], `logs: ${ws.root}`)
+    assert.equal(r2.code, 0, r2.stderr.slice(-2000))
+    assert.equal(second.requests.length, 1)
+  })
+
+  test("concord killed mid-session: OpenCode finishes normally and one warning is logged", { skip: skipPlugin }, async () => {
+    const r = await play({
+      name: "killed",
+      files: { "config.yaml": CONFIG },
+      wrapConcord: true,
+      steps: (ws) => {
+        const file = path.join(ws.proj, "config.yaml")
+        const pidFile = path.join(ws.root, "concord.pids")
+        return [
+          () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+          (_req, m) => {
+            const pids = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, "utf8").trim().split("\n").map(Number) : []
+            m.expect(pids.length === 1, `one concord for the session: ${pids}`)
+            for (const pid of pids) process.kill(pid, "SIGKILL")
+            fs.writeFileSync(file, CONFIG.replace("color: blue", "color: red"))
+            return { tools: [{ name: "bash", args: { command: "echo one", description: "one" } }] }
+          },
+          () => ({ tools: [{ name: "bash", args: { command: "echo two", description: "two" } }] }),
+          (req, m) => {
+            m.expect(text(req, "call_3") === "two\n", "the session kept going")
+            return { text: "done" }
+          },
+        ]
+      },
+    })
+    assertClean(r, 4)
+    const w = warnings(r.result.stderr)
+    assert.equal(w.length, 1, `exactly one warning on stderr:\n${r.result.stderr.slice(-3000)}`)
+    assert.match(w[0]!, /exited unexpectedly \(signal SIGKILL\)/)
+    const log = opencodeLogs(r.ws)
+    // app.log entries land in OpenCode's log file as `level=WARN … message="[concord] WARNING: …"`.
+    assert.equal(log.split("\n").filter((l) => l.includes("level=WARN") && l.includes("[concord] WARNING")).length, 1, "one warning in OpenCode's log")
+    assert.ok(r.result.events.some((e) => e.type === "text" && e.part?.text === "done"), "the run completed")
+  })
+})
