@@ -45,35 +45,15 @@ func commonEnds(a, b []string) (pre, suf int) {
 }
 
 // wholeVerdict judges a whole-source link: unchanged, a local edit or drift,
-// by the share of characters outside the common prefix and suffix.
+// by the token similarity of the old and new content (the locator's measure;
+// it trims the common ends first, so a small edit in a big file is cheap).
 func wholeVerdict(old, cur []string, p locator.Params) (locator.Status, string) {
 	pre, suf := commonEnds(old, cur)
 	if pre == len(old) && pre == len(cur) {
 		return locator.Unchanged, ""
 	}
-	total := 0
-	for _, l := range old {
-		total += len(l) + 1
-	}
-	for _, l := range cur {
-		total += len(l) + 1
-	}
-	a := strings.Join(old[pre:len(old)-suf], "\n")
-	b := strings.Join(cur[pre:len(cur)-suf], "\n")
-	cp := 0
-	for cp < len(a) && cp < len(b) && a[cp] == b[cp] {
-		cp++
-	}
-	cs := 0
-	for cs < len(a)-cp && cs < len(b)-cp && a[len(a)-1-cs] == b[len(b)-1-cs] {
-		cs++
-	}
-	changed := len(a) - cp - cs + len(b) - cp - cs
-	sim := 1.0
-	if total > 0 {
-		sim = 1 - float64(changed)/float64(total)
-	}
-	region := fmt.Sprintf("lines %d-%d of %d changed", pre+1, len(old)-suf, len(old))
+	sim := locator.Similarity(old, cur)
+	region := fmt.Sprintf("%s of %d changed", linesOf(Range{Start: pre + 1, End: len(old) - suf}), len(old))
 	if len(old)-suf < pre+1 {
 		region = fmt.Sprintf("%d lines inserted after line %d", len(cur)-len(old), pre)
 	}
