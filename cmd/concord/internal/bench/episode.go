@@ -76,6 +76,7 @@ type episode struct {
 	alerts     []string       // alert mode: paths restored since the last tool output
 	undiffed   []race.Restore // diff mode: seen restores no diff has shown yet
 	prevPrompt []int
+	ids        map[string]bool
 	res        TaskResult
 }
 
@@ -143,6 +144,7 @@ func (e *episode) run(ctx context.Context, root string) error {
 		}
 		msg := reply.Message
 		msg.Role = "assistant"
+		e.uniqueIDs(&msg, step)
 		e.msgs = append(e.msgs, msg)
 		e.res.Steps++
 		tr.PromptTokens, tr.CompletionTokens, tr.ReusedTokens = len(seq), completionTokens(e.cfg.Counter, msg), reused
@@ -295,6 +297,14 @@ func (e *episode) tool(ctx context.Context, step int, tc agent.ToolCall) (CallTr
 	if e.mode == ModeAlert && !(call.Name == race.ToolAnswer) {
 		out = e.flushAlerts(out)
 	}
+	// A binding observes the result as soon as the tool returns; the race's
+	// out-of-band restore comes after, so Concord learns of it as a real
+	// change on disk.
+	if e.cc != nil {
+		if err := e.cc.observe(ctx, step, tc.ID, res); err != nil {
+			return ct, "", false, err
+		}
+	}
 	// Restores after the output go to the next output (alert) or diff.
 	rs, err := e.ctl.After(res)
 	if err != nil {
@@ -304,11 +314,6 @@ func (e *episode) tool(ctx context.Context, step int, tc agent.ToolCall) (CallTr
 	ct.Restores = append(ct.Restores, rs...)
 	ct.Output = out
 	e.msgs = append(e.msgs, agent.Message{Role: "tool", ToolCallID: tc.ID, Content: out})
-	if e.cc != nil {
-		if err := e.cc.observe(ctx, step, tc.ID, res); err != nil {
-			return ct, "", false, err
-		}
-	}
 	return ct, final, accepted, nil
 }
 
@@ -369,4 +374,20 @@ func completionTokens(c *tokens.Counter, m agent.Message) int {
 		fmt.Fprintf(&b, "\n%s(%s)", tc.Name, tc.Arguments)
 	}
 	return c.Count(b.String()) + 1 // + the end-of-message token
+}
+
+// uniqueIDs renames tool call ids a provider reused (some local servers
+// number calls per response), since views and anchors are keyed by them.
+func (e *episode) uniqueIDs(m *agent.Message, step int) {
+	if e.ids == nil {
+		e.ids = map[string]bool{}
+	}
+	for i := range m.ToolCalls {
+		id := m.ToolCalls[i].ID
+		if id == "" || e.ids[id] {
+			id = fmt.Sprintf("s%d_%d_%s", step, i, id)
+			m.ToolCalls[i].ID = id
+		}
+		e.ids[id] = true
+	}
 }

@@ -92,7 +92,7 @@ func ParseHotpot(data []byte) ([]Record, error) {
 		return recs, nil
 	}
 	var recs []Record
-	sc := bufio.NewScanner(bytes.NewReader(trimmed))
+	sc := bufio.NewScanner(bytes.NewReader(data)) // untrimmed: line numbers count from the top
 	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
 	line := 0
 	for sc.Scan() {
