@@ -1,0 +1,257 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/concord-ctx/concord/fileadapter"
+	"github.com/concord-ctx/concord/runtime"
+)
+
+// fileEnv is a Manager with the real file adapter over a temp root.
+type fileEnv struct {
+	t    *testing.T
+	root string
+	m    *runtime.Manager
+	fa   *fileadapter.Adapter
+	mu   sync.Mutex
+	hits map[string]int // OnChange calls per agent
+}
+
+func newFileEnv(t *testing.T, mode string, pc runtime.PolicyConfig) *fileEnv {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &fileEnv{t: t, root: root, hits: map[string]int{}}
+	e.m = runtime.New(runtime.Config{Policy: pc, OnChange: func(agents []string) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for _, a := range agents {
+			e.hits[a]++
+		}
+	}})
+	e.fa, err = fileadapter.New(fileadapter.Config{Roots: []string{root}, Mode: mode, MaxBytes: 1 << 16,
+		PollInterval: 10 * time.Millisecond}, e.m.Hint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.m.AddAdapter(e.fa)
+	t.Cleanup(func() { e.m.Close() })
+	return e
+}
+
+func (e *fileEnv) path(n string) string { return filepath.Join(e.root, n) }
+
+func (e *fileEnv) onChange(agent string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.hits[agent]
+}
+
+func (e *fileEnv) observe(agent, anchor, name string, s, end int, text string) (runtime.ObserveResult, error) {
+	return e.m.Observe(context.Background(), runtime.Observation{Agent: agent, Turn: 1, Anchor: anchor,
+		Sources: []runtime.SourceRef{{URI: "file://" + e.path(name), Range: &runtime.Range{Start: s, End: end}, Text: text}}})
+}
+
+func (e *fileEnv) sync(agent string) runtime.SyncResult {
+	e.t.Helper()
+	r, err := e.m.Sync(context.Background(), runtime.SyncRequest{Agent: agent, Turn: 2})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+const cfg = "name: demo\nport: 8080\ndebug: false\nlog: info\n"
+
+// TestFileWatchEndToEnd: an out-of-band edit (a real fsnotify event, or a
+// poll) reaches OnChange without any call from the client, and the next
+// sync carries the patch.
+func TestFileWatchEndToEnd(t *testing.T) {
+	for _, mode := range []string{fileadapter.ModeFsnotify, fileadapter.ModePoll} {
+		t.Run(mode, func(t *testing.T) {
+			e := newFileEnv(t, mode, runtime.PolicyConfig{})
+			writeFile(t, e.path("config.yaml"), cfg)
+			o, err := e.observe("main", "call_1", "config.yaml", 1, 3, "name: demo\nport: 8080\ndebug: false")
+			if err != nil || o.Status != runtime.Valid {
+				t.Fatalf("observe %+v %v", o, err)
+			}
+			// An editor's atomic save: write a temp file, rename it over.
+			tmp := e.path(".config.yaml.tmp")
+			writeFile(t, tmp, strings.Replace(cfg, "8080", "9090", 1))
+			if err := os.Rename(tmp, e.path("config.yaml")); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "OnChange for main", func() bool { return e.onChange("main") > 0 })
+			r := e.sync("main")
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Patched || r.Blocks[0].Sources[0].Text != "name: demo\nport: 9090\ndebug: false" {
+				t.Fatalf("sync %+v", r)
+			}
+		})
+	}
+}
+
+// TestFileDeleteAndComeBack with real files and the verify pass (hooks mode).
+func TestFileDeleteAndComeBack(t *testing.T) {
+	e := newFileEnv(t, fileadapter.ModeHooks, runtime.PolicyConfig{})
+	writeFile(t, e.path("a/b.txt"), "one\ntwo\nthree\n")
+	if _, err := e.observe("main", "c1", "a/b.txt", 2, 3, "two\nthree"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(e.path("a/b.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r := e.sync("main")
+	if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || r.Blocks[0].Notice !=
+		"[concord] "+e.path("a/b.txt")+" was deleted after this read; the content shown earlier (lines 2-3) is no longer accurate. Re-read "+e.path("a/b.txt")+" lines 2-3 (check whether it still exists) before relying on it." {
+		t.Fatalf("after delete %+v", r)
+	}
+	writeFile(t, e.path("a/b.txt"), "zero\none\ntwo\nthree\n")
+	r = e.sync("main")
+	if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Patched || r.Blocks[0].Reason != "moved: lines 2-3 -> 3-4" {
+		t.Fatalf("after return %+v", r)
+	}
+}
+
+// TestFileWriteHook: the runtime's own write tool reports through
+// SourceChanged; the disk is the truth even when the reported text differs.
+func TestFileWriteHook(t *testing.T) {
+	e := newFileEnv(t, fileadapter.ModeHooks, runtime.PolicyConfig{})
+	writeFile(t, e.path("config.yaml"), cfg)
+	o, _ := e.observe("main", "call_1", "config.yaml", 1, 3, "name: demo\nport: 8080\ndebug: false")
+	o2, _ := e.observe("sub-1", "call_9", "config.yaml", 2, 2, "port: 8080")
+	writeFile(t, e.path("config.yaml"), strings.Replace(cfg, "8080", "9090", 1))
+	stale := "something else entirely"
+	cr, err := e.m.SourceChanged(context.Background(), runtime.Change{URI: e.path("config.yaml"), Agent: "sub-1", Text: &stale})
+	if err != nil || len(cr.Blocks) != 2 || cr.Blocks[0] != o.Block || cr.Blocks[1] != o2.Block {
+		t.Fatalf("sourceChanged %+v %v", cr, err)
+	}
+	// One agent's write repairs the other agent's read.
+	r := e.sync("main")
+	if len(r.Blocks) != 1 || r.Blocks[0].Sources[0].Text != "name: demo\nport: 9090\ndebug: false" {
+		t.Fatalf("sync %+v", r)
+	}
+}
+
+func TestFileSourceErrors(t *testing.T) {
+	e := newFileEnv(t, fileadapter.ModeHooks, runtime.PolicyConfig{})
+	outside, _ := filepath.EvalSymlinks(t.TempDir())
+	writeFile(t, filepath.Join(outside, "secret"), "s\n")
+	writeFile(t, e.path("bin.dat"), "a\x00b\n")
+	writeFile(t, e.path("big.txt"), strings.Repeat("x", 1<<16+1))
+	if err := os.Symlink(filepath.Join(outside, "secret"), e.path("link")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		uri  string
+		want error
+	}{
+		{filepath.Join(outside, "secret"), runtime.ErrOutsideRoots},
+		{"file://" + e.path("link"), runtime.ErrOutsideRoots},
+		{e.path("bin.dat"), runtime.ErrBinary},
+		{e.path("big.txt"), runtime.ErrTooLarge},
+		{e.path("missing.txt"), runtime.ErrNotFound},
+		{e.root, runtime.ErrUnreadable},
+	}
+	for _, tc := range tests {
+		_, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Anchor: "c",
+			Sources: []runtime.SourceRef{{URI: tc.uri, Text: "x"}}})
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.uri, err, tc.want)
+		}
+	}
+	if st := e.m.Stats(); len(st.Blocks) != 0 || e.fa.Watched() != 0 {
+		t.Fatalf("refused observations left state: %+v watched=%d", st, e.fa.Watched())
+	}
+}
+
+// TestFileBecomesBinary: a tracked file that turns binary invalidates its
+// blocks with a notice instead of failing the sync.
+func TestFileBecomesBinary(t *testing.T) {
+	e := newFileEnv(t, fileadapter.ModeHooks, runtime.PolicyConfig{})
+	writeFile(t, e.path("f.txt"), "a\nb\n")
+	if _, err := e.observe("main", "c1", "f.txt", 1, 1, "a"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, e.path("f.txt"), "a\x00\nb\n")
+	r := e.sync("main")
+	if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || !strings.Contains(r.Blocks[0].Notice, "could not be re-read (binary)") {
+		t.Fatalf("sync %+v", r)
+	}
+}
+
+// TestWatchesFollowBlocks: watches are taken with the first block on a file
+// and dropped with the last (released or superseded).
+func TestWatchesFollowBlocks(t *testing.T) {
+	e := newFileEnv(t, fileadapter.ModeFsnotify, runtime.PolicyConfig{})
+	writeFile(t, e.path("f.txt"), "a\nb\nc\n")
+	o1, _ := e.observe("main", "c1", "f.txt", 1, 1, "a")
+	o2, _ := e.observe("main", "c2", "f.txt", 1, 3, "a\nb\nc")
+	if len(o2.Superseded) != 1 || o2.Superseded[0] != o1.Block || e.fa.Watched() != 1 {
+		t.Fatalf("observe %+v watched=%d", o2, e.fa.Watched())
+	}
+	if _, err := e.m.Release(context.Background(), runtime.ReleaseRequest{Blocks: []string{o2.Block}}); err != nil {
+		t.Fatal(err)
+	}
+	if e.fa.Watched() != 0 {
+		t.Fatalf("watched %d after the last block was released", e.fa.Watched())
+	}
+}
+
+// TestImports enforces the layering: the core imports no watcher, no
+// transport and no adapter; the keyed adapter touches no file system.
+func TestImports(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go tool not in PATH")
+	}
+	list := func(pkg string, args ...string) map[string]bool {
+		out, err := exec.Command("go", append(append([]string{"list"}, args...), pkg)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		set := map[string]bool{}
+		for _, d := range strings.Fields(string(out)) {
+			set[d] = true
+		}
+		return set
+	}
+	const mod = "github.com/concord-ctx/concord/"
+	deps := list(mod+"runtime", "-deps")
+	for _, b := range []string{"github.com/fsnotify/fsnotify", "github.com/sourcegraph/jsonrpc2", mod + "fileadapter", mod + "rpc"} {
+		if deps[b] {
+			t.Errorf("runtime depends on %s", b)
+		}
+	}
+	deps = list(mod+"runtime/keyed", "-deps")
+	direct := list(mod+"runtime/keyed", "-f", "{{join .Imports \" \"}}")
+	for _, b := range []string{"github.com/fsnotify/fsnotify", mod + "fileadapter"} {
+		if deps[b] {
+			t.Errorf("runtime/keyed depends on %s", b)
+		}
+	}
+	for _, b := range []string{"os", "io/fs", "path/filepath", "syscall"} {
+		if direct[b] {
+			t.Errorf("runtime/keyed imports %s: it must not touch the file system", b)
+		}
+	}
+}
