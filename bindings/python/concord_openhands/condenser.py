@@ -212,7 +212,11 @@ class ConcordCondenser(CondenserBase):
 
     def _rewrite(self, st: _State, view: View) -> View:
         if not st.views:
+            st.cache.clear()
             return view
+        present = {ev.id for ev in view.events if isinstance(ev, ObservationEvent)}
+        for obs_id in [k for k in st.cache if k not in present]:
+            del st.cache[obs_id]
         out = []
         changed = False
         for ev in view.events:

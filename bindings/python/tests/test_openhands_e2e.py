@@ -361,3 +361,48 @@ def test_composes_in_a_pipeline_before_a_summarizer(workspace, concord_bin):
             run(conv, fake)
         finally:
             concord.close()
+
+
+def test_condense_is_memoized_read_only_and_releases(workspace, condenser):
+    f = workspace / "config.txt"
+    old = numbered(8)
+    write(f, old)
+    with FakeLLM(
+        [lambda r: Reply.call("call_1", "file_editor", command="view", path=str(f)), lambda r: Reply.finish()]
+    ) as fake:
+        conv = make_conversation(fake, workspace, condenser)
+        run(conv, fake)
+    view = conv.state.view
+    original = list(view.events)
+    new = list(old)
+    new[3] = "line 4: value FOUR of the config"
+    write(f, new)
+    first = condenser.condense(view)
+    second = condenser.condense(view)
+    assert view.events == original  # the SDK's cached view was not touched
+
+    def obs(v):
+        return next(e for e in v.events if isinstance(e, ObservationEvent) and e.tool_call_id == "call_1")
+
+    assert obs(first).observation.text == cat_n(str(f), new)
+    assert obs(first).id == obs(view).id and obs(first).tool_call_id == "call_1"
+    assert obs(second) is obs(first)  # memoized: a byte-stable prompt
+    assert condenser.session.stats()["blocks"].get("patched") == 1
+    # The tool result leaves the view (a summariser forgot it): its block is released.
+    pruned = view.model_copy(update={"events": [e for e in view.events if e is not obs(view)]})
+    assert condenser.condense(pruned).events == pruned.events
+    blocks = condenser.session.stats()["blocks"]
+    assert not blocks.get("patched") and not blocks.get("valid"), blocks
+
+
+def test_condenser_serializes_with_the_agent():
+    from openhands.sdk.context.condenser import CondenserBase
+
+    c = ConcordCondenser(roots="/w", agent_name="main", watch="poll")
+    dumped = c.model_dump()
+    assert dumped["kind"] == "ConcordCondenser" and dumped["roots"] == ["/w"]
+    back = CondenserBase.model_validate(dumped)
+    assert isinstance(back, ConcordCondenser) and back.watch == "poll"
+    import copy
+
+    assert copy.deepcopy(c).roots == ["/w"]  # runtime state is not copied, config is
