@@ -57,7 +57,7 @@ func (n *notifier) run(ctx context.Context, s *Server) {
 		}
 		sort.Strings(agents)
 		s.mu.Lock()
-		live, core := s.state == stateRunning, s.core
+		live, core, conn := s.state == stateRunning, s.core, s.conn
 		s.mu.Unlock()
 		if !live {
 			continue
@@ -67,7 +67,7 @@ func (n *notifier) run(ctx context.Context, s *Server) {
 		if g, ok := core.(interface{ Generation() uint64 }); ok {
 			gen = g.Generation()
 		}
-		if err := s.conn.Notify(ctx, MethodBlocksChanged, BlocksChangedParams{Agents: agents, Generation: gen}); err != nil {
+		if err := conn.Notify(ctx, MethodBlocksChanged, BlocksChangedParams{Agents: agents, Generation: gen}); err != nil {
 			s.log.Debug("blocksChanged not sent", "error", err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -86,11 +87,11 @@ const (
 
 // Server serves one session over one connection.
 type Server struct {
-	cfg  Config
-	log  *slog.Logger
-	conn *jsonrpc2.Conn
+	cfg Config
+	log *slog.Logger
 
 	mu      sync.Mutex
+	conn    *jsonrpc2.Conn // set by the first Handle: NewConn reads before it returns
 	state   state
 	core    Core
 	cancels map[jsonrpc2.ID]context.CancelFunc
@@ -104,6 +105,8 @@ type Server struct {
 	// any more, so pending and later fetches fail at once.
 	input    context.Context
 	endInput context.CancelFunc
+
+	nextID atomic.Uint64 // ids of server-to-client requests
 }
 
 // Serve runs the protocol on in/out until exit or the end of in. It returns
@@ -150,19 +153,19 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.conn = jsonrpc2.NewConn(ctx, st, s, jsonrpc2.SetLogger(slogPrintf{log}))
+	conn := jsonrpc2.NewConn(ctx, st, s, jsonrpc2.SetLogger(slogPrintf{log}))
 	go s.notes.run(ctx, s)
 
 	code := 0
 	select {
 	case code = <-s.exit:
 		log.Debug("exit", "status", code)
-	case <-s.conn.DisconnectNotify():
+	case <-conn.DisconnectNotify():
 		log.Debug("input closed")
 	case <-ctx.Done():
 	}
 	cancel()
-	s.conn.Close()
+	conn.Close()
 	s.waitHandlers(endGrace)
 	s.mu.Lock()
 	core := s.core
@@ -224,6 +227,11 @@ var methods = map[string]method{
 // so it only orders the request and starts it: the loop keeps reading
 // (responses to readSource included) while handlers work.
 func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	s.mu.Lock()
+	if s.conn == nil {
+		s.conn = conn
+	}
+	s.mu.Unlock()
 	if req.Method == MethodCancelRequest {
 		s.cancelRequest(req.Params)
 		return
@@ -234,7 +242,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 			s.log.Debug("ignoring unknown notification", "method", req.Method)
 			return
 		}
-		s.reply(ctx, req, nil, newError(CodeMethodNotFound, fmt.Sprintf("method not found: %q", req.Method), nil))
+		s.reply(ctx, conn, req, nil, newError(CodeMethodNotFound, fmt.Sprintf("method not found: %q", req.Method), nil))
 		return
 	}
 	lane, isBarrier := "", m.order == barrier
@@ -268,11 +276,11 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		// overtake earlier ones. Earlier requests end on their own.
 		wait()
 		if err := rctx.Err(); err != nil {
-			s.reply(ctx, req, nil, err)
+			s.reply(ctx, conn, req, nil, err)
 			return
 		}
 		res, err := s.call(rctx, req, m)
-		s.reply(ctx, req, res, err)
+		s.reply(ctx, conn, req, res, err)
 	}()
 }
 
@@ -302,7 +310,7 @@ func (s *Server) call(ctx context.Context, req *jsonrpc2.Request, m method) (res
 	return m.run(s, ctx, req.Params)
 }
 
-func (s *Server) reply(ctx context.Context, req *jsonrpc2.Request, res any, err error) {
+func (s *Server) reply(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request, res any, err error) {
 	if req.Notif {
 		if err != nil {
 			s.log.Warn("notification failed", "method", req.Method, "error", err)
@@ -316,9 +324,9 @@ func (s *Server) reply(ctx context.Context, req *jsonrpc2.Request, res any, err 
 		} else {
 			s.log.Debug("request refused", "method", req.Method, "code", e.Code, "error", e.Message)
 		}
-		err = s.conn.ReplyWithError(ctx, req.ID, e.wire())
+		err = conn.ReplyWithError(ctx, req.ID, e.wire())
 	} else {
-		err = s.conn.Reply(ctx, req.ID, res)
+		err = conn.Reply(ctx, req.ID, res)
 	}
 	if err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
 		s.log.Warn("reply failed", "method", req.Method, "error", err)
@@ -374,15 +382,20 @@ func (s *Server) readSource(ctx context.Context, uri string) (runtime.Content, e
 	stop := context.AfterFunc(s.input, cancel)
 	defer stop()
 	if s.input.Err() != nil {
-		return runtime.Content{}, fmt.Errorf("readSource %s: %w: the client closed its end", uri, runtime.ErrUnreadable)
+		return runtime.Content{}, errors.New("readSource: the client closed its end")
 	}
 	var res ReadSourceResult
-	if err := s.conn.Call(ctx, MethodReadSource, ReadSourceParams{URI: uri}, &res); err != nil {
+	// Ids start at 1: some clients treat a 0 id as absent.
+	id := jsonrpc2.ID{Num: s.nextID.Add(1)}
+	s.mu.Lock()
+	conn := s.conn
+	s.mu.Unlock()
+	if err := conn.Call(ctx, MethodReadSource, ReadSourceParams{URI: uri}, &res, jsonrpc2.PickID(id)); err != nil {
 		var we *jsonrpc2.Error
 		if errors.As(err, &we) {
-			err = errors.New(we.Message)
+			return runtime.Content{}, fmt.Errorf("the client answered readSource with an error: %s", we.Message)
 		}
-		return runtime.Content{}, fmt.Errorf("readSource %s: %w: %v", uri, runtime.ErrUnreadable, err)
+		return runtime.Content{}, fmt.Errorf("readSource: %w", err)
 	}
 	return runtime.Content{Text: res.Text, Version: res.Version}, nil
 }

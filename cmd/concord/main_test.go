@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// concordBin is the real binary, built once by TestMain; the end-to-end
+// tests drive it as a subprocess, as an agent runtime would.
+var concordBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "concord-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	concordBin = filepath.Join(dir, "concord")
+	build := exec.Command("go", "build", "-race", "-o", concordBin, ".")
+	if !raceEnabled {
+		build = exec.Command("go", "build", "-o", concordBin, ".")
+	}
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building concord:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// TestRun covers the command line itself, in process.
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		status int
+		stdout string // substring expected on stdout
+		stderr string // substring expected on stderr
+	}{
+		{"no args", nil, 2, "", "Usage:"},
+		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		{"version", []string{"version"}, 0, "concord " + version + " (protocol 1", ""},
+		{"version extra arg", []string{"version", "x"}, 2, "", "unexpected argument"},
+		{"help", []string{"help"}, 0, "Commands:", ""},
+		{"help serve shows flags and examples", []string{"help", "serve"}, 0, "--max-message", ""},
+		{"help unknown", []string{"help", "nope"}, 2, "", `unknown command "nope"`},
+		{"serve bad flag", []string{"serve", "--nope"}, 2, "", "unknown flag: --nope"},
+		{"serve bad framing", []string{"serve", "--framing=xml"}, 2, "", "--framing must be"},
+		{"serve bad log level", []string{"serve", "--log-level=loud"}, 2, "", "--log-level"},
+		{"serve bad size", []string{"serve", "--max-message=lots"}, 2, "", "invalid size"},
+		{"serve missing policy file", []string{"serve", "--policy=/nonexistent/p.json"}, 1, "", "--policy"},
+		{"serve help", []string{"serve", "--help"}, 0, "", "Usage:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			got := run(context.Background(), tt.args, strings.NewReader(""), &stdout, &stderr)
+			if got != tt.status {
+				t.Errorf("status = %d, want %d\nstdout: %s\nstderr: %s", got, tt.status, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.stdout) {
+				t.Errorf("stdout %q does not contain %q", stdout.String(), tt.stdout)
+			}
+			if !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr %q does not contain %q", stderr.String(), tt.stderr)
+			}
+		})
+	}
+}
+
+func TestPolicyFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"global":{"local":"explode"}}`), 0o644)
+	var stdout, stderr bytes.Buffer
+	if got := run(context.Background(), []string{"serve", "--policy", bad}, strings.NewReader(""), &stdout, &stderr); got != 1 {
+		t.Fatalf("status = %d, want 1 (stderr %s)", got, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "policy.global.local") {
+		t.Errorf("stderr %q does not name the field", stderr.String())
+	}
+	good := filepath.Join(dir, "good.json")
+	os.WriteFile(good, []byte(`{"global":{"drift":"annotate"},"byType":{"res":{"maxAgeTurns":3}}}`), 0o644)
+	stderr.Reset()
+	// Empty input: the server starts and ends cleanly at once.
+	if got := run(context.Background(), []string{"serve", "--policy", good}, strings.NewReader(""), &stdout, &stderr); got != 0 {
+		t.Fatalf("status = %d, want 0 (stderr %s)", got, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("serve wrote %q to stdout without any request", stdout.String())
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1048576": 1 << 20, "16MiB": 16 << 20, "64 KiB": 64 << 10, "2G": 2 << 30, "10B": 10} {
+		var b byteSize
+		if err := b.Set(in); err != nil || int64(b) != want {
+			t.Errorf("Set(%q) = %d, %v; want %d", in, b, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "1.5MiB", "MiB", "12XB"} {
+		var b byteSize
+		if err := b.Set(in); err == nil {
+			t.Errorf("Set(%q) accepted", in)
+		}
+	}
+}

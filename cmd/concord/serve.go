@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/concord-ctx/concord/fileadapter"
+	"github.com/concord-ctx/concord/rpc"
+	"github.com/concord-ctx/concord/runtime"
+	"github.com/concord-ctx/concord/runtime/keyed"
+)
+
+type serveOptions struct {
+	framing      string
+	logFile      string
+	logLevel     string
+	rpcTrace     bool
+	maxMessage   byteSize
+	pollInterval time.Duration
+	debounce     time.Duration
+	maxSource    byteSize
+	policyFile   string
+}
+
+func serveFlags() (*pflag.FlagSet, *serveOptions) {
+	o := &serveOptions{maxMessage: rpc.DefaultMaxMessage}
+	flags := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	flags.StringVar(&o.framing, "framing", rpc.FramingContentLength, "message framing: content-length (LSP style) or newline (one JSON message per line)")
+	flags.StringVar(&o.logFile, "log-file", "", "append logs to this file instead of stderr")
+	flags.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	flags.BoolVar(&o.rpcTrace, "rpc-trace", false, "log every message read and written (at info level)")
+	flags.Var(&o.maxMessage, "max-message", "largest message accepted (bytes; KiB, MiB suffixes allowed); larger ones are refused with -32600")
+	flags.DurationVar(&o.pollInterval, "poll-interval", 2*time.Second, "how often watch mode poll (and auto's fallback) stats watched files")
+	flags.DurationVar(&o.debounce, "debounce", 50*time.Millisecond, "quiet time after a file event before the file is re-hashed")
+	flags.Var(&o.maxSource, "max-source", "largest file read as a source (bytes; 0 = the adapter's default); larger files are refused with -32011")
+	flags.StringVar(&o.policyFile, "policy", "", "policy file (JSON, as initialize's \"policy\"); initialize's policy overrides it field by field")
+	return flags, o
+}
+
+func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	flags, o := serveFlags()
+	flags.SetOutput(stderr)
+	flags.Usage = func() { printCommand(stderr, "serve") }
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if flags.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", flags.Arg(0))}
+	}
+	if o.framing != rpc.FramingContentLength && o.framing != rpc.FramingNewline {
+		return usageError{fmt.Errorf("--framing must be %s or %s, not %q", rpc.FramingContentLength, rpc.FramingNewline, o.framing)}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return usageError{fmt.Errorf("--log-level must be debug, info, warn or error, not %q", o.logLevel)}
+	}
+	if o.pollInterval <= 0 {
+		return usageError{fmt.Errorf("--poll-interval must be positive")}
+	}
+	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
+		// A person ran it by hand: waiting silently on a terminal helps nobody.
+		fmt.Fprint(stderr, "concord serve speaks JSON-RPC on stdin/stdout: agent runtimes launch it as a subprocess.\n\n")
+		printCommand(stderr, "serve")
+		return exitStatus(2)
+	}
+	var policy runtime.PolicyConfig
+	if o.policyFile != "" {
+		data, err := os.ReadFile(o.policyFile)
+		if err != nil {
+			return fmt.Errorf("--policy: %w", err)
+		}
+		if policy, err = rpc.ParsePolicy(data); err != nil {
+			return fmt.Errorf("--policy %s: %w", o.policyFile, err)
+		}
+	}
+
+	logw := stderr
+	if o.logFile != "" {
+		f, err := os.OpenFile(o.logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("--log-file: %w", err)
+		}
+		defer f.Close()
+		logw = f
+	}
+	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
+
+	// A reader that went away must end us with an error on write, not kill
+	// us with SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
+
+	status, err := rpc.Serve(ctx, stdin, stdout, rpc.Config{
+		NewSession: newSession(o, log),
+		Name:       "concord",
+		Version:    version,
+		Framing:    o.framing,
+		MaxMessage: int64(o.maxMessage),
+		Policy:     policy,
+		Logger:     log,
+		Trace:      o.rpcTrace,
+	})
+	if err != nil {
+		return err
+	}
+	if status != 0 {
+		return exitStatus(status)
+	}
+	return nil
+}
+
+// newSession wires a session's core: the manager, the file adapter for
+// file:// sources and the keyed adapter (readSource) for every other scheme.
+func newSession(o *serveOptions, log *slog.Logger) rpc.NewSessionFunc {
+	return func(ctx context.Context, cfg rpc.SessionConfig) (rpc.Core, string, error) {
+		m := runtime.New(runtime.Config{Policy: cfg.Policy, Locator: cfg.Locator, OnChange: cfg.Notify, Logger: cfg.Logger})
+		if len(cfg.Roots) == 0 {
+			// Keyed sources only: file URIs must be refused, not taken for keys.
+			m.AddAdapter(noFiles{})
+			m.AddAdapter(keyed.New(cfg.Fetch))
+			return m, rpc.WatchHooks, nil
+		}
+		fa, err := fileadapter.New(fileadapter.Config{
+			Roots:        cfg.Roots,
+			Mode:         cfg.Watch,
+			PollInterval: o.pollInterval,
+			Debounce:     o.debounce,
+			MaxBytes:     int64(o.maxSource),
+			Logger:       cfg.Logger,
+		}, m.Hint)
+		if err != nil {
+			m.Close()
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+				field := "roots"
+				for i, r := range cfg.Roots {
+					if strings.Contains(err.Error(), strconv.Quote(r)) {
+						field = fmt.Sprintf("roots[%d]", i)
+					}
+				}
+				return nil, "", rpc.FieldError(field, err.Error())
+			}
+			return nil, "", fmt.Errorf("start file watching: %w", err)
+		}
+		m.AddAdapter(fa)
+		m.AddAdapter(keyed.New(cfg.Fetch))
+		return m, fa.Mode(), nil
+	}
+}
+
+// noFiles serves the file scheme of a session without roots: it refuses
+// every file.
+type noFiles struct{}
+
+func (noFiles) Scheme() string { return "file" }
+func (noFiles) Normalize(uri string) (string, error) {
+	return "", fmt.Errorf("%s: %w (the session has no roots)", uri, runtime.ErrOutsideRoots)
+}
+func (noFiles) Read(context.Context, string) (runtime.Content, error) {
+	return runtime.Content{}, runtime.ErrOutsideRoots
+}
+func (noFiles) Stamp(context.Context, string) (string, error) { return "", runtime.ErrOutsideRoots }
+func (noFiles) Watch(string) error                            { return runtime.ErrOutsideRoots }
+func (noFiles) Unwatch(string)                                {}
+func (noFiles) Close() error                                  { return nil }
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// byteSize is a flag value in bytes that accepts KiB/MiB/GiB (and K/M/G)
+// suffixes.
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+func (b *byteSize) Type() string   { return "bytes" }
+
+func (b *byteSize) Set(s string) error {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("invalid size %q (want bytes, e.g. 1048576 or 16MiB)", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
+}
