@@ -2,7 +2,9 @@ package locator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -25,8 +27,8 @@ type Edit struct {
 	coarse    bool   // too many distinct lines for the rune encoding: one prefix/suffix hunk
 	hunks     []hunk // sorted, disjoint, separated by equal lines
 
-	once  sync.Once
-	index map[string][]int // new line text -> its positions, built on first need
+	insOnce sync.Once
+	insIdx  map[string][]int // inserted new line -> positions (moved-block search)
 }
 
 // maxLineRunes keeps the line diff within go-diff's rune encoding, which
@@ -196,43 +198,51 @@ func (e *Edit) endBoundary(x int) int {
 	return e.mapLine(x-1) + 1
 }
 
-// inserted reports whether new line j is not aligned to any old line.
-func (e *Edit) inserted(j int) bool {
-	k := sort.Search(len(e.hunks), func(i int) bool { return e.hunks[i].ne > j })
-	return k < len(e.hunks) && e.hunks[k].ns <= j
-}
-
-func (e *Edit) newIndex() map[string][]int {
-	e.once.Do(func() {
-		e.index = make(map[string][]int, len(e.new))
-		for i, l := range e.new {
-			e.index[l] = append(e.index[l], i)
+// insertedIndex maps the text of every inserted new line (a line no old
+// line is aligned to) to its positions. Built once, on first need; its size
+// is the edit's, not the file's.
+func (e *Edit) insertedIndex() map[string][]int {
+	e.insOnce.Do(func() {
+		e.insIdx = map[string][]int{}
+		for _, h := range e.hunks {
+			for j := h.ns; j < h.ne; j++ {
+				e.insIdx[e.new[j]] = append(e.insIdx[e.new[j]], j)
+			}
 		}
 	})
-	return e.index
+	return e.insIdx
 }
 
 // findMoved looks for the span's exact text elsewhere in the new text, at a
 // place the diff calls (at least partly) inserted: text that was already
-// there in the old file is another copy, not the span. Several candidates
-// are told apart by the old context; a tie is ambiguous, never a guess. With
+// there in the old file is another copy, not the span. Only a span whose
+// text is unique in the old file has an identity to follow (a lone "}" that
+// vanished here and appeared there is no move). Several candidates are told
+// apart by the old context; a tie is ambiguous, never a guess. With
 // reportAmbiguous, a tie yields an Invalid result.
 func (e *Edit) findMoved(span []string, s, end int, reportAmbiguous bool) (Result, bool) {
+	idx := e.insertedIndex()
 	var cands []int
-	for _, c := range e.newIndex()[span[0]] {
-		if c+len(span) > len(e.new) || !equalLines(e.new[c:c+len(span)], span) {
-			continue
-		}
-		for j := c; j < c+len(span); j++ {
-			if e.inserted(j) {
+	for j, l := range span {
+		for _, p := range idx[l] {
+			c := p - j
+			if c < 0 || c+len(span) > len(e.new) || slices.Contains(cands, c) {
+				continue
+			}
+			if equalLines(e.new[c:c+len(span)], span) {
 				cands = append(cands, c)
-				break
 			}
 		}
 	}
 	if len(cands) == 0 {
 		return Result{}, false
 	}
+	for _, c := range findBlock(e.old, span) {
+		if c != s {
+			return Result{}, false
+		}
+	}
+	slices.Sort(cands)
 	before := e.old[max(0, s-e.p.ContextLines):s]
 	after := e.old[end:min(len(e.old), end+e.p.ContextLines)]
 	best, anchors, ok := pickByContext(e.new, cands, len(span), before, after)
@@ -258,7 +268,12 @@ func same(old Range, ns int, newLines []string, n, tokens int, method string, an
 		if st == Unchanged {
 			reason = "unchanged: same lines, same place"
 		} else {
-			reason = fmt.Sprintf("moved: lines %s are now %s", rangeString(old), rangeString(nr))
+			// Built by hand: this runs for every shifted span of a batch.
+			var buf [64]byte
+			b := append(buf[:0], "moved: lines "...)
+			b = appendRange(b, old)
+			b = append(b, " are now "...)
+			reason = string(appendRange(b, nr))
 		}
 	}
 	return Result{
@@ -274,6 +289,12 @@ func invalid(ev Evidence, reason string) Result {
 	return Result{Status: Invalid, Evidence: ev, Reason: reason}
 }
 
-func rangeString(r Range) string { return fmt.Sprintf("%d-%d", r.Start, r.End) }
+func rangeString(r Range) string { return string(appendRange(nil, r)) }
+
+func appendRange(b []byte, r Range) []byte {
+	b = strconv.AppendInt(b, int64(r.Start), 10)
+	b = append(b, '-')
+	return strconv.AppendInt(b, int64(r.End), 10)
+}
 
 func itoa(n int) string { return fmt.Sprint(n) }

@@ -54,17 +54,55 @@ func appendTokens(toks []string, s string) []string {
 	return toks
 }
 
+// Byte classes for the ASCII fast path of countTokens.
+const (
+	clsSpace = iota
+	clsWord
+	clsPunct
+)
+
+var asciiClass = func() (t [utf8.RuneSelf]uint8) {
+	for r := range rune(utf8.RuneSelf) {
+		switch {
+		case unicode.IsSpace(r):
+			t[r] = clsSpace
+		case isWordRune(r):
+			t[r] = clsWord
+		default:
+			t[r] = clsPunct
+		}
+	}
+	return t
+}()
+
 // countTokens counts tokens without allocating (hot path: every located span
-// reports its token length).
+// reports its token length), with a table lookup for ASCII bytes.
 func countTokens(lines []string) int {
 	n := 0
 	for _, s := range lines {
 		inWord := false
-		for _, r := range s {
-			switch {
-			case unicode.IsSpace(r):
+		for i := 0; i < len(s); {
+			c := s[i]
+			var cls uint8
+			if c < utf8.RuneSelf {
+				cls = asciiClass[c]
+				i++
+			} else {
+				r, w := utf8.DecodeRuneInString(s[i:])
+				i += w
+				switch {
+				case unicode.IsSpace(r):
+					cls = clsSpace
+				case isWordRune(r):
+					cls = clsWord
+				default:
+					cls = clsPunct
+				}
+			}
+			switch cls {
+			case clsSpace:
 				inWord = false
-			case isWordRune(r):
+			case clsWord:
 				if !inWord {
 					n++
 				}
