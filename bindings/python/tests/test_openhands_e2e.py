@@ -70,13 +70,26 @@ def make_conversation(
     conversation_id: uuid.UUID | None = None,
 ):
     agent = Agent(llm=make_llm(fake), tools=[Tool(name=t) for t in tools], condenser=condenser)
-    return Conversation(
+    conv = Conversation(
         agent=agent,
         workspace=str(workspace),
         visualizer=None,
         persistence_dir=str(persistence_dir) if persistence_dir else None,
         conversation_id=conversation_id,
     )
+    _OPEN.append(conv)
+    return conv
+
+
+_OPEN: list = []
+
+
+@pytest.fixture(autouse=True)
+def _close_conversations():
+    """Close every conversation a test opened (terminal sessions, executors)."""
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
 
 
 def run(conv, fake: FakeLLM, message: str = "Please look at the config.") -> None:
@@ -406,3 +419,53 @@ def test_condenser_serializes_with_the_agent():
     import copy
 
     assert copy.deepcopy(c).roots == ["/w"]  # runtime state is not copied, config is
+
+
+def test_newer_read_supersedes_the_older_one(workspace, condenser):
+    f = workspace / "config.txt"
+    old = numbered(6)
+    write(f, old)
+    view = {"command": "view", "path": str(f)}
+
+    def expect(req: Request) -> Reply:
+        assert req.tool_result("call_2") == cat_n(str(f), old)
+        first = req.tool_result("call_1")
+        assert first.startswith("[concord]") and "newer read" in first, first
+        return Reply.finish()
+
+    with FakeLLM(
+        [lambda r: Reply.call("call_1", "file_editor", **view),
+         lambda r: Reply.call("call_2", "file_editor", **view), expect]
+    ) as fake:
+        conv = make_conversation(fake, workspace, condenser)
+        run(conv, fake)
+
+
+def test_terminal_write_is_caught_and_the_command_left_alone(workspace, condenser):
+    from openhands.tools.terminal import TerminalTool
+
+    f = workspace / "config.txt"
+    old = numbered(10)
+    write(f, old)
+    new = list(old)
+    new[7] = "line 8: value EIGHT of the config"
+
+    def expect(req: Request) -> Reply:
+        assert req.tool_result("call_1") == cat_n(str(f), new)
+        assert "value EIGHT" not in req.tool_result("call_2")  # sed printed nothing
+        return Reply.finish()
+
+    with FakeLLM(
+        [
+            lambda r: Reply.call("call_1", "file_editor", command="view", path=str(f)),
+            lambda r: Reply.call(
+                "call_2", "terminal", command=f"sed -i 's/value 8 of/value EIGHT of/' {f}"
+            ),
+            expect,
+        ]
+    ) as fake:
+        conv = make_conversation(
+            fake, workspace, condenser, tools=(FileEditorTool.name, TerminalTool.name)
+        )
+        run(conv, fake)
+    assert f.read_text() == "\n".join(new) + "\n"
