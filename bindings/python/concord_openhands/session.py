@@ -130,6 +130,7 @@ class ConcordSession:
         policy: dict[str, Any] | None = None,
         locator: dict[str, Any] | None = None,
         timeout: float = 5.0,
+        init_timeout: float = 10.0,
         max_restarts: int = 2,
         extra_args: list[str] | None = None,
     ) -> None:
@@ -140,6 +141,7 @@ class ConcordSession:
         self.policy = policy
         self.locator = locator
         self.timeout = timeout
+        self.init_timeout = init_timeout
         self.max_restarts = max_restarts
         self.extra_args = list(extra_args or [])
         self.epoch = 0  # bumped on every (re)start: registrations must be redone
@@ -204,7 +206,7 @@ class ConcordSession:
         if self.locator is not None:
             params["locator"] = self.locator
         try:
-            result = client.call("initialize", params, timeout=max(self.timeout, 10.0))
+            result = client.call("initialize", params, timeout=self.init_timeout)
         except (ServerUnavailable, RpcError) as exc:
             client.kill()
             if isinstance(exc, RpcError):
@@ -223,12 +225,6 @@ class ConcordSession:
         with self._lock:
             self._disabled = True
             _close_quietly(self._holder)
-
-    def kill_for_test(self) -> None:
-        """Kill the server abruptly (tests of the pass-through path)."""
-        client = self.client
-        if client is not None:
-            client._proc.kill()  # noqa: SLF001 (deliberate crash)
 
     def _warn(self, why: str) -> None:
         if self._warned:

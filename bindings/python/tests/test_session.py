@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import stat
 import time
 from pathlib import Path
@@ -52,6 +53,21 @@ def test_missing_binary_passes_through_with_one_warning(workspace, caplog, monke
     got = warnings_of(caplog)
     assert len(got) == 1, got
     assert S.WARNING_PREFIX in got[0] and "no-such-concord" in got[0]
+
+
+def test_hung_binary_passes_through_with_one_warning(workspace, caplog):
+    hung = workspace / "hung-concord"
+    hung.write_text("#!/bin/sh\nexec sleep 60\n")
+    hung.chmod(0o755)
+    s = ConcordSession([str(workspace)], binary=str(hung), init_timeout=0.3, max_restarts=1)
+    t0 = time.monotonic()
+    with caplog.at_level(logging.WARNING):
+        for turn in range(1, 5):
+            assert s.sync(turn) is None
+    assert time.monotonic() - t0 < 5  # two bounded attempts, then off for good
+    got = warnings_of(caplog)
+    assert len(got) == 1 and "initialize failed" in got[0], got
+    s.close()
 
 
 def test_uri_round_trip(tmp_path):
@@ -147,11 +163,11 @@ def test_crash_warns_once_and_restarts(session, workspace, caplog):
     assert session.epoch == 1
     first = session.client.pid
     with caplog.at_level(logging.WARNING):
-        session.kill_for_test()
+        os.kill(session.client.pid, signal.SIGKILL)
         time.sleep(0.2)
         assert session.sync(2) is not None  # restarted behind the scenes
         assert session.epoch == 2 and session.client.pid != first
-        session.kill_for_test()
+        os.kill(session.client.pid, signal.SIGKILL)
         time.sleep(0.2)
         session.sync(3)
     got = warnings_of(caplog)
