@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// benchRow returns the cells of a mode's table row.
+func benchRow(t *testing.T, table, mode string) []string {
+	t.Helper()
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(l, "| "+mode+" |") {
+			cells := strings.Split(strings.Trim(l, "| "), " | ")
+			return cells
+		}
+	}
+	t.Fatalf("no %s row in:\n%s", mode, table)
+	return nil
+}
+
+// The README's main job: the embedded default, every mode, the real binary.
+func TestBenchEmbeddedDefault(t *testing.T) {
+	dir := t.TempDir()
+	out, svg := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.svg")
+	var stdout, stderr bytes.Buffer
+	err := runBench(context.Background(), []string{"--n", "12", "--concord-bin", concordBin, "--out", out, "--svg", svg}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("runBench: %v\nstderr: %s", err, stderr.String())
+	}
+	table := stdout.String()
+	for _, m := range []string{"naive", "alert", "diff", "concord", "oracle"} {
+		benchRow(t, table, m)
+	}
+	// Mechanics, not numbers: the race bites naive, the oracle and Concord recover.
+	if c := benchRow(t, table, "oracle")[1]; c != "12/12" {
+		t.Errorf("oracle recovered %s", c)
+	}
+	if c := benchRow(t, table, "concord")[1]; c != "12/12" {
+		t.Errorf("concord recovered %s", c)
+	}
+	if c := benchRow(t, table, "naive")[1]; c != "0/12" {
+		t.Errorf("naive recovered %s", c)
+	}
+	// Not a terminal: plain progress lines.
+	if !strings.Contains(stderr.String(), "bench: 60/60 task runs done") {
+		t.Errorf("progress on stderr: %q", stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Modes []struct {
+			Mode  string
+			Tasks []struct {
+				Trace []json.RawMessage
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Modes) != 5 || len(rep.Modes[0].Tasks) != 12 || len(rep.Modes[0].Tasks[0].Trace) == 0 {
+		t.Fatalf("--out JSON: err %v, %d modes", err, len(rep.Modes))
+	}
+	if s, err := os.ReadFile(svg); err != nil || !bytes.HasPrefix(s, []byte("<svg")) {
+		t.Fatalf("--svg: %v %q", err, s)
+	}
+}
+
+// The scripted table on the embedded default is deterministic: a golden file.
+func TestBenchGolden(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := runBench(context.Background(), []string{"--quiet", "--modes", "naive,alert,diff,oracle"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("runBench: %v\n%s", err, stderr.String())
+	}
+	golden := filepath.Join("..", "..", "testdata", "bench", "table_scripted.golden.md")
+	if *update {
+		if err := os.WriteFile(golden, stdout.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if stdout.String() != string(want) {
+		t.Errorf("table differs from %s (run with -update if intended):\n got:\n%s\nwant:\n%s", golden, stdout.String(), want)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("--quiet wrote to stderr: %q", stderr.String())
+	}
+}
+
+// The real HotpotQA sample beside the project (not in the repository).
+func TestBenchRealSample(t *testing.T) {
+	p := filepath.Join("..", "..", "..", "shared", "data", "hotpotqa", "dev_distractor_sample.jsonl")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("real HotpotQA sample absent (%s); the embedded default covers the bench", p)
+	}
+	var stdout, stderr bytes.Buffer
+	err := runBench(context.Background(), []string{"--quiet", "--tasks", p, "--n", "10", "--concord-bin", concordBin}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("runBench: %v\n%s", err, stderr.String())
+	}
+	table := stdout.String()
+	if c := benchRow(t, table, "oracle")[1]; c != "10/10" {
+		t.Errorf("oracle recovered %s", c)
+	}
+	if c := benchRow(t, table, "concord")[1]; c != "10/10" {
+		t.Errorf("concord recovered %s", c)
+	}
+	if c := benchRow(t, table, "naive")[1]; c != "0/10" {
+		t.Errorf("naive recovered %s", c)
+	}
+	if !strings.Contains(table, "examples skipped") {
+		t.Errorf("the table must say how many examples were skipped:\n%s", table)
+	}
+}
+
+func TestBenchFlags(t *testing.T) {
+	cases := []struct {
+		args  []string
+		usage bool
+		want  string
+	}{
+		{[]string{"--nope"}, true, "unknown flag"},
+		{[]string{"extra"}, true, "unexpected arguments"},
+		{[]string{"--agent", "human"}, true, "want scripted or openai"},
+		{[]string{"--modes", ","}, true, "--modes is empty"},
+		{[]string{"--modes", "naive,turbo"}, false, "unknown mode"},
+		{[]string{"--tasks", "/nonexistent/hotpot.jsonl"}, false, "no such file"},
+		{[]string{"--tasks", filepath.Join("..", "..", "testdata", "bench", "README.md")}, false, "line 1"},
+	}
+	for _, tc := range cases {
+		var stdout, stderr bytes.Buffer
+		err := runBench(context.Background(), append([]string{"--quiet"}, tc.args...), &stdout, &stderr)
+		var ue usageError
+		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.As(err, &ue) != tc.usage {
+			t.Errorf("%v: err = %v (usage %v), want %q (usage %v)", tc.args, err, errors.As(err, &ue), tc.want, tc.usage)
+		}
+	}
+}
+
+// --agent openai against a fake OpenAI-compatible server on 127.0.0.1: a
+// tiny "model" that lists the files, reads the first, and answers.
+func TestBenchOpenAIAgent(t *testing.T) {
+	calls, auth := 0, ""
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		auth = r.Header.Get("Authorization")
+		var req struct {
+			Messages []struct {
+				Role    string  `json:"role"`
+				Content *string `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		last := req.Messages[len(req.Messages)-1]
+		var msg string
+		switch {
+		case last.Role == "user":
+			msg = `{"role":"assistant","content":null,"tool_calls":[{"id":"g1","type":"function","function":{"name":"glob","arguments":"{\"pattern\":\"*\"}"}}]}`
+		case last.Role == "tool" && last.Content != nil && !strings.Contains(*last.Content, ": "):
+			first := strings.SplitN(*last.Content, "\n", 2)[0]
+			args, _ := json.Marshal(map[string]string{"path": first})
+			call, _ := json.Marshal(map[string]any{"id": "r1", "type": "function", "function": map[string]string{"name": "read_file", "arguments": string(args)}})
+			msg = `{"role":"assistant","content":null,"tool_calls":[` + string(call) + `]}`
+		default:
+			msg = `{"role":"assistant","content":"I do not know"}`
+		}
+		io.WriteString(w, `{"choices":[{"message":`+msg+`}],"usage":{"prompt_tokens":100,"completion_tokens":10}}`)
+	}))
+	defer srv.Close()
+	t.Setenv("BENCH_TEST_KEY", "sk-fake")
+	var stdout, stderr bytes.Buffer
+	out := filepath.Join(t.TempDir(), "o.json")
+	err := runBench(context.Background(), []string{"--quiet", "--agent", "openai", "--base-url", srv.URL, "--model", "fake",
+		"--api-key-env", "BENCH_TEST_KEY", "--n", "2", "--modes", "naive,oracle", "--parallel", "1", "--out", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("runBench: %v\n%s", err, stderr.String())
+	}
+	if auth != "Bearer sk-fake" {
+		t.Errorf("Authorization %q", auth)
+	}
+	// 2 tasks x 2 modes x 3 calls (glob, read, answer).
+	if calls != 12 {
+		t.Errorf("%d model calls, want 12", calls)
+	}
+	// Provider usage is what the table counts: 3 calls x (100 + 10) per task.
+	if row := benchRow(t, stdout.String(), "naive"); row[5] != "300" || row[6] != "30.0" {
+		t.Errorf("naive row %v: want the provider's usage per task (3 calls of 100 prompt + 10 completion)", row)
+	}
+	if !strings.Contains(stdout.String(), "agent openai:fake") {
+		t.Errorf("table footer: %s", stdout.String())
+	}
+}

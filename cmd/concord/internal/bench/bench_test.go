@@ -1,0 +1,314 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/concord-ctx/concord/cmd/concord/internal/bench/agent"
+	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concord/internal/tokens"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+	binDir  string
+)
+
+// concordBin is the real concord binary: $CONCORD_BIN, or built once from
+// ./cmd/concord for this test process.
+func concordBin(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CONCORD_BIN"); p != "" {
+		return p
+	}
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "concord-bench-bin-")
+		if binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "concord")
+		cmd := exec.Command("go", "build", "-o", binPath, "github.com/concord-ctx/concord/cmd/concord")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			binErr = errors.New("go build ./cmd/concord: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	counterOnce sync.Once
+	counter     *tokens.Counter
+)
+
+func sharedCounter(t *testing.T) *tokens.Counter {
+	counterOnce.Do(func() {
+		var err error
+		counter, err = tokens.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	return counter
+}
+
+func run(t *testing.T, ts []tasks.Task, modes ...string) map[string]ModeResult {
+	t.Helper()
+	cfg := Config{Modes: modes, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t)}
+	for _, m := range modes {
+		if m == ModeConcord {
+			cfg.ConcordBin = concordBin(t)
+		}
+	}
+	rep, err := Run(context.Background(), cfg, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]ModeResult{}
+	for _, m := range rep.Modes {
+		for _, r := range m.Tasks {
+			if r.Error != "" {
+				t.Fatalf("%s %s: %s", m.Mode, r.ID, r.Error)
+			}
+		}
+		out[m.Mode] = m
+	}
+	return out
+}
+
+func anyOutput(r TaskResult, tool, substr string) bool {
+	for _, s := range r.Trace {
+		for _, c := range s.Calls {
+			if (tool == "" || c.Tool == tool) && strings.Contains(c.Output, substr) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func seenRestore(r TaskResult) bool {
+	for _, x := range r.Restores {
+		if x.Seen {
+			return true
+		}
+	}
+	return false
+}
+
+// The mechanics each mode guarantees with the scripted reader.
+func TestModesMechanics(t *testing.T) {
+	ts := tasks.Synthetic(3, 12)
+	res := run(t, ts, AllModes...)
+	naive, alert, diff, conc, oracle := res[ModeNaive], res[ModeAlert], res[ModeDiff], res[ModeConcord], res[ModeOracle]
+
+	for i := range ts {
+		n, a, d, c, o := naive.Tasks[i], alert.Tasks[i], diff.Tasks[i], conc.Tasks[i], oracle.Tasks[i]
+		// Oracle: no race, the evidence is true, the reader recovers.
+		if len(o.Restores) != 0 || !o.Recovered {
+			t.Errorf("%s oracle: restores %v, recovered %v", o.ID, o.Restores, o.Recovered)
+		}
+		// Naive: the agent saw the mutation, nothing told it otherwise, it
+		// answers from the stale evidence.
+		if !seenRestore(n) || n.Recovered || n.Answer == agent.Unknown {
+			t.Errorf("%s naive: seen restore %v, recovered %v, answer %q", n.ID, seenRestore(n), n.Recovered, n.Answer)
+		}
+		// Alert: an alert reached the agent, it re-read and recovered.
+		if !anyOutput(a, "", "[alert]") || a.Reads <= n.Reads || !a.Recovered {
+			t.Errorf("%s alert: alert seen %v, reads %d vs naive %d, recovered %v", a.ID, anyOutput(a, "", "[alert]"), a.Reads, n.Reads, a.Recovered)
+		}
+		// Diff: the answer was blocked, a diff showed the original, recovered
+		// with extra model calls.
+		if !anyOutput(d, "answer", "[blocked]") || !anyOutput(d, "diff", "\n+") || d.Steps <= n.Steps || !d.Recovered {
+			t.Errorf("%s diff: steps %d vs naive %d, recovered %v", d.ID, d.Steps, n.Steps, d.Recovered)
+		}
+		// Concord: the stale tool message was repaired in place before the
+		// next model call: no extra calls or reads, recovered.
+		patched := false
+		for _, s := range c.Trace {
+			for _, v := range s.Views {
+				patched = patched || v.Status == "patched" || v.Status == "invalid"
+			}
+		}
+		if !patched || c.Steps != n.Steps || c.Reads > a.Reads || !c.Recovered {
+			t.Errorf("%s concord: repaired %v, steps %d vs naive %d, recovered %v", c.ID, patched, c.Steps, n.Steps, c.Recovered)
+		}
+		// Append-only histories keep each prompt a prefix of the next up to
+		// the assistant primer; Concord's rewrite of an old message breaks it.
+		for _, r := range []TaskResult{n, a, d, o} {
+			for k := 1; k < len(r.Trace); k++ {
+				if r.Trace[k].ReusedTokens < r.Trace[k-1].PromptTokens-4 {
+					t.Errorf("%s: step %d reuses %d of the previous %d tokens in an append-only history", r.ID, k+1, r.Trace[k].ReusedTokens, r.Trace[k-1].PromptTokens)
+				}
+			}
+		}
+	}
+	sum := func(m ModeResult) Summary { return m.Summary }
+	if sum(oracle).Recovered != len(ts) || sum(naive).Recovered != 0 || sum(alert).Recovered != len(ts) || sum(diff).Recovered != len(ts) || sum(conc).Recovered != len(ts) {
+		t.Errorf("recovered: naive %d alert %d diff %d concord %d oracle %d of %d",
+			sum(naive).Recovered, sum(alert).Recovered, sum(diff).Recovered, sum(conc).Recovered, sum(oracle).Recovered, len(ts))
+	}
+	if sum(conc).TotalTokens >= sum(diff).TotalTokens || sum(conc).TotalTokens >= sum(alert).TotalTokens {
+		t.Errorf("concord tokens %d, diff %d, alert %d: the in-place repair must cost less than extra calls",
+			sum(conc).TotalTokens, sum(diff).TotalTokens, sum(alert).TotalTokens)
+	}
+	if sum(conc).ReusePercent >= sum(naive).ReusePercent {
+		t.Errorf("concord prefix reuse %.1f%% >= naive %.1f%%: a rewrite must show as lost cache", sum(conc).ReusePercent, sum(naive).ReusePercent)
+	}
+}
+
+// Runs are deterministic, whatever the parallelism.
+func TestDeterministic(t *testing.T) {
+	ts := tasks.Synthetic(5, 6)
+	c := sharedCounter(t)
+	var sums []Summary
+	for _, par := range []int{1, 3} {
+		rep, err := Run(context.Background(), Config{Modes: []string{ModeNaive, ModeDiff}, Agent: agent.Scripted{}, Parallel: par, Counter: c}, ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range rep.Modes {
+			sums = append(sums, m.Summary)
+		}
+	}
+	if sums[0] != sums[2] || sums[1] != sums[3] {
+		t.Fatalf("summaries differ between runs: %+v vs %+v", sums[:2], sums[2:])
+	}
+}
+
+func TestRunRejects(t *testing.T) {
+	ts := tasks.Synthetic(1, 1)
+	cases := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Modes: []string{"naive"}}, "no agent"},
+		{Config{Modes: []string{"fast"}, Agent: agent.Scripted{}}, "unknown mode"},
+		{Config{Modes: []string{"concord"}, Agent: agent.Scripted{}}, "needs the concord binary"},
+	}
+	for _, tc := range cases {
+		_, err := Run(context.Background(), tc.cfg, ts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err = %v, want %q", err, tc.want)
+		}
+	}
+	// A concord binary that is not there fails the task runs, not the process.
+	rep, err := Run(context.Background(), Config{Modes: []string{"concord"}, Agent: agent.Scripted{}, ConcordBin: filepath.Join(t.TempDir(), "nope"), Counter: sharedCounter(t)}, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Modes[0].Summary.Errors != 1 || rep.Modes[0].Summary.Recovered != 0 {
+		t.Fatalf("summary %+v", rep.Modes[0].Summary)
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	ts := tasks.Synthetic(2, 4)
+	rep, err := Run(context.Background(), Config{Modes: []string{ModeNaive, ModeOracle}, Agent: agent.Scripted{}, Counter: sharedCounter(t)}, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, l := range strings.Split(table.String(), "\n") {
+		if strings.HasPrefix(l, "| naive |") || strings.HasPrefix(l, "| oracle |") {
+			rows++
+		}
+	}
+	if rows != 2 || !strings.Contains(table.String(), "| oracle | 4/4 |") {
+		t.Fatalf("table:\n%s", table.String())
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Modes) != 2 || len(back.Modes[0].Tasks) != 4 || len(back.Modes[0].Tasks[0].Trace) == 0 {
+		t.Fatalf("JSON lost the traces: %+v", back.Modes)
+	}
+	var svg bytes.Buffer
+	if err := rep.WriteSVG(&svg); err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(&svg)
+	circles := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "circle" {
+			circles++
+		}
+	}
+	if circles != 2 {
+		t.Fatalf("%d points in the chart, want one per mode", circles)
+	}
+}
+
+func TestProgress(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewProgress(&buf, false)
+	for i := 1; i <= 10; i++ {
+		p.Update(i, 10)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || lines[1] != "bench: 10/10 task runs done" {
+		t.Fatalf("plain progress: %q", buf.String())
+	}
+	buf.Reset()
+	p = NewProgress(&buf, true)
+	p.Update(5, 10)
+	p.Update(10, 10)
+	if !strings.Contains(buf.String(), "\r[###############...............] 5/10") || !strings.HasSuffix(buf.String(), "10/10 task runs\n") {
+		t.Fatalf("terminal progress: %q", buf.String())
+	}
+}
+
+func BenchmarkEpisodeScripted(b *testing.B) {
+	ts := tasks.Synthetic(1, 1)
+	c, err := tokens.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := Config{Modes: []string{ModeDiff}, Agent: agent.Scripted{}, Counter: c, MaxSteps: 20, Parallel: 1}
+	root := b.TempDir()
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := runEpisode(context.Background(), cfg, root, ModeDiff, ts[0]); r.Error != "" {
+			b.Fatal(r.Error)
+		}
+	}
+}
