@@ -40,6 +40,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runVersion(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		err = runHelp(ctx, rest, stdout, stderr)
+	case "bench":
+		err = runBench(ctx, rest, stdout, stderr)
 	// New subcommands go here, one case each, e.g.
 	//	case "bench": err = runBench(ctx, rest, stdout, stderr)
 	// and a line in the commands table of help.go.
