@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/concord-ctx/concord/locator"
+)
+
+// runLocate is `concord locate`: the locator on two files, for users tuning
+// thresholds and for debugging golden cases. An Invalid verdict is a normal
+// answer (status 0); only bad input is an error.
+func runLocate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("locate", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := locator.DefaultParams()
+	var (
+		oldPath  = fs.String("old", "", "the old file (as the agent read it)")
+		newPath  = fs.String("new", "", "the new file (required)")
+		lines    = fs.String("lines", "", "the old range, 1-based inclusive: A-B or A (required)")
+		asJSON   = fs.Bool("json", false, "print the result as JSON")
+		anchored = fs.Bool("anchored", false, "forget the old file but the span and its context (anchored mode)")
+		spanPath = fs.String("span-file", "", "anchored mode without --old: the span's text as the agent saw it")
+		before   = fs.String("before-file", "", "with --span-file: the lines just before the span")
+		after    = fs.String("after-file", "", "with --span-file: the lines just after the span")
+		atEnd    = fs.Bool("at-end", false, "with --span-file: the span ended the file")
+		minSim   = fs.Float64("min-similarity", def.MinSimilarity, "local edit when the token similarity is at least this")
+		subRatio = fs.Float64("substitution-ratio", def.SubstitutionRatio, "local edit when equal-length spans differ in at most max(min-substitutions, floor(tokens*ratio)) tokens")
+		minSubs  = fs.Int("min-substitutions", def.MinSubstitutions, "see --substitution-ratio")
+		ctxLines = fs.Int("context-lines", def.ContextLines, "context lines kept around the span in anchored mode")
+		timeout  = fs.Duration("diff-timeout", 0, "line diff deadline (0: none, results independent of timing)")
+	)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `concord locate: where does a line range now live in a changed file?
+
+Usage:
+  concord locate --old OLD --new NEW --lines A-B [--json] [thresholds]
+  concord locate --old OLD --new NEW --lines A-B --anchored
+  concord locate --span-file SPAN [--before-file F] [--after-file F] --new NEW --lines A-B
+
+Statuses: unchanged (same lines, same place), moved (same lines, new place),
+patched (a local edit: the new text at the new range), invalid (deleted,
+drifted, ambiguous or not found: re-read the file).
+
+Example:
+  concord locate --old testdata/locator/example/old.yaml \
+                 --new testdata/locator/example/new.yaml --lines 10-14
+
+Flags:
+`)
+		fmt.Fprint(fs.Output(), fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := def
+	p.MinSimilarity, p.SubstitutionRatio, p.MinSubstitutions, p.ContextLines, p.DiffTimeout = *minSim, *subRatio, *minSubs, *ctxLines, *timeout
+	switch {
+	case fs.NArg() > 0:
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	case *newPath == "":
+		return usageError{errors.New("--new is required")}
+	case *lines == "":
+		return usageError{errors.New("--lines is required")}
+	case *oldPath == "" && *spanPath == "":
+		return usageError{errors.New("one of --old or --span-file is required")}
+	case *oldPath != "" && *spanPath != "":
+		return usageError{errors.New("--old and --span-file exclude each other")}
+	case *spanPath == "" && (*before != "" || *after != "" || *atEnd):
+		return usageError{errors.New("--before-file, --after-file and --at-end go with --span-file")}
+	case p.MinSimilarity < 0 || p.MinSimilarity > 1:
+		return usageError{fmt.Errorf("--min-similarity %v: want 0..1", p.MinSimilarity)}
+	case p.SubstitutionRatio < 0 || p.SubstitutionRatio > 1:
+		return usageError{fmt.Errorf("--substitution-ratio %v: want 0..1", p.SubstitutionRatio)}
+	case p.MinSubstitutions < 0 || p.ContextLines < 0 || p.DiffTimeout < 0:
+		return usageError{errors.New("--min-substitutions, --context-lines and --diff-timeout must not be negative")}
+	}
+	r, err := locator.ParseRange(*lines)
+	if err != nil {
+		return usageError{err}
+	}
+	newText, err := readText(*newPath)
+	if err != nil {
+		return err
+	}
+
+	var res locator.Result
+	mode := "diff"
+	switch {
+	case *spanPath != "":
+		mode = "anchored"
+		a := locator.Anchor{Range: r, AtEnd: *atEnd}
+		for _, part := range []struct {
+			path string
+			dst  *[]string
+		}{{*spanPath, &a.Span}, {*before, &a.Before}, {*after, &a.After}} {
+			if part.path == "" {
+				continue
+			}
+			text, err := readText(part.path)
+			if err != nil {
+				return err
+			}
+			*part.dst = locator.SplitLines(text)
+		}
+		if len(a.Span) == 0 {
+			return fmt.Errorf("span file %s is empty", *spanPath)
+		}
+		res = locator.Relocate(a, newText, p)
+	default:
+		oldText, err := readText(*oldPath)
+		if err != nil {
+			return err
+		}
+		if *anchored {
+			mode = "anchored"
+			res = locator.Relocate(locator.NewAnchor(oldText, r, p.ContextLines), newText, p)
+		} else {
+			res = locator.Locate(oldText, newText, r, p)
+		}
+	}
+
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Old    string         `json:"old,omitempty"`
+			New    string         `json:"new"`
+			Lines  locator.Range  `json:"lines"`
+			Mode   string         `json:"mode"`
+			Params locator.Params `json:"params"`
+			Result locator.Result `json:"result"`
+		}{*oldPath, *newPath, r, mode, p, res})
+	}
+	printResult(stdout, *newPath, r, res)
+	return nil
+}
+
+// maxInput bounds what locate reads: it is a debugging tool, and the server
+// caps sources the same order of magnitude.
+const maxInput = 64 << 20
+
+func readText(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxInput+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > maxInput {
+		return "", fmt.Errorf("read %s: larger than %d MiB", path, maxInput>>20)
+	}
+	return string(data), nil
+}
+
+// printResult writes the human-readable verdict.
+func printResult(w io.Writer, newPath string, old locator.Range, res locator.Result) {
+	ev := res.Evidence
+	fmt.Fprintf(w, "status:     %s\n", res.Status)
+	if res.Status == locator.Invalid {
+		fmt.Fprintf(w, "range:      none (was %d-%d)\n", old.Start, old.End)
+	} else {
+		fmt.Fprintf(w, "range:      %d-%d (was %d-%d)\n", res.Range.Start, res.Range.End, old.Start, old.End)
+	}
+	fmt.Fprintf(w, "method:     %s\n", ev.Method)
+	sim := fmt.Sprintf("%.4g (%d tokens", ev.Similarity, ev.Tokens)
+	if ev.Substitutions > 0 {
+		sim += fmt.Sprintf(", %d substituted", ev.Substitutions)
+	}
+	fmt.Fprintf(w, "similarity: %s)\n", sim)
+	if len(ev.Anchors) > 0 {
+		fmt.Fprintf(w, "anchors:    %s\n", strings.Join(ev.Anchors, ", "))
+	}
+	fmt.Fprintf(w, "reason:     %s\n", res.Reason)
+	if res.Status == locator.Invalid {
+		fmt.Fprintf(w, "\nRe-read %s lines %d-%d before relying on them.\n", newPath, old.Start, old.End)
+		return
+	}
+	fmt.Fprintln(w, "text:")
+	width := len(fmt.Sprint(res.Range.End))
+	for i, line := range strings.Split(res.Text, "\n") {
+		fmt.Fprintf(w, "  %*d | %s\n", width, res.Range.Start+i, line)
+	}
+}
