@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -250,6 +251,13 @@ func pathURI(p string) string {
 
 // Path is the file system path of a canonical id.
 func Path(id string) (string, error) {
+	rest, ok := strings.CutPrefix(id, "file://")
+	if !ok || !strings.HasPrefix(rest, "/") {
+		return "", fmt.Errorf("%w: %q", runtime.ErrInvalidURI, id)
+	}
+	if strings.IndexByte(rest, '%') < 0 && strings.IndexByte(rest, '?') < 0 && strings.IndexByte(rest, '#') < 0 {
+		return filepath.FromSlash(rest), nil // the common case, without url.Parse
+	}
 	u, err := url.Parse(id)
 	if err != nil || u.Scheme != "file" {
 		return "", fmt.Errorf("%w: %q", runtime.ErrInvalidURI, id)
@@ -324,5 +332,13 @@ func statStamp(p string) (string, error) {
 	if err != nil {
 		return "", classify(p, err)
 	}
-	return fmt.Sprintf("%d:%d:%d:%s", fi.Size(), fi.ModTime().UnixNano(), inode(fi), fi.Mode()), nil
+	b := make([]byte, 0, 64)
+	b = strconv.AppendInt(b, fi.Size(), 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 10)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, inode(fi), 10)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, uint64(fi.Mode()), 8)
+	return string(b), nil
 }

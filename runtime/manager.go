@@ -47,6 +47,7 @@ type Manager struct {
 	recon    map[string]int
 	verifies int
 	notify   map[string]struct{} // agents owed an OnChange call
+	ageUsed  bool                // some policy layer sets maxAgeTurns > 0
 	unwatch  []*source           // sources that lost links; watches synced after unlock
 
 	hintMu  sync.Mutex
@@ -167,6 +168,7 @@ type agentState struct {
 	blocks   map[*block]struct{}
 	byAnchor map[string][]*block
 	dirty    map[*block]struct{}
+	srcRefs  map[*source]int // live links per source: what a sync verifies
 }
 
 // New returns a Manager. Close it to stop its hint worker and adapters.
@@ -213,7 +215,12 @@ func New(cfg Config) *Manager {
 	}
 	for k, pol := range cfg.Policy.BySource {
 		m.bySource[k] = pol
+		m.ageUsed = m.ageUsed || pol.MaxAgeTurns != nil && *pol.MaxAgeTurns > 0
 	}
+	for _, pol := range cfg.Policy.ByType {
+		m.ageUsed = m.ageUsed || pol.MaxAgeTurns != nil && *pol.MaxAgeTurns > 0
+	}
+	m.ageUsed = m.ageUsed || cfg.Policy.Global.MaxAgeTurns != nil && *cfg.Policy.Global.MaxAgeTurns > 0
 	go m.runHints()
 	return m
 }

@@ -215,7 +215,7 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 func (m *Manager) register(obs Observation, srcs []*source) *block {
 	ag := m.agents[obs.Agent]
 	if ag == nil {
-		ag = &agentState{name: obs.Agent, blocks: map[*block]struct{}{}, byAnchor: map[string][]*block{}}
+		ag = &agentState{name: obs.Agent, blocks: map[*block]struct{}{}, byAnchor: map[string][]*block{}, srcRefs: map[*source]int{}}
 		m.agents[obs.Agent] = ag
 	}
 	if obs.Turn > ag.turn {
@@ -226,6 +226,7 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 	if obs.Policy != nil {
 		p := *obs.Policy
 		b.policy = &p
+		m.ageUsed = m.ageUsed || p.MaxAgeTurns != nil && *p.MaxAgeTurns > 0
 	}
 	b.links = make([]*link, len(obs.Sources))
 	for i, ref := range obs.Sources {
@@ -241,6 +242,7 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 	}
 	for _, l := range b.links {
 		l.src.links[l] = struct{}{}
+		ag.srcRefs[l.src]++
 	}
 	m.blocks[b.id] = b
 	ag.blocks[b] = struct{}{}
@@ -346,6 +348,11 @@ func (m *Manager) unlink(b *block) []*source {
 		}
 		delete(l.src.links, l)
 		l.src.free()
+		if ag := b.agent; ag.srcRefs[l.src] <= 1 {
+			delete(ag.srcRefs, l.src)
+		} else {
+			ag.srcRefs[l.src]--
+		}
 		srcs = append(srcs, l.src)
 		l.src, l.text, l.anchor = nil, "", nil
 	}

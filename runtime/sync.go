@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"sort"
+	"sync"
 )
 
 // verify brings src up to date: a cheap Stamp, and a Read only when the stamp
@@ -38,6 +39,55 @@ func (m *Manager) verify(ctx context.Context, src *source, force bool) error {
 	return nil
 }
 
+// verifyWorkers bounds the parallel stats of one verify pass: stat calls
+// wait in the kernel, so a few in flight hide latency without hogging CPUs.
+const verifyWorkers = 8
+
+// verifyAll verifies srcs, in parallel when there are many.
+func (m *Manager) verifyAll(ctx context.Context, srcs []*source) error {
+	if len(srcs) < 2*verifyWorkers {
+		for _, s := range srcs {
+			if err := m.verify(ctx, s, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	next := make(chan *source)
+	errs := make(chan error, verifyWorkers)
+	var wg sync.WaitGroup
+	for w := 0; w < verifyWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range next {
+				if err := m.verify(ctx, s, false); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for _, s := range srcs {
+		select {
+		case next <- s:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	return err
+}
+
 // Sync verifies every source the agent's live blocks depend on, flags aged
 // blocks, and returns the agent's projection: the blocks whose model-visible
 // state changed since its previous Sync, or every block when Full. An agent
@@ -63,24 +113,14 @@ func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error)
 	if req.Turn > ag.turn {
 		ag.turn = req.Turn
 	}
-	set := map[*source]struct{}{}
-	for b := range ag.blocks {
-		for _, l := range b.links {
-			if l.src != nil {
-				set[l.src] = struct{}{}
-			}
-		}
-	}
-	m.mu.Unlock()
-	srcs := make([]*source, 0, len(set))
-	for s := range set {
+	srcs := make([]*source, 0, len(ag.srcRefs))
+	for s := range ag.srcRefs {
 		srcs = append(srcs, s)
 	}
+	m.mu.Unlock()
 	sort.Slice(srcs, func(i, j int) bool { return srcs[i].id < srcs[j].id })
-	for _, s := range srcs {
-		if err := m.verify(ctx, s, false); err != nil {
-			return SyncResult{}, err
-		}
+	if err := m.verifyAll(ctx, srcs); err != nil {
+		return SyncResult{}, err
 	}
 
 	m.mu.Lock()
@@ -115,6 +155,9 @@ func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error)
 // age flags the agent's blocks not re-read within their resource type's
 // maxAgeTurns. Caller holds m.mu.
 func (m *Manager) age(ag *agentState, turn int) {
+	if !m.ageUsed {
+		return // no layer sets maxAgeTurns and no block does
+	}
 	for b := range ag.blocks {
 		if b.aged || b.status == Superseded || b.status == Invalid {
 			continue

@@ -1,0 +1,187 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	goruntime "runtime"
+	"strings"
+	"testing"
+)
+
+// benchWorld is 1,000 sources of 100 lines with 10 five-line blocks each.
+type benchWorld struct {
+	mem    *memStore
+	ids    []string
+	texts  [][]string
+	obs    []Observation
+	m      *Manager
+	agents int
+}
+
+func newBenchWorld(b *testing.B, files, blocksPerFile int) *benchWorld {
+	b.Helper()
+	w := &benchWorld{}
+	var fa *fakeAdapter
+	w.mem, fa = newMem()
+	for f := 0; f < files; f++ {
+		id := fmt.Sprintf("mem://proj/pkg%d/file%d.go", f%37, f)
+		ls := make([]string, 100)
+		for i := range ls {
+			ls[i] = fmt.Sprintf("\tx%d := compute(%d, %q) // file %d", i, i*f, "arg", f)
+		}
+		w.mem.set(id, text(ls))
+		w.ids = append(w.ids, id)
+		w.texts = append(w.texts, ls)
+		for k := 0; k < blocksPerFile; k++ {
+			s := 1 + k*10
+			w.obs = append(w.obs, Observation{Agent: fmt.Sprintf("agent-%d", f%4), Turn: 1, Anchor: fmt.Sprintf("call_%d_%d", f, k),
+				Sources: []SourceRef{{URI: id, Range: &Range{Start: s, End: s + 4}, Text: span(ls, s, s+4)}}})
+		}
+	}
+	w.m = New(Config{})
+	w.m.AddAdapter(fa)
+	b.Cleanup(func() { w.m.Close() })
+	return w
+}
+
+func (w *benchWorld) register(b *testing.B) {
+	ctx := context.Background()
+	for _, o := range w.obs {
+		if _, err := w.m.Observe(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRegister: 10,000 blocks over 1,000 files, per op.
+func BenchmarkRegister(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		w := newBenchWorld(b, 1000, 10)
+		b.StartTimer()
+		w.register(b)
+		b.StopTimer()
+		w.m.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/block")
+}
+
+// BenchmarkSyncUnchanged: the verify pass over 250 sources (one agent's
+// share of 1,000 files, 2,500 blocks) when nothing changed.
+func BenchmarkSyncUnchanged(b *testing.B) {
+	w := newBenchWorld(b, 1000, 10)
+	w.register(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := w.m.Sync(ctx, SyncRequest{Agent: "agent-0", Turn: 2}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSyncOneFileChanged: one file of the agent's changed locally
+// (one block patched) since the previous sync.
+func BenchmarkSyncOneFileChanged(b *testing.B) {
+	w := newBenchWorld(b, 1000, 10)
+	w.register(b)
+	ctx := context.Background()
+	ls := append([]string(nil), w.texts[0]...)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ls[2] = fmt.Sprintf("\tx2 := compute(%d, \"arg\") // file 0", i+1)
+		w.mem.set(w.ids[0], text(ls))
+		r, err := w.m.Sync(ctx, SyncRequest{Agent: "agent-0", Turn: 2})
+		if err != nil || len(r.Blocks) != 1 {
+			b.Fatalf("%v %d", err, len(r.Blocks))
+		}
+	}
+}
+
+// bigFile is ~1 MB: 20,000 lines of ~52 bytes, with 1,000 five-line blocks.
+func bigFile() []string {
+	ls := make([]string, 20000)
+	for i := range ls {
+		ls[i] = fmt.Sprintf("line %05d: the quick brown fox jumps over %05d", i, i*7)
+	}
+	return ls
+}
+
+// BenchmarkReconcile1MB: one edit of a 1 MB file touching all 1,000 blocks
+// on it: a token changed inside every block (1,000 local edits through the
+// diff), or a line inserted at the top (1,000 moved spans).
+func BenchmarkReconcile1MB(b *testing.B) {
+	for _, kind := range []string{"edit-in-every-block", "insert-at-top"} {
+		b.Run(kind, func(b *testing.B) {
+			var fa *fakeAdapter
+			mem, fa := newMem()
+			m := New(Config{})
+			m.AddAdapter(fa)
+			defer m.Close()
+			base := bigFile()
+			const id = "mem://proj/big.txt"
+			mem.set(id, text(base))
+			ctx := context.Background()
+			for k := 0; k < 1000; k++ {
+				s := 1 + k*20
+				if _, err := m.Observe(ctx, Observation{Agent: "main", Turn: 1, Anchor: fmt.Sprint(k),
+					Sources: []SourceRef{{URI: id, Range: &Range{Start: s, End: s + 4}, Text: span(base, s, s+4)}}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var alt []string
+			if kind == "insert-at-top" {
+				alt = append([]string{"// header"}, base...)
+			} else {
+				alt = append([]string(nil), base...)
+				for k := 0; k < 1000; k++ {
+					alt[k*20+2] = strings.Replace(alt[k*20+2], "quick", "slow", 1)
+				}
+			}
+			texts := []string{text(alt), text(base)}
+			b.SetBytes(int64(len(texts[0])))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				mem.set(id, texts[i%2])
+				r, err := m.SourceChanged(ctx, Change{URI: id})
+				if err != nil || len(r.Blocks) != 1000 {
+					b.Fatalf("%v: %d blocks changed", err, len(r.Blocks))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkMemoryPerBlock measures the heap the manager holds per block
+// beyond its payload (the payload strings exist before the measurement and
+// are kept alive) and beyond the sources' text.
+func BenchmarkMemoryPerBlock(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		w := newBenchWorld(b, 1000, 10)
+		ctx := context.Background()
+		// Sources known first (one block per file), so their text is not counted.
+		for f := 0; f < 1000; f++ {
+			if _, err := w.m.Observe(ctx, w.obs[f*10]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var before, after goruntime.MemStats
+		goruntime.GC()
+		goruntime.ReadMemStats(&before)
+		n := 0
+		for f := 0; f < 1000; f++ {
+			for k := 1; k < 10; k++ {
+				if _, err := w.m.Observe(ctx, w.obs[f*10+k]); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+		}
+		goruntime.GC()
+		goruntime.ReadMemStats(&after)
+		goruntime.KeepAlive(w.obs)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(n), "B/block")
+		w.m.Close()
+	}
+}
