@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -31,6 +32,7 @@ type Client struct {
 
 	exited  chan struct{}
 	waitErr error
+	nextID  atomic.Uint64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -183,8 +185,15 @@ func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 }
 
 // Call sends a request and decodes its result into result (which may be nil).
+// If ctx ends first, Call tells the server ($/cancelRequest) and returns
+// ctx's error.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	err := c.conn.Call(ctx, method, params, result)
+	id := jsonrpc2.ID{Num: c.nextID.Add(1)}
+	err := c.conn.Call(ctx, method, params, result, jsonrpc2.PickID(id))
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		_ = c.conn.Notify(context.Background(), MethodCancelRequest, CancelParams{ID: id.Num})
+		return err
+	}
 	var we *jsonrpc2.Error
 	if errors.As(err, &we) {
 		return fromWire(we)
@@ -238,7 +247,7 @@ func (c *Client) Close() error {
 		case <-c.exited:
 		default:
 			ctx, cancel := context.WithTimeout(context.Background(), c.grace)
-			if err := c.conn.Call(ctx, MethodShutdown, nil, nil); err == nil {
+			if err := c.conn.Call(ctx, MethodShutdown, nil, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: c.nextID.Add(1)})); err == nil {
 				_ = c.conn.Notify(ctx, MethodExit, nil)
 			}
 			cancel()

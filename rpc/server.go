@@ -280,6 +280,9 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 			return
 		}
 		res, err := s.call(rctx, req, m)
+		if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+			err = context.Canceled // $/cancelRequest: whatever failed, it was asked to stop
+		}
 		s.reply(ctx, conn, req, res, err)
 	}()
 }

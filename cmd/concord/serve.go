@@ -177,9 +177,15 @@ func (noFiles) Watch(string) error                            { return runtime.E
 func (noFiles) Unwatch(string)                                {}
 func (noFiles) Close() error                                  { return nil }
 
+// isTerminal reports whether f looks like a terminal: a character device
+// other than /dev/null (which a supervisor may well give us as stdin).
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(fi, null)
 }
 
 // byteSize is a flag value in bytes that accepts KiB/MiB/GiB (and K/M/G)

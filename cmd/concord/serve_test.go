@@ -1,0 +1,317 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/concord-ctx/concord/rpc"
+)
+
+// startServe launches the real binary through the Go client.
+func startServe(t testing.TB, args ...string) *rpc.Client {
+	t.Helper()
+	var stderr lockedBuffer
+	c, err := rpc.ClientOptions{Stderr: &stderr}.Start(context.Background(), concordBin, append([]string{"serve"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", stderr.String())
+		}
+	})
+	return c
+}
+
+func initialize(t testing.TB, c *rpc.Client, root, watch string) rpc.InitializeResult {
+	t.Helper()
+	var res rpc.InitializeResult
+	roots := []string{}
+	if root != "" {
+		roots = []string{root}
+	}
+	err := c.Call(context.Background(), rpc.MethodInitialize, rpc.InitializeParams{
+		ProtocolVersion: rpc.ProtocolVersion, ClientInfo: &rpc.Info{Name: "serve_test"}, Roots: roots, Watch: watch}, &res)
+	if err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return res
+}
+
+func tempRoot(t testing.TB) string {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func fileURI(path string) string { return "file://" + path }
+
+// TestWatchedEditNotifiesAndPatches drives a session the way a binding
+// does: a file is read, an editor saves a one-token change (temp file +
+// rename) behind the agent's back, fsnotify makes the server send
+// blocksChanged, and the next sync carries the patched block.
+func TestWatchedEditNotifiesAndPatches(t *testing.T) {
+	for _, watch := range []string{"auto", "poll"} {
+		t.Run(watch, func(t *testing.T) {
+			t.Parallel()
+			args := []string{}
+			if watch == "poll" {
+				args = append(args, "--poll-interval=100ms")
+			}
+			c := startServe(t, args...)
+			hints := make(chan rpc.BlocksChangedParams, 16)
+			c.HandleBlocksChanged(func(p rpc.BlocksChangedParams) {
+				select {
+				case hints <- p:
+				default:
+				}
+			})
+			root := tempRoot(t)
+			path := filepath.Join(root, "config.yaml")
+			atomicWrite(t, path, []byte("name: demo\nport: 8080\ndebug: false\n"))
+			res := initialize(t, c, root, watch)
+			if watch == "poll" && res.Capabilities.Watch != "poll" {
+				t.Errorf("capabilities.watch = %q, want poll", res.Capabilities.Watch)
+			}
+			ctx := context.Background()
+			var obs rpc.ObserveResult
+			if err := c.Call(ctx, rpc.MethodObserve, rpc.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_1",
+				Sources: []rpc.Source{{URI: fileURI(path), Range: &rpc.Range{Start: 1, End: 3}, Text: "name: demo\nport: 8080\ndebug: false"}}}, &obs); err != nil {
+				t.Fatal(err)
+			}
+			atomicWrite(t, path, []byte("name: demo\nport: 9090\ndebug: false\n"))
+			select {
+			case h := <-hints:
+				if len(h.Agents) != 1 || h.Agents[0] != "main" {
+					t.Errorf("blocksChanged agents = %v, want [main]", h.Agents)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("no blocksChanged within 20s of the edit")
+			}
+			var sync rpc.SyncResult
+			if err := c.Call(ctx, rpc.MethodSync, rpc.SyncParams{Agent: "main", Turn: 2}, &sync); err != nil {
+				t.Fatal(err)
+			}
+			if len(sync.Blocks) != 1 || sync.Blocks[0].Status != "patched" || sync.Blocks[0].Sources[0].Text != "name: demo\nport: 9090\ndebug: false" {
+				t.Fatalf("sync = %+v, want b1 patched to port 9090", sync)
+			}
+		})
+	}
+}
+
+// TestReadSourceAnsweredByClient: a keyed source changed without text; the
+// server asks the client (readSource) while the sourceChanged request is
+// pending, and the answer repairs the block.
+func TestReadSourceAnsweredByClient(t *testing.T) {
+	c := startServe(t)
+	var asked []string
+	var mu sync.Mutex
+	c.HandleReadSource(func(ctx context.Context, p rpc.ReadSourceParams) (rpc.ReadSourceResult, error) {
+		mu.Lock()
+		asked = append(asked, p.URI)
+		mu.Unlock()
+		if p.URI != "res://db/users/42" {
+			return rpc.ReadSourceResult{}, errors.New("no such record")
+		}
+		return rpc.ReadSourceResult{Text: "id: 42\nname: Ada\nrole: owner", Version: "v8"}, nil
+	})
+	initialize(t, c, "", "")
+	ctx := context.Background()
+	if err := c.Call(ctx, rpc.MethodObserve, rpc.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_1",
+		Sources: []rpc.Source{{URI: "res://db/users/42", Text: "id: 42\nname: Ada\nrole: admin", Version: "v7"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ch rpc.SourceChangedResult
+	if err := c.Call(ctx, rpc.MethodSourceChanged, rpc.SourceChangedParams{URI: "res://db/users/42", Version: "v8"}, &ch); err != nil {
+		t.Fatal(err)
+	}
+	var sync rpc.SyncResult
+	if err := c.Call(ctx, rpc.MethodSync, rpc.SyncParams{Agent: "main", Turn: 2}, &sync); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(asked) != "[res://db/users/42]" {
+		t.Errorf("readSource asked for %v", asked)
+	}
+	if len(sync.Blocks) != 1 || len(sync.Blocks[0].Sources) != 1 || sync.Blocks[0].Sources[0].Text != "id: 42\nname: Ada\nrole: owner" || sync.Blocks[0].Sources[0].Version != "v8" {
+		t.Fatalf("sync = %+v, want the block at v8", sync)
+	}
+}
+
+// TestCancelRequest: a request stuck on the client's own readSource answer
+// is cancelled by the client ($/cancelRequest, sent by Client.Call when its
+// context ends) and the session goes on.
+func TestCancelRequest(t *testing.T) {
+	c := startServe(t)
+	release := make(chan struct{})
+	c.HandleReadSource(func(ctx context.Context, p rpc.ReadSourceParams) (rpc.ReadSourceResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return rpc.ReadSourceResult{}, errors.New("gave up")
+	})
+	defer close(release)
+	initialize(t, c, "", "")
+	bg := context.Background()
+	if err := c.Call(bg, rpc.MethodObserve, rpc.ObserveParams{Agent: "main", Sources: []rpc.Source{{URI: "res://k", Text: "a", Version: "1"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Call(ctx, rpc.MethodSourceChanged, rpc.SourceChangedParams{URI: "res://k", Version: "2"}, nil)
+	}()
+	// Cancel once the server is waiting on readSource; observed through a
+	// later request that must wait behind the barrier.
+	time.AfterFunc(200*time.Millisecond, cancel)
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("call = %v, want context.Canceled", err)
+	}
+	var st rpc.StatsResult
+	if err := c.Call(bg, rpc.MethodStats, nil, &st); err != nil {
+		t.Fatalf("stats after cancel: %v", err)
+	}
+}
+
+// TestPipelinedOrder writes requests back to back without waiting: the
+// sync must see the sourceChanged sent before it (docs/protocol.md,
+// "Ordering"), and responses are matched by id.
+func TestPipelinedOrder(t *testing.T) {
+	cmd := exec.Command(concordBin, "serve", "--framing=newline")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	reqs := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"roots":[]}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"observe","params":{"agent":"main","anchor":"c1","sources":[{"uri":"res://k","text":"alpha\nbeta\ngamma\ndelta","version":"1"}]}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"observe","params":{"agent":"sub","anchor":"c2","sources":[{"uri":"res://k","text":"alpha\nbeta\ngamma\ndelta","version":"1"}]}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"sourceChanged","params":{"uri":"res://k","text":"alpha\nbeta\ngamma\nepsilon","version":"2"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"sync","params":{"agent":"sub","turn":1}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"sync","params":{"agent":"main","turn":1}}`,
+	}
+	if _, err := io.WriteString(stdin, strings.Join(reqs, "\n")+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Close() // the answers to what was read must still come
+	got := map[int]json.RawMessage{}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r struct {
+			ID     int             `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("bad line %q", sc.Text())
+		}
+		if r.Method != "" {
+			continue // blocksChanged
+		}
+		if r.Error != nil {
+			t.Fatalf("request %d failed: %s\nstderr:\n%s", r.ID, r.Error, stderr.String())
+		}
+		got[r.ID] = r.Result
+	}
+	if len(got) != len(reqs) {
+		t.Fatalf("got %d answers, want %d\nstderr:\n%s", len(got), len(reqs), stderr.String())
+	}
+	for _, id := range []int{5, 6} {
+		var s rpc.SyncResult
+		json.Unmarshal(got[id], &s)
+		if len(s.Blocks) != 1 || s.Blocks[0].Status == "valid" {
+			t.Errorf("sync %d = %s: the change sent before it was not applied", id, got[id])
+		}
+	}
+}
+
+// TestStdinCloseExitsPromptly: the parent dies (stdin closes) while files
+// are watched: the process exits by itself with status 0.
+func TestStdinCloseExitsPromptly(t *testing.T) {
+	root := tempRoot(t)
+	path := filepath.Join(root, "a.txt")
+	atomicWrite(t, path, []byte("one\ntwo\n"))
+	cmd := exec.Command(concordBin, "serve", "--framing=newline")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"roots":[%q],"watch":"fsnotify"}}`+"\n", root)
+	fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":2,"method":"observe","params":{"agent":"main","sources":[{"uri":%q,"text":"one\ntwo"}]}}`+"\n", fileURI(path))
+	sc := bufio.NewScanner(stdout)
+	for i := 0; i < 2; i++ {
+		if !sc.Scan() {
+			t.Fatal("no answer")
+		}
+		if strings.Contains(sc.Text(), `"error"`) {
+			t.Fatalf("request failed: %s", sc.Text())
+		}
+	}
+	go io.Copy(io.Discard, stdout)
+	start := time.Now()
+	stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v, want status 0", err)
+		}
+		t.Logf("exited %v after stdin closed", time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("still running 10s after stdin closed")
+	}
+}
+
+// TestServeTerminal: on a terminal, serve explains itself instead of
+// waiting for JSON; /dev/null (a character device, not a terminal) is
+// served and ends at once.
+func TestServeTerminal(t *testing.T) {
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	var stdout, stderr lockedBuffer
+	if got := run(context.Background(), []string{"serve"}, devnull, &stdout, &stderr); got != 0 {
+		t.Errorf("serve < /dev/null: status %d, want 0 (stderr %s)", got, stderr.String())
+	}
+	tty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal to test with: %v", err)
+	}
+	defer tty.Close()
+	stderr = lockedBuffer{}
+	if got := run(context.Background(), []string{"serve"}, tty, &stdout, &stderr); got != 2 {
+		t.Errorf("serve on a terminal: status %d, want 2", got)
+	}
+	if !strings.Contains(stderr.String(), "agent runtimes launch it") || stdout.String() != "" {
+		t.Errorf("serve on a terminal: stderr %q, stdout %q", stderr.String(), stdout.String())
+	}
+}
