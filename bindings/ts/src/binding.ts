@@ -284,7 +284,8 @@ export class ConcordBinding {
       const why = info.error
         ? `could not start ${found.path}: ${info.error.message}`
         : `${found.path} exited unexpectedly (${info.signal ? `signal ${info.signal}` : `status ${info.code}`})`
-      const tail = client.stderr.trim().split("\n").slice(-3).join(" | ")
+      // A crash explains itself on stderr; a kill by signal leaves nothing worth quoting.
+      const tail = info.signal ? "" : client.stderr.trim().split("\n").slice(-3).join(" | ")
       this.warn(`concord ${why}${tail ? `; last log: ${tail}` : ""}`)
     })
     try {

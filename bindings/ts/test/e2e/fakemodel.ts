@@ -2,6 +2,7 @@
 // OpenCode's @ai-sdk/openai-compatible provider posts /v1/chat/completions with stream:true; each
 // request that carries tools is handed to the next scripted step, which may change files out of
 // band (this runs in the test process, not in OpenCode) and record what the model was shown.
+import fs from "node:fs"
 import http from "node:http"
 import type { AddressInfo } from "node:net"
 
@@ -66,6 +67,15 @@ export class FakeModel {
   /** Records a failed expectation; the test asserts that none were recorded. */
   expect(cond: boolean, what: string): void {
     if (!cond) this.failures.push(`request ${this.requests.length}: ${what}`)
+  }
+
+  /** Writes what the model was sent (minus the system prompt) to a file, for post-mortems. */
+  dump(file: string): void {
+    const slim = this.requests.map((r) => ({
+      index: r.index,
+      messages: r.messages.filter((m) => m.role !== "system"),
+    }))
+    fs.writeFileSync(file, JSON.stringify({ failures: this.failures, requests: slim }, null, 1))
   }
 
   /** The content of the tool-result message answering callId, as text. */

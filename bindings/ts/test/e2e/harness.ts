@@ -62,7 +62,14 @@ export interface Workspace {
 }
 
 /** A fresh project (a git repo with one commit) plus isolated HOME/XDG dirs under .e2e/. */
+let cleaned = false
+
 export function makeWorkspace(name: string, files: Record<string, string>): Workspace {
+  if (!cleaned) {
+    // Keep only this test run's workspaces (they hold the logs to look at after a failure).
+    fs.rmSync(path.join(E2E_ROOT, "runs"), { recursive: true, force: true })
+    cleaned = true
+  }
   const root = path.join(E2E_ROOT, "runs", `${name}-${process.pid}-${Date.now()}`)
   const proj = path.join(root, "proj")
   const home = path.join(root, "home")

@@ -78,6 +78,7 @@ async function play(s: Scenario): Promise<{ ws: Workspace; model: FakeModel; res
     return { ws, model, result }
   } finally {
     await model.close()
+    model.dump(path.join(ws.root, "model-requests.json"))
   }
 }
 
@@ -292,6 +293,8 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
     port = await second.start()
     const r2 = await runOpencode(ws, { port, plugin: DROPIN, env, continue: true, prompt: "again" })
     await second.close()
+    first.dump(path.join(ws.root, "model-requests-1.json"))
+    second.dump(path.join(ws.root, "model-requests-2.json"))
     console.log(`# resume: runs of ${r1.ms} + ${r2.ms} ms`)
     assert.deepEqual(second.failures, [], `logs: ${ws.root}`)
     assert.equal(r2.code, 0, r2.stderr.slice(-2000))
