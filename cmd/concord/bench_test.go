@@ -205,3 +205,16 @@ func TestBenchOpenAIAgent(t *testing.T) {
 		t.Errorf("table footer: %s", stdout.String())
 	}
 }
+
+// `concord bench` is reachable through the command dispatch.
+func TestBenchDispatch(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"bench", "--nope"}, strings.NewReader(""), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "unknown flag: --nope") {
+		t.Fatalf("bench --nope: status %d, stderr %q", code, stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(context.Background(), []string{"bench", "--quiet", "--n", "2", "--modes", "oracle"}, strings.NewReader(""), &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "| oracle | 2/2 |") {
+		t.Fatalf("bench: status %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+}

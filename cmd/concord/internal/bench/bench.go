@@ -8,9 +8,13 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/concord-ctx/concord/cmd/concord/internal/bench/agent"
@@ -105,11 +109,16 @@ func Run(ctx context.Context, cfg Config, ts []tasks.Task) (*Report, error) {
 			return nil, fmt.Errorf("bench: concord mode needs the concord binary")
 		}
 	}
-	root, err := os.MkdirTemp(cfg.TempDir, "concord-bench-")
+	root, err := makeRoot(cfg.TempDir)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer os.RemoveAll(root)
+	for _, m := range cfg.Modes {
+		if err := os.Mkdir(filepath.Join(root, m), 0o755); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
 
 	rep := &Report{Agent: cfg.Agent.Name(), Encoding: tokens.Encoding, Tasks: len(ts)}
 	results := make([][]TaskResult, len(cfg.Modes))
@@ -126,7 +135,8 @@ func Run(ctx context.Context, cfg Config, ts []tasks.Task) (*Report, error) {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				r := runEpisode(ctx, cfg, root, cfg.Modes[j.mi], ts[j.ti])
+				dir := filepath.Join(root, cfg.Modes[j.mi], fmt.Sprintf("ws-%06d", j.ti))
+				r := runEpisode(ctx, cfg, dir, cfg.Modes[j.mi], ts[j.ti])
 				mu.Lock()
 				results[j.mi][j.ti] = r
 				done++
@@ -156,6 +166,26 @@ feed:
 		rep.Modes = append(rep.Modes, ModeResult{Mode: m, Summary: summarize(results[mi]), Tasks: results[mi]})
 	}
 	return rep, nil
+}
+
+// makeRoot creates the run's directory. Its random part is fixed-width
+// decimal: cl100k_base splits digits into groups of three, so paths quoted
+// in Concord's notices cost the same tokens on every run.
+func makeRoot(parent string) (string, error) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	var err error
+	for range 100 {
+		p := filepath.Join(parent, fmt.Sprintf("concord-bench-%010d", rand.Uint32()))
+		if err = os.Mkdir(p, 0o700); err == nil {
+			return p, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", err
 }
 
 func validMode(m string) bool {

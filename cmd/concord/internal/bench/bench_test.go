@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -306,8 +307,10 @@ func BenchmarkEpisodeScripted(b *testing.B) {
 	cfg := Config{Modes: []string{ModeDiff}, Agent: agent.Scripted{}, Counter: c, MaxSteps: 20, Parallel: 1}
 	root := b.TempDir()
 	b.ReportAllocs()
+	i := 0
 	for b.Loop() {
-		if r := runEpisode(context.Background(), cfg, root, ModeDiff, ts[0]); r.Error != "" {
+		i++
+		if r := runEpisode(context.Background(), cfg, filepath.Join(root, strconv.Itoa(i)), ModeDiff, ts[0]); r.Error != "" {
 			b.Fatal(r.Error)
 		}
 	}

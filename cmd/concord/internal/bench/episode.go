@@ -80,10 +80,11 @@ type episode struct {
 	res        TaskResult
 }
 
-func runEpisode(ctx context.Context, cfg Config, root, mode string, t tasks.Task) TaskResult {
+// runEpisode plays task t in mode; dir (created, then removed) is its workspace.
+func runEpisode(ctx context.Context, cfg Config, dir, mode string, t tasks.Task) TaskResult {
 	e := &episode{cfg: cfg, mode: mode, task: t, views: map[string]string{}}
 	e.res = TaskResult{ID: t.ID, Question: t.Question, Gold: t.Answer}
-	if err := e.run(ctx, root); err != nil {
+	if err := e.run(ctx, dir); err != nil {
 		e.res.Error = err.Error()
 	}
 	e.res.Recovered = e.res.Error == "" && tasks.ExactMatch(e.res.Answer, t.Answer)
@@ -91,12 +92,12 @@ func runEpisode(ctx context.Context, cfg Config, root, mode string, t tasks.Task
 	return e.res
 }
 
-func (e *episode) run(ctx context.Context, root string) error {
-	dir, err := os.MkdirTemp(root, e.mode+"-")
-	if err != nil {
+func (e *episode) run(ctx context.Context, dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("episode %s: %w", e.task.ID, err)
 	}
 	defer os.RemoveAll(dir)
+	var err error
 	e.ws, err = race.NewWorkspace(dir, e.task)
 	if err != nil {
 		return err
