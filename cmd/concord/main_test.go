@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 		os.Setenv("GORACE", "atexit_sleep_ms=50")
 	}
 	code := m.Run()
+	closeBenchSessions()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/concord-ctx/concord/rpc"
+)
+
+// Round trips through the real pipe to the real binary, as a binding sees
+// them, at 10 and at 10,000 live blocks. p50/p99 come from per-call
+// timings; rss-kB is the server's resident memory (VmRSS) with the blocks
+// loaded. Run: go test -run '^$' -bench RoundTrip ./cmd/concord/
+
+// benchSession is a server loaded with n blocks: files of 1,000 lines,
+// 100 blocks of 10 lines each per file, all observed by agent "main".
+type benchSession struct {
+	c      *rpc.Client
+	blocks []rpc.ObserveParams
+	dir    string
+}
+
+var (
+	benchMu       sync.Mutex
+	benchSessions = map[int]*benchSession{}
+)
+
+// loadedSession is built once per size and reused across the benchmark's
+// b.N rounds (loading 10,000 blocks takes seconds); TestMain closes them.
+func loadedSession(b *testing.B, n int) *benchSession {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if s := benchSessions[n]; s != nil {
+		return s
+	}
+	dir, err := os.MkdirTemp("", "concord-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	root, _ := filepath.EvalSymlinks(dir)
+	c, err := rpc.Start(context.Background(), concordBin, "serve")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &benchSession{c: c, dir: dir}
+	benchSessions[n] = s
+	initialize(b, c, root, "auto")
+	const perFile, span, lines = 100, 10, 1000
+	var files [][]string
+	for i := 0; len(s.blocks) < n; i++ {
+		if i%perFile == 0 {
+			content := make([]string, lines)
+			for l := range content {
+				content[l] = fmt.Sprintf("file %d line %d: some source text to hash and index", len(files), l+1)
+			}
+			files = append(files, content)
+			atomicWrite(b, filepath.Join(root, fmt.Sprintf("f%03d.txt", len(files)-1)), []byte(strings.Join(content, "\n")+"\n"))
+		}
+		f, k := len(files)-1, i%perFile
+		start := k*span + 1
+		s.blocks = append(s.blocks, rpc.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_" + strconv.Itoa(i),
+			Sources: []rpc.Source{{URI: fileURI(filepath.Join(root, fmt.Sprintf("f%03d.txt", f))),
+				Range: &rpc.Range{Start: start, End: start + span - 1}, Text: strings.Join(files[f][start-1:start-1+span], "\n")}}})
+	}
+	for _, o := range s.blocks {
+		if err := c.Call(context.Background(), rpc.MethodObserve, o, nil); err != nil {
+			b.Fatalf("observe: %v", err)
+		}
+	}
+	// The first sync hands over everything; later ones are the steady state.
+	if err := c.Call(context.Background(), rpc.MethodSync, rpc.SyncParams{Agent: "main", Turn: 1}, nil); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func closeBenchSessions() {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	for n, s := range benchSessions {
+		s.c.Close()
+		os.RemoveAll(s.dir)
+		delete(benchSessions, n)
+	}
+}
+
+func BenchmarkObserveRoundTrip(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("blocks=%d", n), func(b *testing.B) {
+			s := loadedSession(b, n)
+			i := 0
+			// A re-read of an already observed span: it supersedes the older
+			// block, so the live set stays at n.
+			measure(b, s, func(ctx context.Context) error {
+				i++
+				o := s.blocks[i%len(s.blocks)]
+				o.Turn = 2
+				return s.c.Call(ctx, rpc.MethodObserve, o, nil)
+			})
+		})
+	}
+}
+
+func BenchmarkSyncRoundTrip(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("blocks=%d", n), func(b *testing.B) {
+			s := loadedSession(b, n)
+			var res rpc.SyncResult
+			measure(b, s, func(ctx context.Context) error {
+				// Nothing changed: the verify pass stats every watched file.
+				return s.c.Call(ctx, rpc.MethodSync, rpc.SyncParams{Agent: "main", Turn: 3}, &res)
+			})
+		})
+	}
+}
+
+func measure(b *testing.B, s *benchSession, call func(ctx context.Context) error) {
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if err := call(ctx); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Nanoseconds()), "p99-ns")
+	if kb, err := vmRSS(s.c.Pid()); err == nil {
+		b.ReportMetric(float64(kb), "rss-kB")
+	}
+}
+
+// vmRSS reads a process's resident memory from /proc (Linux).
+func vmRSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			return strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
