@@ -55,8 +55,9 @@ func Diff(old, new string, p Params) *Edit {
 }
 
 // lineDiff returns the hunks turning a into b. The common prefix and suffix
-// are trimmed first (most edits are small), then the middle goes through
-// go-diff in line mode.
+// are trimmed first (most edits are small); the middle goes through go-diff
+// in line mode (DiffLinesToRunes, then DiffMainRunes on the line runes).
+// Large middles are first split at lines unique to both sides (see differ).
 func lineDiff(a, b []string, p Params) ([]hunk, bool) {
 	pre := 0
 	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
@@ -74,31 +75,100 @@ func lineDiff(a, b []string, p Params) ([]hunk, bool) {
 	if len(ma)+len(mb) > maxLineRunes {
 		return whole, true
 	}
-	dmp := diffmatchpatch.New()
-	dmp.DiffTimeout = p.DiffTimeout
+	d := &differ{dmp: diffmatchpatch.New()}
+	d.dmp.DiffTimeout = p.DiffTimeout
 	// Every line gets its "\n" back so the last line encodes like the others.
-	ra, rb, _ := dmp.DiffLinesToRunes(strings.Join(ma, "\n")+"\n", strings.Join(mb, "\n")+"\n")
-	diffs := dmp.DiffMainRunes(ra, rb, false)
-	// DiffCharsToLines would rebuild the changed text; only line counts are
-	// needed here, and each rune of a diff is one line.
-	var hs []hunk
-	oi, ni := pre, pre
+	ra, rb, _ := d.dmp.DiffLinesToRunes(strings.Join(ma, "\n")+"\n", strings.Join(mb, "\n")+"\n")
+	d.diff(ra, rb, pre, pre)
+	return d.hunks, d.coarse
+}
+
+// directDiffMax is the largest middle (lines of both sides) handed to
+// go-diff whole. Its Myers search costs O((N+M)·D) steps, up to about
+// (N+M)²/2 for unrelated texts: ~8M steps here, but 0.4G for two unrelated
+// 10,000-line files, and with DiffTimeout 0 nothing would bound it.
+const directDiffMax = 4096
+
+// maxMyersWork bounds go-diff on a region without unique anchors, using the
+// proven lower bound of its edit distance.
+const maxMyersWork = 50_000_000
+
+// differ diffs line runes (one rune per distinct line). Big regions are cut
+// patience-style at lines that occur exactly once on each side, in an order
+// both sides agree on (a longest increasing subsequence); the gaps between
+// those anchors are diffed on their own. This keeps the work bounded and
+// deterministic, and a line unique to both texts is never mis-paired.
+type differ struct {
+	dmp    *diffmatchpatch.DiffMatchPatch
+	hunks  []hunk
+	coarse bool // a region was too costly to diff: it stands as one hunk
+}
+
+func (d *differ) add(os, oe, ns, ne int) {
+	if n := len(d.hunks); n > 0 && d.hunks[n-1].oe == os && d.hunks[n-1].ne == ns {
+		d.hunks[n-1].oe, d.hunks[n-1].ne = oe, ne
+		return
+	}
+	d.hunks = append(d.hunks, hunk{os, oe, ns, ne})
+}
+
+func (d *differ) diff(ra, rb []rune, oa, ob int) {
+	for len(ra) > 0 && len(rb) > 0 && ra[0] == rb[0] {
+		ra, rb, oa, ob = ra[1:], rb[1:], oa+1, ob+1
+	}
+	for len(ra) > 0 && len(rb) > 0 && ra[len(ra)-1] == rb[len(rb)-1] {
+		ra, rb = ra[:len(ra)-1], rb[:len(rb)-1]
+	}
+	switch {
+	case len(ra) == 0 && len(rb) == 0:
+		return
+	case len(ra) == 0 || len(rb) == 0:
+		d.add(oa, oa+len(ra), ob, ob+len(rb))
+		return
+	case len(ra)+len(rb) <= directDiffMax:
+		d.myers(ra, rb, oa, ob)
+		return
+	}
+	anchors := uniqueAnchors(ra, rb)
+	if len(anchors) == 0 {
+		n, common := len(ra)+len(rb), commonCount(ra, rb)
+		if common > 0 && n*(n-2*common) <= maxMyersWork {
+			d.myers(ra, rb, oa, ob)
+		} else {
+			// Nothing in common is exactly one hunk; otherwise it is an
+			// approximation, flagged.
+			d.coarse = d.coarse || common > 0
+			d.add(oa, oa+len(ra), ob, ob+len(rb))
+		}
+		return
+	}
+	pa, pb := 0, 0
+	for _, an := range anchors {
+		d.diff(ra[pa:an[0]], rb[pb:an[1]], oa+pa, ob+pb)
+		pa, pb = an[0]+1, an[1]+1
+	}
+	d.diff(ra[pa:], rb[pb:], oa+pa, ob+pb)
+}
+
+// myers runs go-diff on line runes. DiffCharsToLines would rebuild the
+// changed text; only line counts are needed, and each rune is one line.
+func (d *differ) myers(ra, rb []rune, oa, ob int) {
+	oi, ni := oa, ob
 	open := false
-	for _, d := range diffs {
-		n := utf8.RuneCountInString(d.Text)
-		switch d.Type {
-		case diffmatchpatch.DiffEqual:
+	for _, df := range d.dmp.DiffMainRunes(ra, rb, false) {
+		n := utf8.RuneCountInString(df.Text)
+		if df.Type == diffmatchpatch.DiffEqual {
 			oi += n
 			ni += n
 			open = false
 			continue
 		}
 		if !open {
-			hs = append(hs, hunk{oi, oi, ni, ni})
+			d.add(oi, oi, ni, ni)
 			open = true
 		}
-		h := &hs[len(hs)-1]
-		if d.Type == diffmatchpatch.DiffDelete {
+		h := &d.hunks[len(d.hunks)-1]
+		if df.Type == diffmatchpatch.DiffDelete {
 			oi += n
 			h.oe = oi
 		} else {
@@ -106,7 +176,74 @@ func lineDiff(a, b []string, p Params) ([]hunk, bool) {
 			h.ne = ni
 		}
 	}
-	return hs, false
+}
+
+// uniqueAnchors returns index pairs (i in ra, j in rb) of runes occurring
+// exactly once in each, as a longest chain increasing on both sides.
+func uniqueAnchors(ra, rb []rune) [][2]int {
+	type seen struct{ na, nb, ia, ib int }
+	m := make(map[rune]*seen, len(ra))
+	for i, r := range ra {
+		s := m[r]
+		if s == nil {
+			s = &seen{}
+			m[r] = s
+		}
+		s.na++
+		s.ia = i
+	}
+	for j, r := range rb {
+		if s := m[r]; s != nil {
+			s.nb++
+			s.ib = j
+		}
+	}
+	var pairs [][2]int
+	for i, r := range ra {
+		if s := m[r]; s.na == 1 && s.nb == 1 {
+			pairs = append(pairs, [2]int{i, s.ib})
+		}
+	}
+	// Longest increasing subsequence of the b-indexes (pairs are in a order).
+	tails := []int{} // tails[k]: index into pairs ending an increasing run of length k+1
+	prev := make([]int, len(pairs))
+	for k, pr := range pairs {
+		i := sort.Search(len(tails), func(x int) bool { return pairs[tails[x]][1] >= pr[1] })
+		if i > 0 {
+			prev[k] = tails[i-1]
+		} else {
+			prev[k] = -1
+		}
+		if i == len(tails) {
+			tails = append(tails, k)
+		} else {
+			tails[i] = k
+		}
+	}
+	if len(tails) == 0 {
+		return nil
+	}
+	out := make([][2]int, len(tails))
+	for k, x := len(tails)-1, tails[len(tails)-1]; k >= 0; k, x = k-1, prev[x] {
+		out[k] = pairs[x]
+	}
+	return out
+}
+
+// commonCount is the size of the common multiset of two rune sequences.
+func commonCount(ra, rb []rune) int {
+	count := make(map[rune]int, len(ra))
+	for _, r := range ra {
+		count[r]++
+	}
+	n := 0
+	for _, r := range rb {
+		if count[r] > 0 {
+			count[r]--
+			n++
+		}
+	}
+	return n
 }
 
 // Locate finds where the old range r now lives. A range outside the old text

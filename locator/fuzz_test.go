@@ -95,6 +95,9 @@ func FuzzLocate(f *testing.F) {
 		r := Range{s + 1, e}
 		params := DefaultParams()
 
+		if ed := Diff(oldText, newText, params); !ed.identical {
+			checkHunks(t, ed.old, ed.new, ed.hunks)
+		}
 		res := Locate(oldText, newText, r, params)
 		checkInvariant(t, newText, res)
 		if b := Diff(oldText, newText, params).Locate(r); !sameResult(b, res) {

@@ -263,3 +263,78 @@ func TestLineDiffTimeoutStillValid(t *testing.T) {
 		checkInvariant(t, new.String(), e.Locate(Range{i, i + 2}))
 	}
 }
+
+// checkHunks verifies that hunks describe a valid edit from a to b: sorted,
+// disjoint, separated by equal lines, and lines outside them equal.
+func checkHunks(t *testing.T, a, b []string, hs []hunk) {
+	t.Helper()
+	oi, ni := 0, 0
+	for k, h := range hs {
+		if h.os < oi || h.ns < ni || h.oe < h.os || h.ne < h.ns || h.os-oi != h.ns-ni || (h.os == h.oe && h.ns == h.ne) {
+			t.Fatalf("hunk %d %+v after old %d new %d", k, h, oi, ni)
+		}
+		if k > 0 && h.os == oi {
+			t.Fatalf("hunk %d %+v touches the previous one", k, h)
+		}
+		for ; oi < h.os; oi, ni = oi+1, ni+1 {
+			if a[oi] != b[ni] {
+				t.Fatalf("old %d %q and new %d %q paired as equal", oi, a[oi], ni, b[ni])
+			}
+		}
+		oi, ni = h.oe, h.ne
+	}
+	if len(a)-oi != len(b)-ni {
+		t.Fatalf("tail: old %d..%d, new %d..%d", oi, len(a), ni, len(b))
+	}
+	for ; oi < len(a); oi, ni = oi+1, ni+1 {
+		if a[oi] != b[ni] {
+			t.Fatalf("old %d %q and new %d %q paired as equal", oi, a[oi], ni, b[ni])
+		}
+	}
+}
+
+// TestLineDiffLarge drives the anchored split (middles above directDiffMax):
+// the hunks stay valid and an edit-free stretch keeps every line paired.
+func TestLineDiffLarge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for round := 0; round < 20; round++ {
+		n := 3000 + rng.IntN(4000)
+		a := make([]string, n)
+		for i := range a {
+			if rng.IntN(6) == 0 {
+				a[i] = "}"
+			} else {
+				a[i] = fmt.Sprint("line ", i)
+			}
+		}
+		b := append([]string{}, a...)
+		b[0] = "changed first"
+		b[len(b)-1] = "changed last"
+		for k := 0; k < 1+rng.IntN(30); k++ {
+			i := rng.IntN(len(b))
+			switch rng.IntN(3) {
+			case 0:
+				b = append(b[:i], b[min(len(b), i+1+rng.IntN(5)):]...)
+			case 1:
+				b = append(b[:i], append([]string{fmt.Sprint("new ", k), "}"}, b[i:]...)...)
+			default:
+				b[i] += " edited"
+			}
+		}
+		hs, coarse := lineDiff(a, b, DefaultParams())
+		checkHunks(t, a, b, hs)
+		if coarse {
+			t.Errorf("round %d: coarse diff for a file with many unique lines", round)
+		}
+	}
+	// Unrelated texts: one hunk, exact, fast.
+	a, b := make([]string, 10000), make([]string, 10000)
+	for i := range a {
+		a[i], b[i] = fmt.Sprint("a", i), fmt.Sprint("b", i)
+	}
+	hs, coarse := lineDiff(a, b, DefaultParams())
+	checkHunks(t, a, b, hs)
+	if len(hs) != 1 || coarse {
+		t.Errorf("unrelated texts: %d hunks, coarse %v", len(hs), coarse)
+	}
+}

@@ -72,15 +72,21 @@ func editScript(rng *rand.Rand, old []string, nextID *int) []pline {
 // TestPropertyUntouchedSpans: for spans an edit script did not touch, the
 // result is unchanged or moved at exactly the shifted range. The rate is
 // measured, logged and must be 100%, for spans of unique text and for spans
-// that contain lines repeated elsewhere ("}", blank lines) alike.
+// that contain lines repeated elsewhere ("}", blank lines) alike, in small
+// files and in large ones (the anchored split of lineDiff).
 func TestPropertyUntouchedSpans(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2026, 12))
 	p := DefaultParams()
 	var total, hit, totalDup, hitDup, touched int
 	statuses := map[Status]int{}
-	for script := 0; script < 400; script++ {
+	for script := 0; script < 430; script++ {
 		nextID := 0
 		n := 50 + rng.IntN(400)
+		if script >= 400 {
+			// Large files: edits far apart leave a middle above
+			// directDiffMax, diffed through unique-line anchors.
+			n = 4000 + rng.IntN(4000)
+		}
 		old := make([]string, n)
 		for i := range old {
 			nextID++
