@@ -51,6 +51,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out := fs.String("out", "", "write every task's trace and metrics as JSON to this file")
 	svg := fs.String("svg", "", "write a recovered-vs-tokens chart (SVG) to this file")
 	concordBin := fs.String("concord-bin", "", "concord binary for the concord mode (default: this executable)")
+	concordLocal := fs.String("concord-local", "", "concord mode: policy for local edits (patch, refresh, annotate, suppress; default: the server's)")
 	serverLog := fs.String("server-log", "", "append concord serve's stderr to this file")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
@@ -62,7 +63,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
-	cfg := bench.Config{MaxSteps: *maxSteps, Parallel: *parallel}
+	cfg := bench.Config{MaxSteps: *maxSteps, Parallel: *parallel, ConcordLocal: *concordLocal}
 	for _, m := range strings.Split(*modes, ",") {
 		if m = strings.TrimSpace(m); m != "" {
 			cfg.Modes = append(cfg.Modes, m)

@@ -40,6 +40,9 @@ type Config struct {
 	Modes      []string
 	Agent      agent.Agent
 	ConcordBin string // the concord binary (concord mode)
+	// ConcordLocal is the policy for local edits sent in initialize
+	// (patch, refresh, annotate, suppress; "" keeps the server's default).
+	ConcordLocal string
 	MaxSteps   int
 	Parallel   int
 	Counter    *tokens.Counter

@@ -315,3 +315,30 @@ func BenchmarkEpisodeScripted(b *testing.B) {
 		}
 	}
 }
+
+// With local edits suppressed, Concord replaces the stale read by a notice;
+// the reader re-reads the lines it names and recovers.
+func TestConcordNoticePath(t *testing.T) {
+	ts := tasks.Synthetic(4, 6)
+	cfg := Config{Modes: []string{ModeNaive, ModeConcord}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t),
+		ConcordBin: concordBin(t), ConcordLocal: "suppress"}
+	rep, err := Run(context.Background(), cfg, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	naive, conc := rep.Modes[0], rep.Modes[1]
+	for i, c := range conc.Tasks {
+		if c.Error != "" {
+			t.Fatalf("%s: %s", c.ID, c.Error)
+		}
+		notice := false
+		for _, s := range c.Trace {
+			for _, v := range s.Views {
+				notice = notice || v.Status == "invalid"
+			}
+		}
+		if !notice || !anyOutput(c, "read_file", ": ") || c.Reads <= naive.Tasks[i].Reads || !c.Recovered {
+			t.Errorf("%s: notice %v, reads %d vs naive %d, recovered %v", c.ID, notice, c.Reads, naive.Tasks[i].Reads, c.Recovered)
+		}
+	}
+}

@@ -26,13 +26,17 @@ func startConcord(ctx context.Context, cfg Config, ws *race.Workspace) (*concord
 	if err != nil {
 		return nil, fmt.Errorf("concord mode: %w", err)
 	}
-	var init rpc.InitializeResult
-	err = c.Call(ctx, rpc.MethodInitialize, rpc.InitializeParams{
+	params := rpc.InitializeParams{
 		ProtocolVersion: rpc.ProtocolVersion,
 		ClientInfo:      &rpc.Info{Name: "concord-bench", Version: "1"},
 		Roots:           []string{ws.Dir},
 		Watch:           rpc.WatchAuto,
-	}, &init)
+	}
+	if cfg.ConcordLocal != "" {
+		params.Policy = &rpc.PolicyConfig{Global: rpc.Policy{Local: cfg.ConcordLocal}}
+	}
+	var init rpc.InitializeResult
+	err = c.Call(ctx, rpc.MethodInitialize, params, &init)
 	if err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("concord initialize: %w", err)
