@@ -43,11 +43,11 @@ type Config struct {
 	// ConcordLocal is the policy for local edits sent in initialize
 	// (patch, refresh, annotate, suppress; "" keeps the server's default).
 	ConcordLocal string
-	MaxSteps   int
-	Parallel   int
-	Counter    *tokens.Counter
-	TempDir    string    // parent of the workspaces ("" = os.TempDir)
-	ServerLog  io.Writer // concord serve's stderr (nil: discarded)
+	MaxSteps     int
+	Parallel     int
+	Counter      *tokens.Counter
+	TempDir      string    // parent of the workspaces ("" = os.TempDir)
+	ServerLog    io.Writer // concord serve's stderr (nil: discarded)
 	// Progress, when set, is called after each finished task.
 	Progress func(done, total int)
 }
