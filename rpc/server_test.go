@@ -1,0 +1,111 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/concord-ctx/concord/runtime"
+)
+
+// faultyCore injects the faults no real core should produce: a panic and
+// an unclassified error. Everything else is tested against the real core
+// through the real binary (cmd/concord).
+type faultyCore struct{}
+
+func (faultyCore) Observe(ctx context.Context, o runtime.Observation) (runtime.ObserveResult, error) {
+	panic("injected fault")
+}
+func (faultyCore) SourceChanged(ctx context.Context, c runtime.Change) (runtime.ChangeResult, error) {
+	return runtime.ChangeResult{}, errors.New("disk on fire")
+}
+func (faultyCore) Sync(ctx context.Context, r runtime.SyncRequest) (runtime.SyncResult, error) {
+	return runtime.SyncResult{Generation: 7}, nil
+}
+func (faultyCore) Release(ctx context.Context, r runtime.ReleaseRequest) (runtime.ReleaseResult, error) {
+	return runtime.ReleaseResult{}, nil
+}
+func (faultyCore) Stats() runtime.Stats { return runtime.Stats{} }
+func (faultyCore) Close() error         { return nil }
+
+// TestHandlerFaults: a panicking handler answers -32603 and the session
+// keeps serving; an unclassified core error is -32603 too.
+func TestHandlerFaults(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		code, err := Serve(context.Background(), inR, outW, Config{
+			NewSession: func(ctx context.Context, cfg SessionConfig) (Core, string, error) {
+				return faultyCore{}, WatchHooks, nil
+			},
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		outW.Close()
+		done <- code
+	}()
+	conn := jsonrpc2.NewConn(context.Background(), newStream(outR, inW, inW, FramingContentLength, 0), jsonrpc2.HandlerWithError(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }))
+	ctx := context.Background()
+	if err := conn.Call(ctx, MethodInitialize, InitializeParams{ProtocolVersion: 1, Roots: []string{}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	code := func(err error) int64 {
+		var we *jsonrpc2.Error
+		if !errors.As(err, &we) {
+			t.Fatalf("err = %v, want a JSON-RPC error", err)
+		}
+		return we.Code
+	}
+	err := conn.Call(ctx, MethodObserve, ObserveParams{Agent: "a", Sources: []Source{{URI: "file:///r/a", Text: "x"}}}, nil)
+	if c := code(err); c != CodeInternalError {
+		t.Errorf("panic: code %d, want %d", c, CodeInternalError)
+	}
+	err = conn.Call(ctx, MethodSourceChanged, SourceChangedParams{URI: "file:///r/a"}, nil)
+	if c := code(err); c != CodeInternalError {
+		t.Errorf("unclassified error: code %d, want %d", c, CodeInternalError)
+	}
+	var res SyncResult
+	if err := conn.Call(ctx, MethodSync, SyncParams{Agent: "a"}, &res); err != nil || res.Generation != 7 || res.Blocks == nil {
+		t.Fatalf("sync after the faults: %+v, %v", res, err)
+	}
+	inW.Close()
+	if c := <-done; c != 0 {
+		t.Errorf("status %d at the end of input, want 0", c)
+	}
+}
+
+func TestToErrorMapping(t *testing.T) {
+	tests := []struct {
+		err    error
+		code   int64
+		reason string
+	}{
+		{runtime.ErrOutsideRoots, CodeOutsideRoots, ""},
+		{runtime.ErrNotFound, CodeUnavailable, "not_found"},
+		{runtime.ErrBinary, CodeUnavailable, "binary"},
+		{runtime.ErrTooLarge, CodeUnavailable, "too_large"},
+		{runtime.ErrUnreadable, CodeUnavailable, "unreadable"},
+		{runtime.ErrUnknownScheme, CodeInvalidParams, ""},
+		{runtime.ErrInvalidParams, CodeInvalidParams, ""},
+		{&runtime.FieldError{Field: "sources[0].range", Reason: "x"}, CodeInvalidParams, ""},
+		{runtime.ErrUnknownBlock, CodeUnknownBlock, ""},
+		{runtime.ErrClosed, CodeInvalidRequest, ""},
+		{context.Canceled, CodeRequestCancelled, ""},
+		{errors.New("boom"), CodeInternalError, ""},
+	}
+	for _, tt := range tests {
+		e := toError("observe", &uriError{uri: "file:///r/a", field: "sources[0].uri", err: tt.err}, "")
+		if e.Code != tt.code {
+			t.Errorf("%v: code %d, want %d", tt.err, e.Code, tt.code)
+		}
+		if tt.reason != "" && !strings.Contains(string(e.Data), `"reason":"`+tt.reason+`"`) {
+			t.Errorf("%v: data %s, want reason %s", tt.err, e.Data, tt.reason)
+		}
+	}
+}
