@@ -149,7 +149,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 		s.waitHandlers(endGrace)
 	}
 	if cfg.Trace {
-		st.trace = func(dir string, frame []byte) { log.Info("rpc", "dir", dir, "msg", clip(string(frame), 64<<10)) }
+		st.trace = func(dir string, frame []byte) { log.Info("rpc "+dir, "json", clip(string(frame), 64<<10)) }
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
