@@ -3,6 +3,7 @@ package rpc
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -102,4 +103,30 @@ func FuzzObserveParams(f *testing.F) {
 			t.Fatalf("error %v is not a field error", err)
 		}
 	})
+}
+
+// TestMergePolicy: initialize's policy lays over the --policy file field by
+// field, per layer and key.
+func TestMergePolicy(t *testing.T) {
+	base, err := ParsePolicy([]byte(`{"global":{"local":"patch","drift":"annotate","maxAgeTurns":5},"byType":{"res":{"maxAgeTurns":10,"drift":"refresh"}},"bySource":{"file:///r/gen.go":{"local":"suppress"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var over PolicyConfig
+	if err := json.Unmarshal([]byte(`{"global":{"drift":"suppress"},"byType":{"res":{"maxAgeTurns":3},"mcp":{"local":"refresh"}}}`), &over); err != nil {
+		t.Fatal(err)
+	}
+	got := mergePolicy(base, &over)
+	js, _ := json.Marshal(got)
+	want := `{"global":{"local":"patch","drift":"suppress","maxAgeTurns":5},"byType":{"mcp":{"local":"refresh"},"res":{"drift":"refresh","maxAgeTurns":3}},"bySource":{"file:///r/gen.go":{"local":"suppress"}}}`
+	if string(js) != want {
+		t.Errorf("merged\n got %s\nwant %s", js, want)
+	}
+	// The base is not modified.
+	if js, _ := json.Marshal(base); !strings.Contains(string(js), `"res":{"drift":"refresh","maxAgeTurns":10}`) {
+		t.Errorf("base changed: %s", js)
+	}
+	if _, err := ParsePolicy([]byte(`{"bySource":{"file:///x":{"drift":"nope"}}}`)); err == nil || !strings.Contains(err.Error(), "policy.bySource.file:///x.drift") {
+		t.Errorf("bad policy file: err = %v", err)
+	}
 }

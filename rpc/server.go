@@ -96,6 +96,7 @@ type Server struct {
 	core    Core
 	cancels map[jsonrpc2.ID]context.CancelFunc
 	exit    chan int // exit notification: the process status
+	closing bool     // Serve is returning: requests still arriving are dropped
 
 	sched    scheduler
 	notes    notifier
@@ -166,6 +167,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 	}
 	cancel()
 	conn.Close()
+	s.mu.Lock()
+	s.closing = true // no new handlers while waiting for the running ones
+	s.mu.Unlock()
 	s.waitHandlers(endGrace)
 	s.mu.Lock()
 	core := s.core
@@ -231,7 +235,11 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	if s.conn == nil {
 		s.conn = conn
 	}
+	closing := s.closing
 	s.mu.Unlock()
+	if closing {
+		return
+	}
 	if req.Method == MethodCancelRequest {
 		s.cancelRequest(req.Params)
 		return
@@ -255,12 +263,12 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	wait, done := s.sched.enter(lane, isBarrier)
 
 	rctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
 	if !req.Notif {
-		s.mu.Lock()
 		s.cancels[req.ID] = cancel
-		s.mu.Unlock()
 	}
-	s.handlers.Add(1)
+	s.handlers.Add(1) // under mu: never concurrent with the final Wait (see closing)
+	s.mu.Unlock()
 	go func() {
 		defer s.handlers.Done()
 		defer done()
