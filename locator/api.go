@@ -5,6 +5,30 @@
 //
 // The invariant every caller relies on: a Result whose Status is not Invalid
 // carries in Text exactly the lines of the new text at Range.
+//
+// How a span is located:
+//
+//   - Lines are split on "\n" with one trailing "\r" stripped (SplitLines), so
+//     CRLF, mixed endings and a missing final newline compare equal.
+//   - Old text known (Locate, or Diff once and Edit.Locate per span): equal
+//     texts are Unchanged at once ("hash"). Otherwise one line diff (go-diff in
+//     line mode, DiffTimeout from Params, 0 = no deadline; large regions are
+//     first split at lines unique to both sides, which bounds the work). A
+//     span outside every hunk is Unchanged or Moved by the shift; a span a
+//     hunk touches maps to the new region (replaced lines pair by position)
+//     and is Patched if the locality policy calls the edit local. A span the
+//     edit deleted or rewrote is looked for verbatim among the inserted lines
+//     (a cut and paste); otherwise it is Invalid.
+//   - Old text unknown (NewAnchor, Relocate): the span's exact text, then its
+//     context on both sides, then single anchors; see Relocate.
+//   - Locality (judge): token sequences of old span and new region; local when
+//     they have equal length with at most max(MinSubstitutions,
+//     floor(len*SubstitutionRatio)) substitutions, or when Similarity (2*LCS/T
+//     over tokens, see Tokenize) is at least MinSimilarity.
+//   - Ranges are 1-based inclusive. Locate does not clamp: a range outside the
+//     old text is Invalid with a reason. NewAnchor clamps.
+//   - Ambiguity (a span's text at several places that its context does not
+//     tell apart) is Invalid, never a guess.
 package locator
 
 import "time"
@@ -55,7 +79,7 @@ func DefaultParams() Params {
 
 // Evidence explains a verdict, for logs, golden files and users tuning thresholds.
 type Evidence struct {
-	Method        string   `json:"method"`                  // "hash", "diff", "anchored"
+	Method        string   `json:"method"`                  // "hash", "diff", "anchored" ("diff-coarse": patched through an approximate diff)
 	Similarity    float64  `json:"similarity"`              // sequence similarity of old and new span, 0..1
 	Tokens        int      `json:"tokens"`                  // token length of the old span
 	Substitutions int      `json:"substitutions,omitempty"` // token substitutions when lengths are equal

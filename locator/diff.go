@@ -24,7 +24,7 @@ type Edit struct {
 	p         Params
 	old, new  []string
 	identical bool   // same lines: the content-hash fast path
-	coarse    bool   // too many distinct lines for the rune encoding: one prefix/suffix hunk
+	coarse    bool   // part of the diff is approximate (too many distinct lines, or too costly): one hunk there
 	hunks     []hunk // sorted, disjoint, separated by equal lines
 
 	insOnce sync.Once
@@ -46,6 +46,8 @@ func Locate(old, new string, r Range, p Params) Result {
 // on timing; a positive deadline trades exactness for bounded time.
 func Diff(old, new string, p Params) *Edit {
 	e := &Edit{p: p, old: SplitLines(old), new: SplitLines(new)}
+	// Comparing the texts tells what comparing content hashes would, without
+	// hashing; equal lines cover a change of line endings only.
 	if old == new || equalLines(e.old, e.new) {
 		e.identical = true
 		return e

@@ -338,3 +338,48 @@ func TestLineDiffLarge(t *testing.T) {
 		t.Errorf("unrelated texts: %d hunks, coarse %v", len(hs), coarse)
 	}
 }
+
+// TestSimilarityBeyondWorkCap: two large spans whose exact token diff is
+// too costly still get a sound figure (a lower bound), and the judge
+// decides on it.
+func TestSimilarityBeyondWorkCap(t *testing.T) {
+	a, b := make([]string, 3000), make([]string, 3000)
+	for i := range a {
+		a[i] = fmt.Sprintf("w%d a b c d e f g h old%d", i, i)
+		b[i] = fmt.Sprintf("w%d a b c d e f g h new%d q", i, i) // every line: 1 of 10 tokens changed, 1 added
+	}
+	ta, tb := Tokenize(a), Tokenize(b)
+	if _, exact := similarity(ta, tb); exact {
+		t.Fatal("test needs a pair beyond the work cap")
+	}
+	// T = 30000+33000 tokens, D = 3 per line: (63000-9000)/63000.
+	if got, want := Similarity(a, b), 54000.0/63000; got < want-1e-9 || got > want+1e-9 {
+		t.Errorf("Similarity = %v, want %v (line-aligned)", got, want)
+	}
+	v := judge(a, b, DefaultParams())
+	if !v.local || !strings.Contains(v.reason, "at least 0.86") {
+		t.Errorf("judge: local %v, %s", v.local, v.reason)
+	}
+	p := DefaultParams()
+	p.MinSimilarity = 0.9
+	if v := judge(a, b, p); v.local || !strings.Contains(v.reason, "drift") {
+		t.Errorf("judge at 0.9: local %v, %s", v.local, v.reason)
+	}
+	// The same lines in reverse order: the token multisets agree (bound 1),
+	// but the capped diff already proves drift.
+	for i := range a {
+		a[i] = fmt.Sprintf("k%d v%d", i, i)
+	}
+	for i := range b {
+		b[i] = a[len(a)-1-i]
+	}
+	if v := judge(a, b, DefaultParams()); v.local || !strings.Contains(v.reason, "drift") {
+		t.Errorf("reversed: local %v, %s", v.local, v.reason)
+	}
+	// With a threshold below the capped bound nothing proves it either way:
+	// the line-aligned figure decides, and unproven is drift.
+	p.MinSimilarity = 0.5
+	if v := judge(a, b, p); v.local || !strings.Contains(v.reason, "not proven") {
+		t.Errorf("reversed at 0.5: local %v, %s", v.local, v.reason)
+	}
+}

@@ -135,10 +135,62 @@ func Substitutions(a, b []string) int {
 // their tokens: 2*M/T like Python's difflib ratio, where T is the total token
 // count and M the length of a longest common subsequence (difflib's
 // Ratcliff-Obershelp M is never larger, so this ratio is >= difflib's).
-// Two empty spans are identical (1). See similarity for the work cap.
+// Two empty spans are identical (1).
+//
+// When the exact token diff would exceed its work cap (huge, very different
+// spans), tokens are aligned within a line diff instead: equal lines match
+// whole, changed hunks are diffed token by token. That figure is a lower
+// bound, so a caller comparing it with a threshold errs toward drift.
 func Similarity(a, b []string) float64 {
-	s, _ := similarity(Tokenize(a), Tokenize(b))
-	return s
+	ta, tb := Tokenize(a), Tokenize(b)
+	if s, exact := similarity(ta, tb); exact {
+		return s
+	}
+	return lineAlignedSimilarity(a, b, len(ta)+len(tb))
+}
+
+// lineAlignedSimilarity is the lower bound described at Similarity; total
+// is the token count of a and b. Each changed hunk is diffed token by token;
+// a hunk too costly for that pairs its lines by position and diffs each
+// pair. Every alignment used is a valid one, so the edit distance summed is
+// an upper bound. All token diffs share one work budget; what lies beyond
+// it counts as entirely different.
+func lineAlignedSimilarity(a, b []string, total int) float64 {
+	if total == 0 {
+		return 1
+	}
+	hs, _ := lineDiff(a, b, Params{})
+	budget, d := maxDiffWork, 0
+	for _, h := range hs {
+		ta, tb := Tokenize(a[h.os:h.oe]), Tokenize(b[h.ns:h.ne])
+		hd, exact, work := editDistanceWork(ta, tb, min(budget, maxDiffWork/10))
+		budget -= work
+		if !exact {
+			hd = pairwiseDistance(a[h.os:h.oe], b[h.ns:h.ne], &budget)
+		}
+		d += hd
+	}
+	return float64(total-d) / float64(total)
+}
+
+// pairwiseDistance diffs lines a[i] and b[i] one pair at a time; unpaired
+// lines count whole.
+func pairwiseDistance(a, b []string, budget *int) int {
+	d := 0
+	for i := range max(len(a), len(b)) {
+		if i >= len(a) || i >= len(b) || *budget <= 0 {
+			d += countTokens(a[min(i, len(a)):min(i+1, len(a))]) + countTokens(b[min(i, len(b)):min(i+1, len(b))])
+			continue
+		}
+		ta, tb := appendTokens(nil, a[i]), appendTokens(nil, b[i])
+		pd, exact, work := editDistanceWork(ta, tb, *budget)
+		*budget -= work
+		if !exact {
+			pd = len(ta) + len(tb)
+		}
+		d += pd
+	}
+	return d
 }
 
 // maxDiffWork caps the Myers search so a pair of huge, very different spans
@@ -162,6 +214,12 @@ func similarity(a, b []string) (float64, bool) {
 // and suffix). If more than maxWork steps would be needed it stops and
 // returns a lower bound with exact=false.
 func editDistance(a, b []string, maxWork int) (int, bool) {
+	d, exact, _ := editDistanceWork(a, b, maxWork)
+	return d, exact
+}
+
+// editDistanceWork is editDistance that also reports the steps it used.
+func editDistanceWork(a, b []string, maxWork int) (int, bool, int) {
 	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
 		a, b = a[1:], b[1:]
 	}
@@ -170,7 +228,7 @@ func editDistance(a, b []string, maxWork int) (int, bool) {
 	}
 	n, m := len(a), len(b)
 	if n == 0 || m == 0 {
-		return n + m, true
+		return n + m, true, 0
 	}
 	max := n + m
 	off := max + 1
@@ -191,15 +249,15 @@ func editDistance(a, b []string, maxWork int) (int, bool) {
 			}
 			v[off+k] = x
 			if x >= n && y >= m {
-				return d, true
+				return d, true, work + 2*d + 1
 			}
 		}
 		work += 2*d + 1
 		if work > maxWork {
-			return d + 1, false
+			return d + 1, false, work
 		}
 	}
-	return max, true
+	return max, true, work
 }
 
 // verdict is the locality decision on one old span and its new region.
@@ -252,8 +310,16 @@ func judge(oldSpan, newSpan []string, p Params) verdict {
 	case sim < p.MinSimilarity:
 		v.reason = fmt.Sprintf("drift: similarity at most %.2f < %.2f", sim, p.MinSimilarity)
 	default:
-		// Unproven similarity is treated as drift: patching needs evidence.
-		v.reason = fmt.Sprintf("drift: similarity unproven (token diff exceeded its work cap; bound %.2f)", sim)
+		// The exact diff is too costly: a line-aligned lower bound decides,
+		// so an unproven similarity counts as drift (patching needs evidence).
+		low := lineAlignedSimilarity(oldSpan, newSpan, len(ta)+len(tb))
+		v.similarity = round4(low)
+		if low >= p.MinSimilarity {
+			v.local = true
+			v.reason = fmt.Sprintf("local edit: similarity at least %.2f >= %.2f", low, p.MinSimilarity)
+		} else {
+			v.reason = fmt.Sprintf("drift: similarity not proven: between %.2f and %.2f, threshold %.2f", low, sim, p.MinSimilarity)
+		}
 	}
 	return v
 }
