@@ -69,7 +69,7 @@ class _State:
         self.views.clear()
         self.cache.clear()
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> "_State":
+    def __deepcopy__(self, memo: dict[int, Any]) -> _State:
         # A copied agent is a new agent: it gets its own (lazily started) server.
         return _State()
 

@@ -14,7 +14,8 @@ import logging
 import subprocess
 import threading
 from collections import deque
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
+from collections.abc import Sequence
 
 log = logging.getLogger(__name__)
 

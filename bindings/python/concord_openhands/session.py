@@ -83,7 +83,7 @@ class BlockView:
     reason: str = ""
 
     @staticmethod
-    def from_wire(raw: dict[str, Any]) -> "BlockView":
+    def from_wire(raw: dict[str, Any]) -> BlockView:
         return BlockView(
             block=str(raw.get("block", "")),
             anchor=str(raw.get("anchor", "")),

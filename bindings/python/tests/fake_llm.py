@@ -69,11 +69,11 @@ class Reply:
     tool_calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
 
     @staticmethod
-    def call(call_id: str, name: str, **arguments: Any) -> "Reply":
+    def call(call_id: str, name: str, **arguments: Any) -> Reply:
         return Reply(tool_calls=[(call_id, name, arguments)])
 
     @staticmethod
-    def finish(message: str = "done") -> "Reply":
+    def finish(message: str = "done") -> Reply:
         # The SDK's built-in finish tool ends the conversation cleanly.
         return Reply.call(f"call_finish_{int(time.time() * 1e6)}", "finish", message=message)
 
@@ -130,7 +130,7 @@ class FakeLLM:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def __enter__(self) -> "FakeLLM":
+    def __enter__(self) -> FakeLLM:
         self._thread.start()
         return self
 
