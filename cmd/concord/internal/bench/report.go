@@ -34,6 +34,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, ", %d task runs failed (see --out)", errs)
 	}
 	b.WriteString("\n")
+	for _, m := range r.Modes {
+		if c := m.Summary.ProviderCached; c > 0 {
+			fmt.Fprintf(&b, "%s: the provider reported %d cached prompt tokens (%.1f%% of its prompt tokens)\n",
+				m.Mode, c, 100*float64(c)/float64(max(m.Summary.PromptTokens, 1)))
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
