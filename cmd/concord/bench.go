@@ -29,31 +29,52 @@ after a stable sort by SHA-256 of id and question (0 = all).
 Flags:
 `
 
+// benchOptions are the flags of `concord bench`.
+type benchOptions struct {
+	agent, baseURL, model, keyEnv      string
+	temperature                        float64
+	taskFile                           string
+	n                                  int
+	seed                               uint64
+	modes                              string
+	maxSteps, parallel                 int
+	out, svg, concordBin, concordLocal string
+	serverLog                          string
+	quiet                              bool
+}
+
+// benchFlags defines bench's flags (help.go can list them too).
+func benchFlags() (*pflag.FlagSet, *benchOptions) {
+	o := &benchOptions{}
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	fs.StringVar(&o.agent, "agent", "scripted", "agent: scripted (deterministic, no model) or openai (any OpenAI-compatible endpoint)")
+	fs.StringVar(&o.baseURL, "base-url", "https://api.openai.com/v1", "openai agent: chat-completions base URL")
+	fs.StringVar(&o.model, "model", "gpt-4o-mini", "openai agent: model name")
+	fs.StringVar(&o.keyEnv, "api-key-env", "OPENAI_API_KEY", "openai agent: environment variable holding the API key")
+	fs.Float64Var(&o.temperature, "temperature", 0, "openai agent: sampling temperature")
+	fs.StringVar(&o.taskFile, "tasks", "", "HotpotQA JSON or JSONL file (default: embedded synthetic tasks)")
+	fs.IntVar(&o.n, "n", 40, "number of tasks (first N after a stable sort by hash of id and question; 0 = all)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the synthetic tasks")
+	fs.StringVar(&o.modes, "modes", strings.Join(bench.AllModes, ","), "comma-separated modes to run")
+	fs.IntVar(&o.maxSteps, "max-steps", 20, "model calls per task before giving up")
+	fs.IntVar(&o.parallel, "parallel", 2, "tasks run at once")
+	fs.StringVar(&o.out, "out", "", "write every task's trace and metrics as JSON to this file")
+	fs.StringVar(&o.svg, "svg", "", "write a recovered-vs-tokens chart (SVG) to this file")
+	fs.StringVar(&o.concordBin, "concord-bin", "", "concord binary for the concord mode (default: this executable)")
+	fs.StringVar(&o.concordLocal, "concord-local", "", "concord mode: policy for local edits (patch, refresh, annotate, suppress; default: the server's)")
+	fs.StringVar(&o.serverLog, "server-log", "", "append concord serve's stderr to this file")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
+	return fs, o
+}
+
 // runBench is `concord bench`.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	fs, o := benchFlags()
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchUsage)
 		fs.PrintDefaults()
 	}
-	agentName := fs.String("agent", "scripted", "agent: scripted (deterministic, no model) or openai (any OpenAI-compatible endpoint)")
-	baseURL := fs.String("base-url", "https://api.openai.com/v1", "openai agent: chat-completions base URL")
-	model := fs.String("model", "gpt-4o-mini", "openai agent: model name")
-	keyEnv := fs.String("api-key-env", "OPENAI_API_KEY", "openai agent: environment variable holding the API key")
-	temperature := fs.Float64("temperature", 0, "openai agent: sampling temperature")
-	taskFile := fs.String("tasks", "", "HotpotQA JSON or JSONL file (default: embedded synthetic tasks)")
-	n := fs.Int("n", 40, "number of tasks (first N after a stable sort by hash of id and question; 0 = all)")
-	seed := fs.Uint64("seed", 1, "seed of the synthetic tasks")
-	modes := fs.String("modes", strings.Join(bench.AllModes, ","), "comma-separated modes to run")
-	maxSteps := fs.Int("max-steps", 20, "model calls per task before giving up")
-	parallel := fs.Int("parallel", 2, "tasks run at once")
-	out := fs.String("out", "", "write every task's trace and metrics as JSON to this file")
-	svg := fs.String("svg", "", "write a recovered-vs-tokens chart (SVG) to this file")
-	concordBin := fs.String("concord-bin", "", "concord binary for the concord mode (default: this executable)")
-	concordLocal := fs.String("concord-local", "", "concord mode: policy for local edits (patch, refresh, annotate, suppress; default: the server's)")
-	serverLog := fs.String("server-log", "", "append concord serve's stderr to this file")
-	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
@@ -63,8 +84,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
-	cfg := bench.Config{MaxSteps: *maxSteps, Parallel: *parallel, ConcordLocal: *concordLocal}
-	for _, m := range strings.Split(*modes, ",") {
+	cfg := bench.Config{MaxSteps: o.maxSteps, Parallel: o.parallel, ConcordLocal: o.concordLocal}
+	for _, m := range strings.Split(o.modes, ",") {
 		if m = strings.TrimSpace(m); m != "" {
 			cfg.Modes = append(cfg.Modes, m)
 		}
@@ -73,42 +94,42 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{errors.New("--modes is empty")}
 	}
 
-	switch *agentName {
+	switch o.agent {
 	case "scripted":
 		cfg.Agent = agent.Scripted{}
 	case "openai":
-		key := os.Getenv(*keyEnv)
+		key := os.Getenv(o.keyEnv)
 		if key == "" {
-			fmt.Fprintf(stderr, "concord bench: %s is not set; calling %s without an API key\n", *keyEnv, *baseURL)
+			fmt.Fprintf(stderr, "concord bench: %s is not set; calling %s without an API key\n", o.keyEnv, o.baseURL)
 		}
-		cfg.Agent = &agent.OpenAI{BaseURL: *baseURL, Model: *model, APIKey: key, Temperature: *temperature, Retries: 4}
+		cfg.Agent = &agent.OpenAI{BaseURL: o.baseURL, Model: o.model, APIKey: key, Temperature: o.temperature, Retries: 4}
 	default:
-		return usageError{fmt.Errorf("--agent %q: want scripted or openai", *agentName)}
+		return usageError{fmt.Errorf("--agent %q: want scripted or openai", o.agent)}
 	}
 
 	var ts []tasks.Task
 	var skipped []tasks.Skip
-	if *taskFile != "" {
+	if o.taskFile != "" {
 		var err error
-		ts, skipped, err = tasks.LoadHotpot(*taskFile)
+		ts, skipped, err = tasks.LoadHotpot(o.taskFile)
 		if err != nil {
 			return err
 		}
 		if len(ts) == 0 {
-			return fmt.Errorf("%s: no usable tasks (%d skipped)", *taskFile, len(skipped))
+			return fmt.Errorf("%s: no usable tasks (%d skipped)", o.taskFile, len(skipped))
 		}
 	} else {
-		count := *n
+		count := o.n
 		if count <= 0 {
 			count = 40
 		}
-		ts = tasks.Synthetic(*seed, count)
+		ts = tasks.Synthetic(o.seed, count)
 	}
-	ts = tasks.Subset(ts, *n)
+	ts = tasks.Subset(ts, o.n)
 
 	for _, m := range cfg.Modes {
 		if m == bench.ModeConcord {
-			bin := *concordBin
+			bin := o.concordBin
 			if bin == "" {
 				exe, err := os.Executable()
 				if err != nil {
@@ -119,15 +140,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			cfg.ConcordBin = bin
 		}
 	}
-	if *serverLog != "" {
-		f, err := os.OpenFile(*serverLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if o.serverLog != "" {
+		f, err := os.OpenFile(o.serverLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return fmt.Errorf("server log: %w", err)
 		}
 		defer f.Close()
 		cfg.ServerLog = f
 	}
-	if !*quiet {
+	if !o.quiet {
 		cfg.Progress = bench.NewProgress(stderr, writerIsTerminal(stderr)).Update
 	}
 
@@ -139,13 +160,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := rep.WriteTable(stdout); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
-	if *out != "" {
-		if err := writeFile(*out, rep.WriteJSON); err != nil {
+	if o.out != "" {
+		if err := writeFile(o.out, rep.WriteJSON); err != nil {
 			return err
 		}
 	}
-	if *svg != "" {
-		if err := writeFile(*svg, rep.WriteSVG); err != nil {
+	if o.svg != "" {
+		if err := writeFile(o.svg, rep.WriteSVG); err != nil {
 			return err
 		}
 	}
