@@ -27,6 +27,7 @@ type benchSession struct {
 	c      *rpc.Client
 	blocks []rpc.ObserveParams
 	dir    string
+	rss    int64 // kB, right after loading the blocks
 }
 
 var (
@@ -80,6 +81,7 @@ func loadedSession(b *testing.B, n int) *benchSession {
 	if err := c.Call(context.Background(), rpc.MethodSync, rpc.SyncParams{Agent: "main", Turn: 1}, nil); err != nil {
 		b.Fatal(err)
 	}
+	s.rss, _ = vmRSS(c.Pid())
 	return s
 }
 
@@ -138,8 +140,11 @@ func measure(b *testing.B, s *benchSession, call func(ctx context.Context) error
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Nanoseconds()), "p99-ns")
+	// rss-kB: with exactly the n blocks loaded; rss-now-kB: after every
+	// benchmark so far ran on this server (re-reads leave superseded blocks).
+	b.ReportMetric(float64(s.rss), "rss-kB")
 	if kb, err := vmRSS(s.c.Pid()); err == nil {
-		b.ReportMetric(float64(kb), "rss-kB")
+		b.ReportMetric(float64(kb), "rss-now-kB")
 	}
 }
 
