@@ -81,7 +81,6 @@ func (s *concordSession) sync(ctx context.Context, turn int, views map[string]st
 	}
 	var tr []ViewTrace
 	for _, b := range out.Blocks {
-		tr = append(tr, ViewTrace{Anchor: b.Anchor, Status: b.Status, Reason: b.Reason})
 		switch b.Status {
 		case "valid", "released":
 			delete(views, b.Anchor)
@@ -92,6 +91,7 @@ func (s *concordSession) sync(ctx context.Context, turn int, views map[string]st
 		default: // invalid, superseded: the notice alone
 			views[b.Anchor] = b.Notice
 		}
+		tr = append(tr, ViewTrace{Anchor: b.Anchor, Status: b.Status, Reason: b.Reason, Shown: views[b.Anchor]})
 	}
 	return tr, nil
 }

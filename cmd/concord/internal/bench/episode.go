@@ -58,6 +58,7 @@ type ViewTrace struct {
 	Anchor string `json:"anchor"`
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
+	Shown  string `json:"shown,omitempty"` // what the tool message now shows ("" = its original output)
 }
 
 // episode is the state of one task in one mode.
