@@ -144,3 +144,26 @@ func BenchmarkAnchored(b *testing.B) {
 	}
 
 }
+
+// BenchmarkDiffRewrite: the worst case for a line diff, a 10,000-line file
+// rewritten line by line (every other line changed, then all), stays
+// bounded thanks to the unique-line split.
+func BenchmarkDiffRewrite(b *testing.B) {
+	old, _, _ := benchFile(10_000, 0)
+	lines := SplitLines(old)
+	half, all := make([]string, len(lines)), make([]string, len(lines))
+	for i, l := range lines {
+		half[i], all[i] = l, l+" // rewritten"
+		if i%2 == 0 {
+			half[i] = all[i]
+		}
+	}
+	for _, c := range []struct{ name, new string }{{"half", JoinLines(half)}, {"all", JoinLines(all)}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = Diff(old, c.new, DefaultParams())
+			}
+		})
+	}
+}
