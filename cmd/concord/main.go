@@ -42,9 +42,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runHelp(ctx, rest, stdout, stderr)
 	case "bench":
 		err = runBench(ctx, rest, stdout, stderr)
-	// New subcommands go here, one case each, e.g.
-	//	case "bench": err = runBench(ctx, rest, stdout, stderr)
-	// and a line in the commands table of help.go.
+	// New subcommands go here, one case each, and a line in the
+	// commands table of help.go.
 	default:
 		fmt.Fprintf(stderr, "concord: unknown command %q\n\n", cmd)
 		printUsage(stderr)
