@@ -53,6 +53,7 @@ func TestScriptedRules(t *testing.T) {
 		{"calls diff when blocked", history(glob, grep, readMut, [3]string{"answer", `{"answer":"Lanna River"}`, "[blocked] files changed after you saw them; call diff before answering."}), "diff", `{}`},
 		{"answers from a diff's + line", history(glob, grep, readMut, [3]string{"diff", `{}`, "--- A.txt\n+++ A.txt\n@@ line 2 @@\n-The Lanna River flows through Alpha.\n+The Selva River flows through Alpha."}), "answer", `Selva River`},
 		{"re-reads the lines a Concord notice names", history(glob, grep, [3]string{"read_file", `{"path":"A.txt"}`, "[concord] /w/A.txt changed since this read; Re-read /w/A.txt lines 1-2 before relying on it."}), "read_file", `"start_line":1`},
+		{"re-reads the one line a Concord notice names", history(glob, grep, [3]string{"read_file", `{"path":"A.txt","start_line":2,"end_line":2}`, "[concord] /w/A.txt changed since this read; the content shown earlier (line 2) is no longer accurate. Re-read /w/A.txt line 2 before relying on it."}), "read_file", `"end_line":2,"path":"/w/A.txt","start_line":2`},
 		{"answers from a patched read (concord)", history(glob, grep, readOrig), "answer", `Selva River`},
 		{"answers unknown without evidence", history(glob, [3]string{"grep", `{"pattern":"flows\\s+through\\s+Alpha"}`, "no matches"}), "answer", Unknown},
 	}

@@ -18,8 +18,8 @@ import (
 //
 //  1. The last tool output says the answer is blocked until a diff: call diff.
 //  2. A tool output carries "[alert] P is modified", or a Concord notice
-//     "Re-read P lines A-B", and no later read_file of P follows it: read P
-//     (lines A-B for a notice).
+//     "Re-read P lines A-B" (or "line A"), and no later read_file of P
+//     follows it: read P (lines A-B for a notice).
 //  3. No glob yet: glob "*". Then for each evidence step in order: grep its
 //     pattern if not done; read the file of the grep's first hit if that
 //     file was never read.
@@ -80,7 +80,7 @@ func (e *event) arg(k string) string {
 
 var (
 	alertRe  = regexp.MustCompile(`\[alert\] (\S+) is modified`)
-	noticeRe = regexp.MustCompile(`Re-read (\S+) lines (\d+)-(\d+)`)
+	noticeRe = regexp.MustCompile(`Re-read (\S+) lines? (\d+)(?:-(\d+))?`)
 	readLine = regexp.MustCompile(`^\d+: (.*)$`)
 	grepLine = regexp.MustCompile(`^([^:\n]+):(\d+):(.*)$`)
 )
@@ -130,7 +130,10 @@ func (s *scriptedSession) Next(_ context.Context, msgs []Message, _ []ToolSpec) 
 		for _, n := range noticeRe.FindAllStringSubmatch(m.Content, -1) {
 			if !readAfter(n[1], i) {
 				lo, _ := strconv.Atoi(n[2])
-				hi, _ := strconv.Atoi(n[3])
+				hi := lo
+				if n[3] != "" {
+					hi, _ = strconv.Atoi(n[3])
+				}
 				return call("read_file", map[string]any{"path": n[1], "start_line": lo, "end_line": hi})
 			}
 		}
