@@ -469,3 +469,61 @@ def test_terminal_write_is_caught_and_the_command_left_alone(workspace, condense
         )
         run(conv, fake)
     assert f.read_text() == "\n".join(new) + "\n"
+
+
+def test_gemini_and_patch_writes_are_reported(workspace, condenser):
+    from openhands.sdk.event import ActionEvent
+    from openhands.tools.apply_patch.definition import ApplyPatchTool
+    from openhands.tools.gemini.edit.definition import EditTool
+    from openhands.tools.gemini.write_file.definition import WriteFileTool
+
+    from concord_openhands.extract import extract
+
+    f = workspace / "config.txt"
+    old = numbered(10)
+    write(f, old)
+    new = list(old)
+    new[2] = "line 3: value THREE of the config"
+    new[5] = "line 6: value SIX of the config"
+    patch = "\n".join([
+        "*** Begin Patch",
+        "*** Update File: config.txt",
+        "@@",
+        " line 5: value 5 of the config",
+        "-line 6: value 6 of the config",
+        "+line 6: value SIX of the config",
+        " line 7: value 7 of the config",
+        "*** End Patch",
+    ])
+
+    def expect(req: Request) -> Reply:
+        assert req.tool_result("call_1") == cat_n(str(f), new)
+        return Reply.finish()
+
+    with FakeLLM(
+        [
+            lambda r: Reply.call("call_1", "file_editor", command="view", path=str(f)),
+            lambda r: Reply.call("call_2", "edit", file_path=str(f),
+                                 old_string="value 3 of", new_string="value THREE of"),
+            lambda r: Reply.call("call_3", "write_file", file_path=str(workspace / "new.txt"),
+                                 content="fresh\n"),
+            lambda r: Reply.call("call_4", "apply_patch", patch=patch),
+            expect,
+        ]
+    ) as fake:
+        conv = make_conversation(
+            fake, workspace, condenser,
+            tools=(FileEditorTool.name, EditTool.name, WriteFileTool.name, ApplyPatchTool.name),
+        )
+        run(conv, fake)
+    assert f.read_text() == "\n".join(new) + "\n"
+    # The real observations name the files the binding reports as written.
+    actions = {e.id: e for e in conv.state.events if isinstance(e, ActionEvent)}
+    writes = {}
+    for e in conv.state.events:
+        if isinstance(e, ObservationEvent) and e.tool_call_id in ("call_2", "call_3", "call_4"):
+            assert not e.observation.is_error, e.observation.text
+            got = extract(e.tool_name, actions[e.action_id].action, e.observation,
+                          e.observation.text, root=str(workspace))
+            writes[e.tool_call_id] = got.writes
+    assert writes == {"call_2": [str(f)], "call_3": [str(workspace / "new.txt")], "call_4": [str(f)]}
