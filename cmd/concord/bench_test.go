@@ -123,6 +123,16 @@ func TestBenchRealSample(t *testing.T) {
 	if !strings.Contains(table, "examples of the file skipped") {
 		t.Errorf("the table must say how many examples were skipped:\n%s", table)
 	}
+	// The notice path on real paragraphs (often one line long): Concord
+	// suppresses the stale read, the reader re-reads what the notice names.
+	stdout.Reset()
+	err = runBench(context.Background(), []string{"--quiet", "--tasks", p, "--n", "10", "--modes", "concord", "--concord-local", "suppress", "--concord-bin", concordBin}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("runBench: %v\n%s", err, stderr.String())
+	}
+	if row := benchRow(t, stdout.String(), "concord"); row[1] != "10/10" || row[4] <= "2.00" {
+		t.Errorf("concord with local edits suppressed: %v (want 10/10 with re-reads)", row)
+	}
 }
 
 func TestBenchFlags(t *testing.T) {
