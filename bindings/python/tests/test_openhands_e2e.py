@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -286,7 +287,10 @@ def test_resumed_conversation_catches_changes_made_while_away(workspace, concord
         second.close()
 
 
-def test_killed_binary_agent_finishes_with_one_warning(workspace, condenser, caplog):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["crash", "hang"])
+def test_killed_binary_agent_finishes_with_one_warning(workspace, concord_bin, caplog, sig):
+    # SIGSTOP: the server still exists but answers nothing; the call times out.
+    condenser = ConcordCondenser(roots=[str(workspace)], binary=concord_bin, timeout=1.0)
     f = workspace / "config.txt"
     old = numbered(10)
     write(f, old)
@@ -297,7 +301,7 @@ def test_killed_binary_agent_finishes_with_one_warning(workspace, condenser, cap
 
     def kill_and_change(req: Request) -> Reply:
         pid = live["conv"].agent.condenser.session.client.pid
-        os.kill(pid, 9)
+        os.kill(pid, sig)
         write(f, new)
         return Reply.call("call_2", "think", thought="hm")
 
@@ -318,6 +322,7 @@ def test_killed_binary_agent_finishes_with_one_warning(workspace, condenser, cap
         ) as fake:
             conv = live["conv"] = make_conversation(fake, workspace, condenser)
             run(conv, fake)
+    condenser.close()
     warnings = concord_warnings(caplog)
     assert len(warnings) == 1, warnings
     assert "stopped answering" in warnings[0]
