@@ -410,9 +410,12 @@ export class ConcordBinding {
   private fail(link: SessionLink, why: string): void {
     if (link.dead) return
     link.dead = true
+    // A request cut short by our own shutdown (dispose, session.deleted) is not worth a warning.
+    const expected = link.closing || this.disposed
     link.closing = true
     link.client?.kill()
-    this.warn(why)
+    if (expected) this.debug(`after shutdown: ${why}`)
+    else this.warn(why)
   }
 
   /** One warning per plugin instance, to OpenCode's log (app.log) and to stderr. */
@@ -432,7 +435,12 @@ export class ConcordBinding {
       const log = (this.init.client as any)?.app?.log
       if (typeof log === "function") {
         const p = log.call((this.init.client as any).app, { body: { service: "concord", level: "warn", message: text } })
-        if (p && typeof p.catch === "function") p.catch(() => {})
+        if (p && typeof p.then === "function") {
+          p.then(
+            (res: any) => this.debug(`app.log: ${res?.error ? `refused: ${JSON.stringify(res.error)}` : "ok"}`),
+            (err: unknown) => this.debug(`app.log failed: ${String(err)}`),
+          )
+        }
       }
     } catch {
       // OpenCode's log is best effort

@@ -157,6 +157,11 @@ export function writeConfig(ws: Workspace, opts: RunOptions): void {
   }
   if (opts.plugin.kind === "config") config.plugin = [opts.plugin.spec]
   fs.writeFileSync(path.join(ws.proj, "opencode.json"), JSON.stringify(config, null, 2))
+  // OpenCode creates the global config dir at startup and installs into it too.
+  satisfyConfigDirInstall(path.join(ws.home, "config", "opencode"))
+  // Any npm fetch OpenCode still attempted would go to a closed port and fail (and show up in
+  // fetchedFromNpm()), instead of quietly reaching the registry.
+  fs.writeFileSync(path.join(ws.home, ".npmrc"), "registry=http://127.0.0.1:9/\n")
   if (opts.plugin.kind === "dropin") {
     const dir = path.join(ws.proj, ".opencode")
     satisfyConfigDirInstall(dir)
@@ -185,10 +190,13 @@ export async function runOpencode(ws: Workspace, opts: RunOptions): Promise<RunR
     OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
     // Keep the run deterministic: no terminal, no colours.
     NO_COLOR: "1",
+    ...(process.env.CONCORD_OPENCODE_DEBUG ? { CONCORD_OPENCODE_DEBUG: process.env.CONCORD_OPENCODE_DEBUG } : {}),
     CI: "1",
     ...opts.env,
   }
-  const args = ["run", "--format", "json", "--title", "e2e", "--log-level", "INFO"]
+  // --print-logs: OpenCode's log also goes to stderr, where it is complete when the process ends
+  // (the log file is written lazily and can miss the last seconds of a short run).
+  const args = ["run", "--format", "json", "--title", "e2e", "--print-logs", "--log-level", process.env.OPENCODE_E2E_LOG_LEVEL ?? "INFO"]
   if (opts.pure) args.push("--pure")
   if (opts.continue) args.push("--continue")
   args.push(opts.prompt ?? "go")
@@ -219,15 +227,7 @@ export async function runOpencode(ws: Workspace, opts: RunOptions): Promise<RunR
   return { code, signal, stdout, stderr, events, ms: Date.now() - started }
 }
 
-/** OpenCode's own log files for the run (app.log entries land here). */
-export function opencodeLogs(ws: Workspace): string {
-  const dir = path.join(ws.home, "data", "opencode", "log")
-  try {
-    return fs
-      .readdirSync(dir)
-      .map((f) => fs.readFileSync(path.join(dir, f), "utf8"))
-      .join("\n")
-  } catch {
-    return ""
-  }
+/** Whether OpenCode fetched anything from an npm registry during the runs (it must not). */
+export function fetchedFromNpm(ws: Workspace): boolean {
+  return fs.existsSync(path.join(ws.home, ".npm", "_cacache"))
 }

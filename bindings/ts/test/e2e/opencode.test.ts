@@ -11,9 +11,9 @@ import { FakeModel, type Step } from "./fakemodel.js"
 import {
   OPENCODE_VERSION,
   PKG_ROOT,
+  fetchedFromNpm,
   makeWorkspace,
   opencodeBinary,
-  opencodeLogs,
   runOpencode,
   type PluginMode,
   type RunOptions,
@@ -88,6 +88,7 @@ function assertClean(r: { ws: Workspace; model: FakeModel; result: RunResult }, 
   assert.equal(r.result.code, 0, `opencode exit status ${where}\n${r.result.stderr.slice(-2000)}`)
   assert.equal(r.model.requests.length, calls, `model calls ${where}`)
   assert.ok(!r.result.events.some((e) => e.type === "error"), `no error events ${where}`)
+  assert.ok(!fetchedFromNpm(r.ws), `nothing fetched from npm at run time ${where}`)
 }
 
 function warnings(stderr: string): string[] {
@@ -299,6 +300,7 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
     assert.deepEqual(second.failures, [], `logs: ${ws.root}`)
     assert.equal(r2.code, 0, r2.stderr.slice(-2000))
     assert.equal(second.requests.length, 1)
+    assert.ok(!fetchedFromNpm(ws), "nothing fetched from npm at run time")
   })
 
   test("concord killed mid-session: OpenCode finishes normally and one warning is logged", { skip: skipPlugin }, async () => {
@@ -330,9 +332,10 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
     const w = warnings(r.result.stderr)
     assert.equal(w.length, 1, `exactly one warning on stderr:\n${r.result.stderr.slice(-3000)}`)
     assert.match(w[0]!, /exited unexpectedly \(signal SIGKILL\)/)
-    const log = opencodeLogs(r.ws)
-    // app.log entries land in OpenCode's log file as `level=WARN … message="[concord] WARNING: …"`.
-    assert.equal(log.split("\n").filter((l) => l.includes("level=WARN") && l.includes("[concord] WARNING")).length, 1, "one warning in OpenCode's log")
+    // app.log entries show up in OpenCode's log (printed to stderr with --print-logs) as
+    // `… level=WARN … message="[concord] WARNING: …"`.
+    const logged = r.result.stderr.split("\n").filter((l) => l.includes("level=WARN") && l.includes("[concord] WARNING"))
+    assert.equal(logged.length, 1, `one warning in OpenCode's log:\n${r.result.stderr.slice(-3000)}`)
     assert.ok(r.result.events.some((e) => e.type === "text" && e.part?.text === "done"), "the run completed")
   })
 })
