@@ -57,8 +57,8 @@ interface Scenario {
   files: Record<string, string>
   steps: (ws: Workspace) => Step[]
   run?: Partial<RunOptions>
-  /** Start concord through a wrapper that records each child's pid in <root>/concord.pids. */
-  wrapConcord?: boolean
+  /** Put the concord binary next to the drop-in plugin file instead of setting CONCORD_BIN. */
+  binNextToPlugin?: boolean
 }
 
 async function play(s: Scenario): Promise<{ ws: Workspace; model: FakeModel; result: RunResult }> {
@@ -66,12 +66,16 @@ async function play(s: Scenario): Promise<{ ws: Workspace; model: FakeModel; res
   const model = new FakeModel(s.steps(ws))
   const port = await model.start()
   try {
-    const env: Record<string, string> = { ...(concordBin() ? { CONCORD_BIN: concordBin()! } : {}), ...s.run?.env }
-    if (s.wrapConcord && concordBin()) {
-      const wrapper = path.join(ws.root, "concord-wrapper.sh")
-      const q = (x: string) => `'${x.replace(/'/g, `'\\''`)}'`
-      fs.writeFileSync(wrapper, `#!/bin/sh\necho $$ >> ${q(path.join(ws.root, "concord.pids"))}\nexec ${q(concordBin()!)} "$@"\n`, { mode: 0o755 })
-      env.CONCORD_BIN = wrapper
+    const env: Record<string, string> = { ...s.run?.env }
+    if (concordBin() && !env.CONCORD_BIN) {
+      if (s.binNextToPlugin) {
+        const dir = path.join(ws.proj, ".opencode", "plugins")
+        fs.mkdirSync(dir, { recursive: true })
+        fs.copyFileSync(concordWrapper(ws), path.join(dir, "concord"))
+        fs.chmodSync(path.join(dir, "concord"), 0o755)
+      } else {
+        env.CONCORD_BIN = concordWrapper(ws)
+      }
     }
     const result = await runOpencode(ws, { port, plugin: DROPIN, ...s.run, env })
     console.log(`# ${s.name}: opencode exit ${result.code} in ${result.ms} ms, ${model.requests.length} model calls`)
@@ -82,13 +86,51 @@ async function play(s: Scenario): Promise<{ ws: Workspace; model: FakeModel; res
   }
 }
 
-function assertClean(r: { ws: Workspace; model: FakeModel; result: RunResult }, calls: number): void {
+/**
+ * CONCORD_BIN for a run: a wrapper that records each concord child's pid in <root>/concord.pids
+ * and execs the real binary (same pid), so tests can kill one and check none outlives OpenCode.
+ */
+function concordWrapper(ws: Workspace): string {
+  const wrapper = path.join(ws.root, "concord-wrapper.sh")
+  const q = (x: string) => `'${x.replace(/'/g, `'\\''`)}'`
+  fs.writeFileSync(wrapper, `#!/bin/sh\necho $$ >> ${q(path.join(ws.root, "concord.pids"))}\nexec ${q(concordBin()!)} "$@"\n`, {
+    mode: 0o755,
+  })
+  return wrapper
+}
+
+function concordPids(ws: Workspace): number[] {
+  const file = path.join(ws.root, "concord.pids")
+  return fs.existsSync(file) ? fs.readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map(Number) : []
+}
+
+/** Asserts that no concord child outlived the OpenCode run (dispose, or stdin closing, ended it). */
+async function assertNoOrphans(ws: Workspace): Promise<void> {
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0)
+      return true
+    } catch {
+      return false
+    }
+  }
+  const until = Date.now() + 3000
+  let left = concordPids(ws).filter(alive)
+  while (left.length > 0 && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 50))
+    left = left.filter(alive)
+  }
+  assert.deepEqual(left, [], `concord processes left running after OpenCode exited (logs: ${ws.root})`)
+}
+
+async function assertClean(r: { ws: Workspace; model: FakeModel; result: RunResult }, calls: number): Promise<void> {
   const where = `(logs: ${r.ws.root})`
   assert.deepEqual(r.model.failures, [], `fake model expectations ${where}`)
   assert.equal(r.result.code, 0, `opencode exit status ${where}\n${r.result.stderr.slice(-2000)}`)
   assert.equal(r.model.requests.length, calls, `model calls ${where}`)
   assert.ok(!r.result.events.some((e) => e.type === "error"), `no error events ${where}`)
   assert.ok(!fetchedFromNpm(r.ws), `nothing fetched from npm at run time ${where}`)
+  await assertNoOrphans(r.ws)
 }
 
 function warnings(stderr: string): string[] {
@@ -126,7 +168,7 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
         ]
       },
     })
-    assertClean(r, 4)
+    await assertClean(r, 4)
     assert.deepEqual(warnings(r.result.stderr), [])
   })
 
@@ -152,13 +194,14 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
         ]
       },
     })
-    assertClean(r, 3)
+    await assertClean(r, 3)
   })
 
-  test("whole-file rewrite: the read is replaced by Concord's re-read notice", { skip: skipPlugin }, async () => {
+  test("whole-file rewrite: the read is replaced by Concord's re-read notice (binary found next to the plugin file)", { skip: skipPlugin }, async () => {
     const r = await play({
       name: "rewrite",
       files: { "config.yaml": CONFIG },
+      binNextToPlugin: true,
       steps: (ws) => {
         const file = path.join(ws.proj, "config.yaml")
         return [
@@ -178,7 +221,8 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
         ]
       },
     })
-    assertClean(r, 3)
+    await assertClean(r, 3)
+    assert.equal(concordPids(r.ws).length, 1, "the concord next to the plugin was used")
   })
 
   test("the agent's own edit repairs its earlier read", { skip: skipPlugin }, async () => {
@@ -201,7 +245,7 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
         ]
       },
     })
-    assertClean(r, 3)
+    await assertClean(r, 3)
   })
 
   test("the agent's own apply_patch (gpt- model ids get apply_patch) repairs its earlier read", { skip: skipPlugin }, async () => {
@@ -235,7 +279,7 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
         ]
       },
     })
-    assertClean(r, 3)
+    await assertClean(r, 3)
   })
 
   test("a partial read (offset/limit): repaired at its new line numbers, identical to a fresh read of the moved window", { skip: skipPlugin }, async () => {
@@ -266,14 +310,14 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
         ]
       },
     })
-    assertClean(r, 4)
+    await assertClean(r, 4)
   })
 
   test("a resumed session (--continue): reads the plugin never saw are registered from the history and repaired", { skip: skipPlugin }, async () => {
     const ws = makeWorkspace("resume", { "config.yaml": CONFIG })
     const file = path.join(ws.proj, "config.yaml")
     const first = new FakeModel([() => ({ tools: [{ name: "read", args: { filePath: file, offset: 1, limit: 6 } }] }), () => ({ text: "read it" })])
-    const env = { CONCORD_BIN: concordBin()! }
+    const env = { CONCORD_BIN: concordWrapper(ws) }
     let port = await first.start()
     const r1 = await runOpencode(ws, { port, plugin: DROPIN, env })
     await first.close()
@@ -301,20 +345,46 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
     assert.equal(r2.code, 0, r2.stderr.slice(-2000))
     assert.equal(second.requests.length, 1)
     assert.ok(!fetchedFromNpm(ws), "nothing fetched from npm at run time")
+    assert.equal(concordPids(ws).length, 2, "one concord per run")
+    await assertNoOrphans(ws)
+  })
+
+  test("concord binary missing: OpenCode runs as without the plugin, one warning", async () => {
+    const r = await play({
+      name: "missing-binary",
+      files: { "config.yaml": CONFIG },
+      run: { env: { CONCORD_BIN: "/nonexistent/concord" } },
+      steps: (ws) => {
+        const file = path.join(ws.proj, "config.yaml")
+        return [
+          () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+          () => {
+            fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
+            return { tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] }
+          },
+          (req, m) => {
+            m.expect(text(req, "call_1").includes("2: port: 8080"), "the read passes through unchanged")
+            return { text: "done" }
+          },
+        ]
+      },
+    })
+    await assertClean(r, 3)
+    const w = warnings(r.result.stderr)
+    assert.equal(w.length, 1, r.result.stderr.slice(-3000))
+    assert.match(w[0]!, /\/nonexistent\/concord/)
   })
 
   test("concord killed mid-session: OpenCode finishes normally and one warning is logged", { skip: skipPlugin }, async () => {
     const r = await play({
       name: "killed",
       files: { "config.yaml": CONFIG },
-      wrapConcord: true,
       steps: (ws) => {
         const file = path.join(ws.proj, "config.yaml")
-        const pidFile = path.join(ws.root, "concord.pids")
         return [
           () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
           (_req, m) => {
-            const pids = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, "utf8").trim().split("\n").map(Number) : []
+            const pids = concordPids(ws)
             m.expect(pids.length === 1, `one concord for the session: ${pids}`)
             for (const pid of pids) process.kill(pid, "SIGKILL")
             fs.writeFileSync(file, CONFIG.replace("color: blue", "color: red"))
@@ -328,7 +398,7 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
         ]
       },
     })
-    assertClean(r, 4)
+    await assertClean(r, 4)
     const w = warnings(r.result.stderr)
     assert.equal(w.length, 1, `exactly one warning on stderr:\n${r.result.stderr.slice(-3000)}`)
     assert.match(w[0]!, /exited unexpectedly \(signal SIGKILL\)/)
