@@ -178,8 +178,11 @@ class RpcClient:
             stdin = self._proc.stdin
             assert stdin is not None
             try:
-                stdin.write(frame)
-                stdin.flush()
+                # The pipe is unbuffered: a raw write may take only part of a frame.
+                rest = memoryview(frame)
+                while rest:
+                    n = stdin.write(rest)
+                    rest = rest[n or 0 :]
             except (OSError, ValueError) as exc:
                 self._fail_all(f"write to server: {exc}")
                 raise ServerUnavailable(f"write to server: {exc}") from exc

@@ -78,6 +78,11 @@ def test_call_and_concurrency(peer):
     assert results == {k: {"n": k} for k in results} and len(results) == 200
 
 
+def test_large_messages_both_ways(peer):
+    big = {"text": "äbc\n" * (1 << 19)}  # 2 MiB of UTF-8, far beyond a pipe's buffer
+    assert peer.call("echo", big, timeout=20) == big
+
+
 def test_error_reply(peer):
     with pytest.raises(RpcError) as exc:
         peer.call("fail", {})
