@@ -162,7 +162,9 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
           },
           (req, m) => {
             m.expect(text(req, "call_3") === repaired, "a fresh read by OpenCode is byte-identical to the repaired one")
-            m.expect(!text(req, "call_1").includes("8080"), "still no stale line once a newer read exists")
+            const older = text(req, "call_1")
+            m.expect(older.startsWith("[concord]") && older.includes(file), `the older read now points at the newer one; got:\n${older}`)
+            m.expect(!older.includes("8080"), "still no stale line once a newer read exists")
             return { text: "done" }
           },
         ]

@@ -145,6 +145,31 @@ describe("renderRead reproduces OpenCode byte for byte", () => {
   })
 })
 
+describe("robustness", () => {
+  test("mutated outputs never make the parser throw, and what it accepts is consistent", () => {
+    let seed = 7
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff
+      return seed % n
+    }
+    const pieces = ["\n", "</content>", "<content>", ": ", "(", ")", "0", "9", "x", "\r", ""]
+    for (let i = 0; i < 3000; i++) {
+      const base = fixtures[rnd(fixtures.length)]!.output
+      let s = base
+      for (let k = 0, n = 1 + rnd(4); k < n; k++) {
+        const at = rnd(s.length + 1)
+        s = rnd(2) ? s.slice(0, at) + pieces[rnd(pieces.length)] + s.slice(at) : s.slice(0, at) + s.slice(at + 1 + rnd(5))
+      }
+      const p = parseRead(s)
+      if (p) {
+        assert.ok(p.start >= 0, s)
+        for (const l of p.lines) assert.ok(!l.includes("\n"), s)
+      }
+      observeRead({ input: { filePath: "x" }, output: s, metadata: { display: { type: "file", text: s } }, directory: "/p" })
+    }
+  })
+})
+
 describe("older read shapes", () => {
   const legacy = "<file>\n00155| (defn get-visible-tiles\n00156|   [state]\n00157| \n\n(File has more lines. Use 'offset' parameter to read beyond line 157)\n</file>"
   const noNewline = "<path>/x/global.css</path>\n<type>file</type>\n<content>1900: \tbackground: red;\n1901: }\n\n(File has more lines. Use 'offset' parameter to read beyond line 1901)\n</content>"
