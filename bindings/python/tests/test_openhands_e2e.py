@@ -532,3 +532,38 @@ def test_gemini_and_patch_writes_are_reported(workspace, condenser):
                           e.observation.text, root=str(workspace))
             writes[e.tool_call_id] = got.writes
     assert writes == {"call_2": [str(f)], "call_3": [str(workspace / "new.txt")], "call_4": [str(f)]}
+
+
+def test_clipped_view_repairs_its_head_and_keeps_the_clip_notice(workspace, condenser):
+    from openhands.tools.file_editor.utils.constants import TEXT_FILE_CONTENT_TRUNCATED_NOTICE
+
+    from concord_openhands.listing import parse
+
+    f = workspace / "big.txt"
+    old = numbered(1000)  # ~32 KB: the tool clips its output at 16,000 characters
+    write(f, old)
+    new = list(old)
+    new[9] = "line 10: value TEN of the config"
+    head: dict[str, int] = {}
+
+    def change(req: Request) -> Reply:
+        shown = parse(req.tool_result("call_1"))
+        assert shown is not None and shown.clipped and shown.start == 1
+        head["k"] = len(shown.lines)
+        write(f, new)
+        return Reply.call("call_2", "think", thought="hm")
+
+    def expect(req: Request) -> Reply:
+        k = head["k"]
+        body = "".join(f"{i:6}\t{new[i - 1]}\n" for i in range(1, k + 1))
+        want = f"Here's the result of running `cat -n` on {f}:\n{body}{TEXT_FILE_CONTENT_TRUNCATED_NOTICE}\n"
+        got = req.tool_result("call_1")
+        assert got == want
+        assert "value 10 of" not in got and "line 999:" not in got
+        return Reply.finish()
+
+    with FakeLLM(
+        [lambda r: Reply.call("call_1", "file_editor", command="view", path=str(f)), change, expect]
+    ) as fake:
+        conv = make_conversation(fake, workspace, condenser)
+        run(conv, fake)
