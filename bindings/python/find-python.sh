@@ -3,7 +3,7 @@
 # trying in order: $PYTHON, python3.12 / python3.13 on PATH, pyenv's newest
 # 3.12.x / 3.13.x, `uv python find`, then python3. Exit 1 if there is none.
 ok() {
-    "$@" -c 'import sys, ssl, sqlite3; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1
+    "$@" -c 'import sys, ssl; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1
 }
 real() {  # resolve pyenv shims and the like to the interpreter itself
     "$@" -c 'import sys; print(sys.executable)'
