@@ -1,6 +1,6 @@
 // The JSON-RPC client: framing, the transport paths (against a scripted peer process), and the
 // real `concord serve` (CONCORD_BIN) speaking docs/protocol.md.
-import { test, test as realTest, describe } from "node:test"
+import { test, test as realTest, describe, after } from "node:test"
 import assert from "node:assert/strict"
 import fs from "node:fs"
 import os from "node:os"
@@ -138,7 +138,13 @@ describe("ConcordClient against the real concord binary", () => {
   const skip = skipWithoutConcord()
   const test = (name: string, fn: () => Promise<void>) => realTest(name, { skip }, fn)
   const bin = concordBin()!
-  const root = () => fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "concord-ts-client-")))
+  const roots: string[] = []
+  after(() => roots.forEach((r) => fs.rmSync(r, { recursive: true, force: true })))
+  const root = () => {
+    const r = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "concord-ts-client-")))
+    roots.push(r)
+    return r
+  }
   const init = (c: ConcordClient, dir: string, watch: "hooks" | "auto" = "hooks") =>
     c.initialize({ protocolVersion: 1, clientInfo: { name: "concord-opencode-test", version: "0" }, roots: [dir], watch })
 
