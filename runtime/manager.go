@@ -51,7 +51,7 @@ type Manager struct {
 	unwatch  []*source           // sources that lost links; watches synced after unlock
 
 	hintMu  sync.Mutex
-	pending map[string]struct{}
+	pending map[string]bool // source id -> force a read
 	hintCh  chan struct{}
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -168,7 +168,7 @@ type agentState struct {
 	blocks   map[*block]struct{}
 	byAnchor map[string][]*block
 	dirty    map[*block]struct{}
-	srcRefs  map[*source]int // live links per source: what a sync verifies
+	srcRefs  map[*source]int // live links per source: the sources a sync must wait for
 }
 
 // New returns a Manager. Close it to stop its hint worker and adapters.
@@ -207,7 +207,7 @@ func New(cfg Config) *Manager {
 		agents:   map[string]*agentState{},
 		recon:    map[string]int{},
 		notify:   map[string]struct{}{},
-		pending:  map[string]struct{}{},
+		pending:  map[string]bool{},
 		hintCh:   make(chan struct{}, 1),
 		ctx:      ctx,
 		cancel:   cancel,
@@ -408,9 +408,18 @@ func (m *Manager) syncWatch(srcs ...*source) {
 // Hint tells the manager that source id (a canonical URI) may have changed.
 // It never blocks: the source is re-verified by the hint worker. Adapters
 // use it as their Notify function.
-func (m *Manager) Hint(id string) {
+func (m *Manager) Hint(id string) { m.enqueue([]string{id}, true) }
+
+// enqueue hands sources to the background worker; force reads even when the
+// stamp did not move (a hint: the hash decides).
+func (m *Manager) enqueue(ids []string, force bool) {
+	if len(ids) == 0 {
+		return
+	}
 	m.hintMu.Lock()
-	m.pending[id] = struct{}{}
+	for _, id := range ids {
+		m.pending[id] = m.pending[id] || force
+	}
 	m.hintMu.Unlock()
 	select {
 	case m.hintCh <- struct{}{}:
@@ -431,7 +440,8 @@ func (m *Manager) runHints() {
 		for id := range m.pending {
 			ids = append(ids, id)
 		}
-		m.pending = map[string]struct{}{}
+		force := m.pending
+		m.pending = map[string]bool{}
 		m.hintMu.Unlock()
 		sort.Strings(ids)
 		for _, id := range ids {
@@ -441,8 +451,7 @@ func (m *Manager) runHints() {
 			if s == nil {
 				continue
 			}
-			// A hint forces a read: events are hints, the hash decides.
-			if err := m.verify(m.ctx, s, true); err != nil && m.ctx.Err() == nil {
+			if err := m.verify(m.ctx, s, force[id]); err != nil && m.ctx.Err() == nil {
 				m.log.Warn("hint: verify failed", "source", id, "err", err)
 			}
 			m.flushNotify("")

@@ -88,7 +88,7 @@ feed:
 	return err
 }
 
-// Sync verifies every source the agent's live blocks depend on, flags aged
+// Sync verifies every source with live blocks, flags the agent's aged
 // blocks, and returns the agent's projection: the blocks whose model-visible
 // state changed since its previous Sync, or every block when Full. An agent
 // that has observed nothing gets an empty projection.
@@ -113,12 +113,21 @@ func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error)
 	if req.Turn > ag.turn {
 		ag.turn = req.Turn
 	}
+	// Every source with live blocks is verified: the agent's own sources
+	// here, before projecting; the others by the background worker (their
+	// agents hear of changes via OnChange), so a slow read of someone
+	// else's source never blocks this sync.
 	srcs := make([]*source, 0, len(ag.srcRefs))
-	for s := range ag.srcRefs {
-		srcs = append(srcs, s)
+	var others []string
+	for _, s := range m.sources {
+		if ag.srcRefs[s] > 0 {
+			srcs = append(srcs, s)
+		} else if len(s.links) > 0 {
+			others = append(others, s.id)
+		}
 	}
 	m.mu.Unlock()
-	sort.Slice(srcs, func(i, j int) bool { return srcs[i].id < srcs[j].id })
+	m.enqueue(others, false)
 	if err := m.verifyAll(ctx, srcs); err != nil {
 		return SyncResult{}, err
 	}
