@@ -279,17 +279,24 @@ func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) 
 	if err != nil {
 		return runtime.Content{}, err
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return runtime.Content{}, classify(p, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	// Stat before opening: opening a FIFO or device could block or have effects.
+	fi, err := os.Stat(p)
 	if err != nil {
 		return runtime.Content{}, classify(p, err)
 	}
 	if fi.IsDir() {
 		return runtime.Content{}, fmt.Errorf("read %s: is a directory: %w", p, runtime.ErrUnreadable)
+	}
+	if !fi.Mode().IsRegular() {
+		return runtime.Content{}, fmt.Errorf("read %s: not a regular file (%s): %w", p, fi.Mode().Type(), runtime.ErrUnreadable)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return runtime.Content{}, classify(p, err)
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return runtime.Content{}, classify(p, err)
 	}
 	if fi.Size() > a.maxBytes {
 		return runtime.Content{}, fmt.Errorf("read %s: %d bytes > %d: %w", p, fi.Size(), a.maxBytes, runtime.ErrTooLarge)

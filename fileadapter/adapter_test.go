@@ -156,6 +156,9 @@ func TestRead(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, "dir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	c, err := a.Read(ctx, pathURI(ok))
 	sum := sha256.Sum256([]byte("hello\r\nworld\n"))
@@ -164,6 +167,7 @@ func TestRead(t *testing.T) {
 	}
 	for name, want := range map[string]error{
 		"bin.dat": runtime.ErrBinary, "big.txt": runtime.ErrTooLarge, "missing.txt": runtime.ErrNotFound, "dir": runtime.ErrUnreadable,
+		"fifo": runtime.ErrUnreadable,
 	} {
 		if _, err := a.Read(ctx, pathURI(filepath.Join(root, name))); !errors.Is(err, want) {
 			t.Errorf("%s: err %v, want %v", name, err, want)

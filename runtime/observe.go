@@ -265,8 +265,12 @@ func (m *Manager) verifyLink(l *link) []*block {
 		if src.reporter != nil {
 			return nil // the client could not be asked: trust its report
 		}
+		c := causeDeleted
+		if src.state == stateUnreadable {
+			c = causeUnreadable
+		}
 		rc := m.newReconciler(src, "", nil, false)
-		rc.gone(l, causeDeleted, src.readErr)
+		rc.gone(l, c, src.readErr)
 		rc.finish(false)
 		return nil
 	case !src.known:
