@@ -53,9 +53,9 @@ func parseArchive(s string) archive {
 			s = ""
 		}
 		t := strings.TrimRight(line, "\r\n")
-		if strings.HasPrefix(t, "-- ") && strings.HasSuffix(t, " --") && len(t) > 6 {
+		if name := markerName(t); name != "" {
 			flush()
-			a.files = append(a.files, section{name: strings.TrimSpace(t[3 : len(t)-3])})
+			a.files = append(a.files, section{name: name})
 			cur = len(a.files) - 1
 			continue
 		}
@@ -63,6 +63,14 @@ func parseArchive(s string) archive {
 	}
 	flush()
 	return a
+}
+
+// markerName is the section name of a "-- name --" line, or "".
+func markerName(t string) string {
+	if len(t) < 7 || !strings.HasPrefix(t, "-- ") || !strings.HasSuffix(t, " --") {
+		return ""
+	}
+	return strings.TrimSpace(t[3 : len(t)-3])
 }
 
 func (a archive) format() string {

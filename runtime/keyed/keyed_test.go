@@ -220,3 +220,23 @@ func TestKeyedValidation(t *testing.T) {
 		t.Fatalf("sourceChanged without version or text: %v", err)
 	}
 }
+
+func FuzzNormalize(f *testing.F) {
+	for _, s := range []string{"res://db/users/42", "MCP://s/r", "https://x/y?q#f", "res://", "a:b", ":x", "%41://x"} {
+		f.Add(s)
+	}
+	a := keyed.New(nil)
+	f.Fuzz(func(t *testing.T, uri string) {
+		id, err := a.Normalize(uri)
+		if err != nil {
+			if !errors.Is(err, runtime.ErrInvalidURI) {
+				t.Fatalf("%q: error %v does not wrap ErrInvalidURI", uri, err)
+			}
+			return
+		}
+		again, err := a.Normalize(id)
+		if err != nil || again != id {
+			t.Fatalf("%q -> %q -> %q, %v: not idempotent", uri, id, again, err)
+		}
+	})
+}
