@@ -42,7 +42,7 @@ const (
 type Action string
 
 const (
-	Patch    Action = "patch"    // relocate and rewrite in place
+	Patch    Action = "patch"    // relocate and rewrite in place (on drift, which cannot be relocated: as Refresh)
 	Refresh  Action = "refresh"  // re-read the whole range from the source
 	Annotate Action = "annotate" // keep the old text, with a stale warning
 	Suppress Action = "suppress" // omit, with a notice to re-read path lines A-B
