@@ -638,3 +638,33 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestSyncVerifiesOtherAgentsSources: a sync verifies every live source;
+// another agent's changed source is reconciled in the background and that
+// agent hears of it through OnChange.
+func TestSyncVerifiesOtherAgentsSources(t *testing.T) {
+	h := newHarness(t, Config{})
+	base := numbered(5)
+	mine, theirs := "mem://proj/mine", "mem://proj/theirs"
+	h.mem.set(mine, text(base))
+	h.mem.set(theirs, text(base))
+	h.observe("a", 1, "c1", SourceRef{URI: mine, Range: rng(1, 1), Text: base[0]})
+	h.observe("b", 1, "c2", SourceRef{URI: theirs, Range: rng(1, 1), Text: base[0]})
+	after := append([]string(nil), base...)
+	after[0] = strings.Replace(after[0], "value1", "v1", 1)
+	h.mem.set(theirs, text(after))
+	if r := h.sync("a", 2); len(r.Blocks) != 0 {
+		t.Fatalf("a's projection %+v", r.Blocks)
+	}
+	waitFor(t, func() bool {
+		for _, c := range h.onChangeCalls() {
+			if reflect.DeepEqual(c, []string{"b"}) {
+				return true
+			}
+		}
+		return false
+	})
+	if v := one(t, h.sync("b", 2)); v.Status != Patched {
+		t.Fatalf("b's block %+v", v)
+	}
+}
