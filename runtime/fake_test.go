@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -208,4 +207,3 @@ func one(t *testing.T, r SyncResult) BlockView {
 	return r.Blocks[0]
 }
 
-var errBoom = errors.New("boom")
