@@ -206,4 +206,3 @@ func one(t *testing.T, r SyncResult) BlockView {
 	}
 	return r.Blocks[0]
 }
-
