@@ -82,7 +82,9 @@ func noticeAged(b *block, now, max int) string {
 		t, b.turn, now, max, t)
 }
 
-func noticeSuperseded(b *block, by string) string {
-	return fmt.Sprintf("[concord] a newer read of %s (%s) is in the context; this earlier read was removed. Rely on the newer read.",
-		targets(b), by)
+// noticeSuperseded names the newer read by its turn: block ids are internal
+// and mean nothing to the model.
+func noticeSuperseded(b *block, by *block) string {
+	return fmt.Sprintf("[concord] a newer read of %s (turn %d) is in the context; this earlier read was removed. Rely on the newer read.",
+		targets(b), by.turn)
 }

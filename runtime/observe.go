@@ -315,7 +315,7 @@ func (m *Manager) supersede(b *block) []string {
 	sort.Slice(old, func(i, j int) bool { return old[i].seq < old[j].seq })
 	ids := make([]string, 0, len(old))
 	for _, ob := range old {
-		ob.notice = noticeSuperseded(ob, b.id)
+		ob.notice = noticeSuperseded(ob, b)
 		ob.status, ob.supersededBy, ob.reason = Superseded, b.id, "superseded by "+b.id
 		m.unlink(ob)
 		m.count("superseded")
