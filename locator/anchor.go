@@ -2,6 +2,7 @@ package locator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -211,7 +212,7 @@ func findBlock(lines, block []string) []int {
 		return nil
 	}
 	for i := 0; i+len(block) <= len(lines); i++ {
-		if lines[i] == block[0] && equalLines(lines[i:i+len(block)], block) {
+		if lines[i] == block[0] && slices.Equal(lines[i:i+len(block)], block) {
 			out = append(out, i)
 		}
 	}

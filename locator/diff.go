@@ -48,7 +48,7 @@ func Diff(old, new string, p Params) *Edit {
 	e := &Edit{p: p, old: SplitLines(old), new: SplitLines(new)}
 	// Comparing the texts tells what comparing content hashes would, without
 	// hashing; equal lines cover a change of line endings only.
-	if old == new || equalLines(e.old, e.new) {
+	if old == new || slices.Equal(e.old, e.new) {
 		e.identical = true
 		return e
 	}
@@ -276,7 +276,7 @@ func (e *Edit) Locate(r Range) Result {
 			fmt.Sprintf("deleted: the edit removed lines %s", rangeString(r)))
 	}
 	region := e.new[ns:ne]
-	if equalLines(region, span) {
+	if slices.Equal(region, span) {
 		return same(r, ns, e.new, len(span), countTokens(span), "diff", nil, "")
 	}
 	// The span's exact text, newly inserted elsewhere, beats a patch guess:
@@ -368,7 +368,7 @@ func (e *Edit) findMoved(span []string, s, end int, reportAmbiguous bool) (Resul
 			if c < 0 || c+len(span) > len(e.new) || slices.Contains(cands, c) {
 				continue
 			}
-			if equalLines(e.new[c:c+len(span)], span) {
+			if slices.Equal(e.new[c:c+len(span)], span) {
 				cands = append(cands, c)
 			}
 		}

@@ -33,19 +33,6 @@ func JoinLines(lines []string) string {
 	return strings.Join(lines, "\n")
 }
 
-// equalLines reports whether a and b hold the same lines.
-func equalLines(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // checkRange validates a 1-based inclusive range against n lines. Out of
 // range is an error, not clamped: a caller that asks about lines the old text
 // never had has a bug worth reporting, and guessing would hide it.

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -278,11 +279,11 @@ func (m *Manager) verifyLink(l *link) []*block {
 	}
 	cur := src.getLines()
 	if l.whole {
-		if equalLines(locator.SplitLines(l.text), cur) {
+		if slices.Equal(locator.SplitLines(l.text), cur) {
 			l.text, l.version = wholeText(src.text), src.version
 			return nil
 		}
-	} else if l.rng.End <= len(cur) && equalLines(locator.SplitLines(l.text), cur[l.rng.Start-1:l.rng.End]) {
+	} else if l.rng.End <= len(cur) && slices.Equal(locator.SplitLines(l.text), cur[l.rng.Start-1:l.rng.End]) {
 		l.version = src.version
 		return nil
 	}

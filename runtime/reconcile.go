@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,18 +19,6 @@ func normalizeText(s string) string {
 
 // wholeText is a whole-source link's model-visible text: no trailing newline.
 func wholeText(s string) string { return strings.TrimSuffix(s, "\n") }
-
-func equalLines(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // commonEnds returns how many leading and trailing lines a and b share
 // (pre+suf never exceeds the shorter slice).
@@ -195,7 +184,7 @@ func (rc *reconciler) relocate(l *link) locator.Result {
 	if a == nil {
 		a = &locator.Anchor{Range: l.rng, Span: locator.SplitLines(l.text)}
 	}
-	if a.Range.Start >= 1 && a.Range.End <= len(rc.newLines) && equalLines(rc.newLines[a.Range.Start-1:a.Range.End], a.Span) {
+	if a.Range.Start >= 1 && a.Range.End <= len(rc.newLines) && slices.Equal(rc.newLines[a.Range.Start-1:a.Range.End], a.Span) {
 		return locator.Result{Status: locator.Unchanged, Range: a.Range, Text: l.text}
 	}
 	res := locator.Relocate(*a, rc.src.text, rc.m.params)
