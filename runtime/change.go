@@ -104,25 +104,49 @@ func (m *Manager) Release(ctx context.Context, req ReleaseRequest) (ReleaseResul
 	for _, b := range bs {
 		m.unlink(b)
 		b.status = Released
-		delete(m.blocks, b.id)
-		ag := b.agent
-		delete(ag.blocks, b)
-		delete(ag.dirty, b)
-		rest := ag.byAnchor[b.anchor][:0]
-		for _, x := range ag.byAnchor[b.anchor] {
-			if x != b {
-				rest = append(rest, x)
-			}
-		}
-		if len(rest) == 0 {
-			delete(ag.byAnchor, b.anchor)
-		} else {
-			ag.byAnchor[b.anchor] = rest
-		}
+		m.forget(b)
 		m.count("released")
 		res.Released = append(res.Released, b.id)
 	}
 	m.mu.Unlock()
 	m.syncPendingWatches()
 	return res, nil
+}
+
+// forget drops a block from every index. Caller holds m.mu and has unlinked it.
+func (m *Manager) forget(b *block) {
+	delete(m.blocks, b.id)
+	ag := b.agent
+	delete(ag.blocks, b)
+	delete(ag.dirty, b)
+	rest := ag.byAnchor[b.anchor][:0]
+	for _, x := range ag.byAnchor[b.anchor] {
+		if x != b {
+			rest = append(rest, x)
+		}
+	}
+	if len(rest) == 0 {
+		delete(ag.byAnchor, b.anchor)
+	} else {
+		ag.byAnchor[b.anchor] = rest
+	}
+}
+
+// trimAudit keeps an agent's audit trail of superseded blocks within
+// m.auditMax. Only blocks a sync already reported are forgotten: an
+// unreported one still owes its agent the notice that hides the old read.
+// Caller holds m.mu.
+func (m *Manager) trimAudit(ag *agentState) {
+	for len(ag.audit) > m.auditMax {
+		b := ag.audit[0]
+		if b.status == Superseded {
+			if _, owed := ag.dirty[b]; owed {
+				return
+			}
+			m.forget(b)
+			m.count("auditDropped")
+		}
+		ag.audit[0] = nil
+		ag.audit = ag.audit[1:]
+	}
 }

@@ -23,7 +23,15 @@ type Config struct {
 	// for long and may call back into the Manager (e.g. Generation).
 	OnChange func(agents []string)
 	Logger   *slog.Logger
+	// AuditLimit bounds the superseded blocks kept per agent as an audit
+	// trail (default DefaultAuditLimit); beyond it the oldest ones that were
+	// already reported by a sync are forgotten, so a long session that
+	// re-reads the same lines does not grow without bound.
+	AuditLimit int
 }
+
+// DefaultAuditLimit is Config.AuditLimit's default.
+const DefaultAuditLimit = 1024
 
 // Manager is the context manager. It is safe for concurrent use. Its lock is
 // never held during adapter I/O: sources are read outside it and the result
@@ -48,6 +56,7 @@ type Manager struct {
 	verifies int
 	notify   map[string]struct{} // agents owed an OnChange call
 	ageUsed  bool                // some policy layer sets maxAgeTurns > 0
+	auditMax int
 	unwatch  []*source           // sources that lost links; watches synced after unlock
 
 	hintMu  sync.Mutex
@@ -169,6 +178,7 @@ type agentState struct {
 	byAnchor map[string][]*block
 	dirty    map[*block]struct{}
 	srcRefs  map[*source]int // live links per source: the sources a sync must wait for
+	audit    []*block        // superseded blocks, oldest first (bounded by Manager.auditMax)
 }
 
 // New returns a Manager. Close it to stop its hint worker and adapters.
@@ -212,6 +222,10 @@ func New(cfg Config) *Manager {
 		ctx:      ctx,
 		cancel:   cancel,
 		done:     make(chan struct{}),
+		auditMax: cfg.AuditLimit,
+	}
+	if m.auditMax <= 0 {
+		m.auditMax = DefaultAuditLimit
 	}
 	for k, pol := range cfg.Policy.BySource {
 		m.bySource[k] = pol

@@ -668,3 +668,46 @@ func TestSyncVerifiesOtherAgentsSources(t *testing.T) {
 		t.Fatalf("b's block %+v", v)
 	}
 }
+
+// TestAuditTrailIsBounded: re-reading the same lines over and over keeps at
+// most AuditLimit superseded blocks per agent, and never forgets one whose
+// notice a sync has not delivered yet.
+func TestAuditTrailIsBounded(t *testing.T) {
+	const limit = 3
+	base := numbered(12)
+	tests := []struct {
+		name          string
+		reads         int
+		syncEach      bool // sync after every read, so each superseded block is reported
+		wantKept      int  // superseded blocks still known after the reads
+		wantDelivered int  // superseded views the final sync returns
+	}{
+		{"reported ones are trimmed", 10, true, limit, 0},
+		{"unreported ones are kept", 10, false, 9, 9},
+		{"under the limit nothing goes", 3, true, 2, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{AuditLimit: limit})
+			h.mem.set(fid, text(base))
+			for i := 1; i <= tc.reads; i++ {
+				h.observe("main", i, fmt.Sprintf("call_%d", i), SourceRef{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
+				if tc.syncEach {
+					h.sync("main", i)
+				}
+			}
+			if got := h.m.Stats().Blocks[Superseded]; got != tc.wantKept {
+				t.Fatalf("superseded blocks kept = %d, want %d", got, tc.wantKept)
+			}
+			delivered := 0
+			for _, v := range h.sync("main", tc.reads+1).Blocks {
+				if v.Status == Superseded {
+					delivered++
+				}
+			}
+			if delivered != tc.wantDelivered {
+				t.Fatalf("superseded views delivered = %d, want %d", delivered, tc.wantDelivered)
+			}
+		})
+	}
+}

@@ -321,8 +321,10 @@ func (m *Manager) supersede(b *block) []string {
 		m.unlink(ob)
 		m.count("superseded")
 		m.markDirty(ob)
+		ob.agent.audit = append(ob.agent.audit, ob)
 		ids = append(ids, ob.id)
 	}
+	m.trimAudit(b.agent)
 	return ids
 }
 
