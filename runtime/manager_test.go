@@ -711,3 +711,48 @@ func TestAuditTrailIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestReobservedAnchorReplaces: registering the same tool result again (a
+// binding that restarted) replaces its block; the anchor never gets two views.
+func TestReobservedAnchorReplaces(t *testing.T) {
+	base := numbered(12)
+	tests := []struct {
+		name   string
+		second []string // file content when the anchor is observed again
+		want   Status
+	}{
+		{"unchanged file", base, Valid},
+		{"file changed in between", oneTokenEdited(base, 4), Patched},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{})
+			h.mem.set(fid, text(base))
+			first := h.observe("main", 1, "call_1", SourceRef{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
+			h.sync("main", 1)
+			h.mem.set(fid, text(tc.second))
+			again := h.observe("main", 2, "call_1", SourceRef{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
+			if len(again.Superseded) != 0 {
+				t.Fatalf("re-observation superseded %v; it should replace", again.Superseded)
+			}
+			st := h.m.Stats()
+			if n := st.Blocks[Valid] + st.Blocks[Patched] + st.Blocks[Superseded]; n != 1 {
+				t.Fatalf("blocks by status %v, want exactly one block", st.Blocks)
+			}
+			if st.Reconciliations["replaced"] != 1 {
+				t.Fatalf("reconciliations %v, want replaced=1", st.Reconciliations)
+			}
+			v := one(t, h.sync("main", 3))
+			if v.Anchor != "call_1" || v.Block != again.Block || v.Block == first.Block || v.Status != tc.want {
+				t.Fatalf("view %+v, want the new block %s of call_1 with status %s", v, again.Block, tc.want)
+			}
+		})
+	}
+}
+
+// oneTokenEdited returns ls with line n's "valueN" token renamed.
+func oneTokenEdited(ls []string, n int) []string {
+	out := append([]string(nil), ls...)
+	out[n-1] = strings.Replace(out[n-1], fmt.Sprintf("value%d", n), fmt.Sprintf("changed%d", n), 1)
+	return out
+}

@@ -247,12 +247,23 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 	}
 	m.blocks[b.id] = b
 	ag.blocks[b] = struct{}{}
+	replaced := false
 	if obs.Anchor != "" {
+		// The same tool result registered again (a binding that restarted or
+		// re-read its history): the new block replaces the old one outright.
+		// Superseding it instead would send the anchor two views.
+		for _, old := range slices.Clone(ag.byAnchor[obs.Anchor]) {
+			m.unlink(old)
+			old.status = Released
+			m.forget(old)
+			m.count("replaced")
+			replaced = true
+		}
 		ag.byAnchor[obs.Anchor] = append(ag.byAnchor[obs.Anchor], b)
 	}
 	m.recompute(b)
-	if b.status != Valid {
-		m.markDirty(b) // the next sync carries the repair
+	if b.status != Valid || replaced {
+		m.markDirty(b) // the next sync carries the repair (or resets the anchor's view)
 	}
 	return b
 }
