@@ -57,7 +57,7 @@ type Manager struct {
 	notify   map[string]struct{} // agents owed an OnChange call
 	ageUsed  bool                // some policy layer sets maxAgeTurns > 0
 	auditMax int
-	unwatch  []*source           // sources that lost links; watches synced after unlock
+	unwatch  []*source // sources that lost links; watches synced after unlock
 
 	hintMu  sync.Mutex
 	pending map[string]bool // source id -> force a read

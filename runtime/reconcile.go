@@ -17,6 +17,21 @@ func normalizeText(s string) string {
 	return strings.ReplaceAll(s, "\r\n", "\n")
 }
 
+// spanLines splits a ranged link's text into its lines. Unlike SplitLines it
+// keeps a final empty line: lines "x" and "" joined by "\n" are "x\n", which
+// is two lines when the range says so. A text that ends in "\n" and has one
+// line too many for its range carries a terminator instead.
+func spanLines(text string, r Range) []string {
+	ls := strings.Split(text, "\n")
+	if n := len(ls); n == r.Lines()+1 && ls[n-1] == "" {
+		ls = ls[:n-1]
+	}
+	for i, l := range ls {
+		ls[i] = strings.TrimSuffix(l, "\r")
+	}
+	return ls
+}
+
 // wholeText is a whole-source link's model-visible text: no trailing newline.
 func wholeText(s string) string { return strings.TrimSuffix(s, "\n") }
 
@@ -182,10 +197,10 @@ func (rc *reconciler) locate(r Range, text string) locator.Result {
 func (rc *reconciler) relocate(l *link) locator.Result {
 	a := l.anchor
 	if a == nil {
-		a = &locator.Anchor{Range: l.rng, Span: locator.SplitLines(l.text)}
+		a = &locator.Anchor{Range: l.rng, Span: spanLines(l.text, l.rng)}
 	}
 	if a.Range.Start >= 1 && a.Range.End <= len(rc.newLines) && slices.Equal(rc.newLines[a.Range.Start-1:a.Range.End], a.Span) {
-		return locator.Result{Status: locator.Unchanged, Range: a.Range, Text: l.text}
+		return locator.Result{Status: locator.Unchanged, Range: a.Range, Text: locator.JoinLines(a.Span)}
 	}
 	res := locator.Relocate(*a, rc.src.text, rc.m.params)
 	if res.Status != locator.Invalid || a.Range.Start < 1 || a.Range.End > len(rc.newLines) || len(a.Span) == 0 {
@@ -194,7 +209,8 @@ func (rc *reconciler) relocate(l *link) locator.Result {
 	// Without context a locally edited span cannot be found by its anchors;
 	// judge it in place: the same lines, edited locally?
 	win := rc.newLines[a.Range.Start-1 : a.Range.End]
-	in := locator.Locate(locator.JoinLines(a.Span), locator.JoinLines(win), Range{Start: 1, End: len(a.Span)}, rc.m.params)
+	// A final newline keeps a last empty line a line (Locate splits its texts).
+	in := locator.Locate(locator.JoinLines(a.Span)+"\n", locator.JoinLines(win)+"\n", Range{Start: 1, End: len(a.Span)}, rc.m.params)
 	if in.Status == locator.Patched && in.Range == (Range{Start: 1, End: len(win)}) {
 		in.Range = a.Range
 		in.Reason += " (in place)"
@@ -217,7 +233,7 @@ func (rc *reconciler) apply(l *link, res locator.Result) {
 			}
 		} else if res.Range != l.rng {
 			reason := moveReason(l.rng, res.Range)
-			l.rng = res.Range
+			l.rng, l.text = res.Range, res.Text
 			l.patched = true
 			rc.restore(l)
 			rc.touch(l, reason)
@@ -315,7 +331,7 @@ func (rc *reconciler) gone(l *link, c cause, readErr string) {
 			a := locator.NewAnchor(rc.oldText, l.rng, rc.m.params.ContextLines)
 			l.anchor = &a
 		} else {
-			l.anchor = &locator.Anchor{Range: l.rng, Span: locator.SplitLines(l.text)}
+			l.anchor = &locator.Anchor{Range: l.rng, Span: spanLines(l.text, l.rng)}
 		}
 	}
 	l.tracked, l.cause = false, c

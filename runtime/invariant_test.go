@@ -1,0 +1,711 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/concord-ctx/concord/locator"
+)
+
+// The runtime invariant, checked from a binding's point of view: right after
+// a sync (which verifies the agent's sources first), every anchor whose latest
+// view is valid or patched shows exactly the current content of its sources
+// at the view's ranges. An anchor that never received a view still shows the
+// tool's original output, so "no delta" must mean "still true". Other views
+// are well formed (stale and invalid carry a notice, invalid and superseded
+// carry no sources), a delta never gives one anchor two blocks, a full sync
+// agrees with the accumulated deltas, and Stats and watches match the blocks
+// the script holds.
+//
+// Scripts are decoded from bytes, so the fuzzer and the seeded random test
+// share one interpreter.
+
+// FuzzManagerInvariant runs fuzz-decoded scripts over 1-3 in-memory sources
+// and 1-2 agents.
+func FuzzManagerInvariant(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 1, 1, 3, 0, 10, 0, 0, 0, 2, 1, 1, 10, 0})
+	f.Add([]byte("observe a range, edit it, sync; supersede it; delete the source and bring it back"))
+	rnd := rand.New(rand.NewPCG(7, 11))
+	for range 8 {
+		f.Add(randomScript(rnd))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		runScript(t, data)
+	})
+}
+
+// TestManagerInvariantRandom runs seeded random scripts, so CI exercises the
+// invariant without -fuzz.
+func TestManagerInvariantRandom(t *testing.T) {
+	n := 2000
+	if testing.Short() {
+		n = 200
+	}
+	rnd := rand.New(rand.NewPCG(2026, 12))
+	for i := range n {
+		data := randomScript(rnd)
+		t.Run(fmt.Sprint(i), func(t *testing.T) { runScript(t, data) })
+		if t.Failed() {
+			t.Logf("script %d as a fuzz seed: %q", i, data)
+			return
+		}
+	}
+}
+
+func randomScript(rnd *rand.Rand) []byte {
+	b := make([]byte, 40+rnd.IntN(360))
+	for i := range b {
+		b[i] = byte(rnd.UintN(256))
+	}
+	return b
+}
+
+// script decodes bytes; past the end it yields zeros and stops the script.
+type script struct {
+	data []byte
+	i    int
+}
+
+func (s *script) done() bool { return s.i >= len(s.data) }
+
+func (s *script) byte() byte {
+	if s.i >= len(s.data) {
+		s.i++
+		return 0
+	}
+	b := s.data[s.i]
+	s.i++
+	return b
+}
+
+// n returns a number in [0, k).
+func (s *script) n(k int) int {
+	if k <= 1 {
+		return 0
+	}
+	return int(s.byte()) % k
+}
+
+var (
+	invKeys  = []string{"func", "var", "if", "return", "x :=", "//", "case", ""}
+	invWords = []string{"alpha", "beta", "gamma", "delta", "one", "two", "value", "other", "f(x)", "}"}
+)
+
+// line builds a short code-like line; a small vocabulary makes repeated and
+// similar lines, which is what ambiguous relocation is made of.
+func (s *script) line() string {
+	k, a, b, c := s.byte(), s.byte(), s.byte(), s.byte()
+	if k%16 == 15 {
+		return ""
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s %s = %s + %s%d", invKeys[int(k)%len(invKeys)], invWords[int(a)%len(invWords)],
+		invWords[int(b)%len(invWords)], invWords[int(c)%len(invWords)], int(c)%5))
+}
+
+func (s *script) lines(n int) []string {
+	ls := make([]string, n)
+	for i := range ls {
+		ls[i] = s.line()
+	}
+	return ls
+}
+
+// heldBlock is a binding's record of one anchor: the block it maps to, what
+// the tool showed, and the latest view a sync delivered (nil: the original
+// tool output is still shown).
+type heldBlock struct {
+	agent      string
+	anchor     string
+	block      string
+	refs       []SourceRef
+	observed   Status // ObserveResult.Status
+	superseded bool   // an ObserveResult said so
+	view       *BlockView
+}
+
+type invAgent struct {
+	name    string
+	turn    int
+	anchors map[string]*heldBlock
+	next    int
+}
+
+type invRun struct {
+	t       *testing.T
+	h       *harness
+	s       *script
+	srcs    []string
+	content map[string]string // present sources only
+	hist    map[string][]string
+	agents  []*invAgent
+	seen    map[string]bool // agents that registered a block
+	log     []string
+}
+
+func (r *invRun) logf(format string, args ...any) {
+	r.log = append(r.log, fmt.Sprintf(format, args...))
+}
+
+func (r *invRun) fail(format string, args ...any) {
+	r.t.Helper()
+	r.t.Fatalf("invariant violated: %s\nscript:\n  %s", fmt.Sprintf(format, args...), strings.Join(r.log, "\n  "))
+}
+
+var invActions = []Action{"", Patch, Refresh, Annotate, Suppress}
+
+func runScript(t *testing.T, data []byte) {
+	s := &script{data: data}
+	var pol Policy
+	switch s.n(3) {
+	case 0: // default policy
+	default:
+		pol.Local, pol.Drift = invActions[s.n(len(invActions))], invActions[s.n(len(invActions))]
+		if s.n(4) == 0 {
+			pol.MaxAgeTurns = intp(1 + s.n(3))
+		}
+	}
+	h := newHarness(t, Config{Policy: PolicyConfig{Global: pol}})
+	r := &invRun{t: t, h: h, s: s, content: map[string]string{}, hist: map[string][]string{}, seen: map[string]bool{}}
+	r.logf("policy %+v", pol)
+	for i := range 1 + s.n(3) {
+		id := fmt.Sprintf("mem://s%d", i)
+		r.srcs = append(r.srcs, id)
+		r.set(id, text(s.lines(s.n(10))))
+	}
+	for i := range 1 + s.n(2) {
+		r.agents = append(r.agents, &invAgent{name: fmt.Sprintf("a%d", i), turn: 1, anchors: map[string]*heldBlock{}})
+	}
+	for step := 0; step < 80 && !s.done(); step++ {
+		r.step()
+	}
+	for _, ag := range r.agents {
+		r.sync(ag, true)
+	}
+}
+
+// set writes a source's content, as an editor or another process would.
+func (r *invRun) set(id, c string) {
+	r.content[id] = c
+	r.hist[id] = append(r.hist[id], c)
+	r.h.mem.set(id, c)
+	r.logf("set %s %q", id, c)
+}
+
+func (r *invRun) step() {
+	s := r.s
+	switch op := s.n(16); {
+	case op < 4:
+		r.edit(r.srcs[s.n(len(r.srcs))])
+	case op < 7:
+		r.observe(r.agent(), "", false)
+	case op == 7:
+		r.observe(r.agent(), "", true)
+	case op == 8:
+		r.observeMulti(r.agent())
+	case op == 9:
+		ag := r.agent()
+		if a := r.pickAnchor(ag); a != "" {
+			r.observe(ag, a, s.n(4) == 0)
+		}
+	case op == 10:
+		id := r.srcs[s.n(len(r.srcs))]
+		r.logf("sourceChanged %s", id)
+		if _, err := r.h.m.SourceChanged(context.Background(), Change{URI: id}); err != nil {
+			r.fail("sourceChanged %s: %v", id, err)
+		}
+	case op == 11:
+		r.release(r.agent())
+	default:
+		ag := r.agent()
+		if s.n(3) == 0 {
+			ag.turn++
+		}
+		r.sync(ag, s.n(4) == 0)
+	}
+}
+
+func (r *invRun) agent() *invAgent { return r.agents[r.s.n(len(r.agents))] }
+
+func (r *invRun) pickAnchor(ag *invAgent) string {
+	if len(ag.anchors) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(ag.anchors))
+	for k := range ag.anchors {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys[r.s.n(len(keys))]
+}
+
+// edit changes, deletes or restores a source.
+func (r *invRun) edit(id string) {
+	s := r.s
+	c, present := r.content[id]
+	if !present {
+		// Deleted: bring it back, with its last content or a new one.
+		if s.n(2) == 0 && len(r.hist[id]) > 0 {
+			r.set(id, r.hist[id][len(r.hist[id])-1])
+		} else {
+			r.set(id, text(s.lines(s.n(8))))
+		}
+		return
+	}
+	ls := locator.SplitLines(c)
+	n := len(ls)
+	pos := s.n(n + 1)
+	k := 1 + s.n(3)
+	out := slices.Clone(ls)
+	switch s.n(10) {
+	case 0: // insert lines
+		out = slices.Insert(out, pos, s.lines(k)...)
+	case 1: // delete lines
+		out = slices.Delete(out, pos, min(n, pos+k))
+	case 2: // replace one token in a line
+		if n > 0 {
+			i := s.n(n)
+			w := invWords[s.n(len(invWords))]
+			fs := strings.Fields(out[i])
+			if len(fs) == 0 {
+				out[i] = w
+			} else {
+				fs[s.n(len(fs))] = w
+				out[i] = strings.Join(fs, " ")
+			}
+		}
+	case 3: // replace lines
+		out = slices.Replace(out, pos, min(n, pos+k), s.lines(1+s.n(3))...)
+	case 4: // duplicate a block
+		blk := slices.Clone(out[pos:min(n, pos+k)])
+		out = slices.Insert(out, s.n(n+1), blk...)
+	case 5: // move a block
+		blk := slices.Clone(out[pos:min(n, pos+k)])
+		out = slices.Delete(out, pos, min(n, pos+k))
+		out = slices.Insert(out, s.n(len(out)+1), blk...)
+	case 6: // truncate to empty
+		out = nil
+	case 7: // delete the source
+		delete(r.content, id)
+		r.h.mem.remove(id)
+		r.logf("remove %s", id)
+		return
+	case 8: // write the same content again (the stamp moves, the hash does not)
+	default: // rewrite everything
+		out = s.lines(s.n(10))
+	}
+	if len(out) == 0 {
+		r.set(id, "")
+		return
+	}
+	r.set(id, text(out))
+}
+
+// ref builds what a read tool would show of a source: a range or the whole,
+// of the current content or (raced) of an older one.
+func (r *invRun) ref(id string, raced bool) SourceRef {
+	s := r.s
+	c, present := r.content[id]
+	if raced || !present {
+		hs := r.hist[id]
+		c = hs[s.n(len(hs))]
+	}
+	ls := locator.SplitLines(c)
+	if len(ls) == 0 || s.n(4) == 0 {
+		t := c
+		if s.n(2) == 0 {
+			t = strings.TrimSuffix(c, "\n") // tools differ about the final newline
+		}
+		return SourceRef{URI: id, Text: t}
+	}
+	a := 1 + s.n(len(ls))
+	b := a + s.n(min(4, len(ls)-a+1))
+	return SourceRef{URI: id, Range: rng(a, b), Text: strings.Join(ls[a-1:b], "\n")}
+}
+
+func (r *invRun) observe(ag *invAgent, anchor string, raced bool) {
+	var refs []SourceRef
+	if h := ag.anchors[anchor]; h != nil && r.s.n(2) == 0 {
+		// Re-read the same span(s) as before.
+		for _, old := range h.refs {
+			ref := r.ref(old.URI, raced)
+			if old.Range != nil && ref.Range != nil {
+				ls := locator.SplitLines(r.content[old.URI])
+				if old.Range.End <= len(ls) {
+					ref = SourceRef{URI: old.URI, Range: old.Range, Text: strings.Join(ls[old.Range.Start-1:old.Range.End], "\n")}
+				}
+			}
+			refs = append(refs, ref)
+		}
+	} else {
+		refs = []SourceRef{r.ref(r.srcs[r.s.n(len(r.srcs))], raced)}
+	}
+	r.register(ag, anchor, refs)
+}
+
+func (r *invRun) observeMulti(ag *invAgent) {
+	k := 2 + r.s.n(2)
+	refs := make([]SourceRef, k)
+	for i := range refs {
+		refs[i] = r.ref(r.srcs[r.s.n(len(r.srcs))], r.s.n(5) == 0)
+	}
+	r.register(ag, "", refs)
+}
+
+func (r *invRun) register(ag *invAgent, anchor string, refs []SourceRef) {
+	if anchor == "" {
+		ag.next++
+		anchor = fmt.Sprintf("call_%d", ag.next)
+	}
+	obs := Observation{Agent: ag.name, Turn: ag.turn, Anchor: anchor, Sources: refs}
+	if r.s.n(8) == 0 {
+		obs.Policy = &Policy{Local: invActions[r.s.n(len(invActions))], Drift: invActions[r.s.n(len(invActions))]}
+	}
+	res, err := r.h.m.Observe(context.Background(), obs)
+	r.logf("observe %s/%s turn %d policy %v refs %s -> %+v err %v", ag.name, anchor, ag.turn, obs.Policy, fmtRefs(refs), res, err)
+	if err != nil {
+		for _, ref := range refs {
+			if _, ok := r.content[ref.URI]; !ok && errors.Is(err, ErrNotFound) {
+				return // the tool read a source that is gone by now
+			}
+		}
+		r.fail("observe: %v", err)
+	}
+	switch res.Status {
+	case Valid, Patched, Invalid, Stale:
+	default:
+		r.fail("observe %s: status %q", anchor, res.Status)
+	}
+	r.seen[ag.name] = true
+	for _, id := range res.Superseded {
+		h := r.byBlock(ag, id)
+		if h == nil {
+			r.fail("observe %s superseded %s, which the agent does not hold", anchor, id)
+		}
+		h.superseded = true
+	}
+	// A new result for the anchor replaces what the binding showed.
+	ag.anchors[anchor] = &heldBlock{agent: ag.name, anchor: anchor, block: res.Block, refs: refs, observed: res.Status}
+}
+
+func fmtRefs(refs []SourceRef) string {
+	var b strings.Builder
+	for _, ref := range refs {
+		if ref.Range != nil {
+			fmt.Fprintf(&b, "[%s %d-%d %q]", ref.URI, ref.Range.Start, ref.Range.End, ref.Text)
+		} else {
+			fmt.Fprintf(&b, "[%s whole %q]", ref.URI, ref.Text)
+		}
+	}
+	return b.String()
+}
+
+func (r *invRun) byBlock(ag *invAgent, id string) *heldBlock {
+	for _, h := range ag.anchors {
+		if h.block == id {
+			return h
+		}
+	}
+	return nil
+}
+
+func (r *invRun) release(ag *invAgent) {
+	a := r.pickAnchor(ag)
+	if a == "" {
+		return
+	}
+	h := ag.anchors[a]
+	req := ReleaseRequest{Agent: ag.name, Anchors: []string{a}}
+	if r.s.n(2) == 0 {
+		req = ReleaseRequest{Blocks: []string{h.block}}
+	}
+	res, err := r.h.m.Release(context.Background(), req)
+	r.logf("release %s/%s %+v -> %v %v", ag.name, a, req, res.Released, err)
+	if err != nil {
+		r.fail("release: %v", err)
+	}
+	if !slices.Equal(res.Released, []string{h.block}) {
+		r.fail("release %s/%s: released %v, want [%s]", ag.name, a, res.Released, h.block)
+	}
+	delete(ag.anchors, a)
+}
+
+// sync applies the agent's delta as a binding does and checks the invariant;
+// full also compares a full projection with the accumulated deltas.
+func (r *invRun) sync(ag *invAgent, full bool) {
+	res, err := r.h.m.Sync(context.Background(), SyncRequest{Agent: ag.name, Turn: ag.turn})
+	if err != nil {
+		r.fail("sync %s: %v", ag.name, err)
+	}
+	r.logf("sync %s turn %d -> %s", ag.name, ag.turn, fmtViews(res.Blocks))
+	if res.Full {
+		r.fail("delta sync answered full")
+	}
+	got := map[string]bool{}
+	for i := range res.Blocks {
+		v := res.Blocks[i]
+		if got[v.Anchor] {
+			r.fail("one delta carries two views for anchor %s", v.Anchor)
+		}
+		got[v.Anchor] = true
+		h := ag.anchors[v.Anchor]
+		switch {
+		case v.Agent != ag.name:
+			r.fail("sync %s got a view of agent %s", ag.name, v.Agent)
+		case h == nil:
+			r.fail("view %s for anchor %s, which the agent no longer holds (released or never observed)", v.Block, v.Anchor)
+		case h.block != v.Block:
+			r.fail("anchor %s holds %s, but a view for %s arrived (replaced block leaked)", v.Anchor, h.block, v.Block)
+		}
+		h.view = &v
+	}
+	r.check(ag)
+	if full {
+		r.compareFull(ag)
+	}
+	r.checkStats()
+}
+
+func fmtViews(vs []BlockView) string {
+	var b strings.Builder
+	for _, v := range vs {
+		fmt.Fprintf(&b, "{%s %s %s", v.Block, v.Anchor, v.Status)
+		for _, sv := range v.Sources {
+			if sv.Range != nil {
+				fmt.Fprintf(&b, " [%s %d-%d %q]", sv.URI, sv.Range.Start, sv.Range.End, sv.Text)
+			} else {
+				fmt.Fprintf(&b, " [%s whole %q]", sv.URI, sv.Text)
+			}
+		}
+		if v.Reason != "" {
+			fmt.Fprintf(&b, " reason %q", v.Reason)
+		}
+		b.WriteString("} ")
+	}
+	return b.String()
+}
+
+// check verifies every anchor the agent holds, right after a sync.
+func (r *invRun) check(ag *invAgent) {
+	for _, a := range slices.Sorted(maps.Keys(ag.anchors)) {
+		h := ag.anchors[a]
+		if h.view == nil {
+			// No delta: the binding still shows the tool's original output.
+			if h.observed != Valid {
+				r.fail("anchor %s: observe said %s but no sync delivered its view", a, h.observed)
+			}
+			if h.superseded {
+				r.fail("anchor %s: superseded at observe but no sync delivered the notice", a)
+			}
+			for _, ref := range h.refs {
+				cur, ok := r.content[ref.URI]
+				if !ok {
+					r.fail("anchor %s: original output of %s still shown (valid, no delta), but the source is deleted", a, ref.URI)
+				}
+				if ref.Range == nil {
+					if ref.Text != cur && ref.Text != strings.TrimSuffix(cur, "\n") {
+						r.fail("anchor %s: original whole output of %s still shown (no delta) but the source is now %q", a, ref.URI, cur)
+					}
+					continue
+				}
+				if want, ok := at(cur, *ref.Range); !ok || want != ref.Text {
+					r.fail("anchor %s: original output %q of %s lines %d-%d still shown (no delta) but those lines are now %q", a, ref.Text, ref.URI, ref.Range.Start, ref.Range.End, want)
+				}
+			}
+			continue
+		}
+		v := h.view
+		if h.superseded != (v.Status == Superseded) {
+			r.fail("anchor %s: superseded by observe %v, view status %s", a, h.superseded, v.Status)
+		}
+		switch v.Status {
+		case Valid, Patched:
+			if v.Notice != "" {
+				r.fail("anchor %s: %s view with a notice %q", a, v.Status, v.Notice)
+			}
+			r.checkSources(h, v, true)
+		case Stale:
+			if v.Notice == "" {
+				r.fail("anchor %s: stale view without a notice", a)
+			}
+			r.checkSources(h, v, false)
+		case Invalid, Superseded:
+			if v.Notice == "" || len(v.Sources) != 0 {
+				r.fail("anchor %s: %s view must have a notice and no sources: %+v", a, v.Status, *v)
+			}
+			if v.Status == Superseded && v.SupersededBy == "" {
+				r.fail("anchor %s: superseded view without supersededBy", a)
+			}
+		default:
+			r.fail("anchor %s: view status %q", a, v.Status)
+		}
+	}
+}
+
+// checkSources checks a view's sources keep the observation's shape and,
+// when current is set, show exactly the current content.
+func (r *invRun) checkSources(h *heldBlock, v *BlockView, current bool) {
+	if len(v.Sources) != len(h.refs) {
+		r.fail("anchor %s: %d sources in the view, %d observed", h.anchor, len(v.Sources), len(h.refs))
+	}
+	for i, sv := range v.Sources {
+		ref := h.refs[i]
+		if sv.URI != ref.URI || (sv.Range == nil) != (ref.Range == nil) {
+			r.fail("anchor %s: source %d is %s (range %v), observed %s (range %v)", h.anchor, i, sv.URI, sv.Range, ref.URI, ref.Range)
+		}
+		if !current {
+			continue
+		}
+		cur, ok := r.content[sv.URI]
+		if !ok {
+			r.fail("anchor %s: %s view shows %s, which is deleted", h.anchor, v.Status, sv.URI)
+		}
+		if sv.Range == nil {
+			if want := strings.TrimSuffix(cur, "\n"); sv.Text != want {
+				r.fail("anchor %s: %s view shows whole %s as %q, current content %q", h.anchor, v.Status, sv.URI, sv.Text, want)
+			}
+			continue
+		}
+		if want, ok := at(cur, *sv.Range); !ok || want != sv.Text {
+			r.fail("anchor %s: %s view shows %s lines %d-%d as %q, current lines there %q (in range: %v)", h.anchor, v.Status, sv.URI, sv.Range.Start, sv.Range.End, sv.Text, want, ok)
+		}
+	}
+}
+
+// at returns lines r of content joined by "\n".
+func at(content string, r Range) (string, bool) {
+	ls := locator.SplitLines(content)
+	if r.Start < 1 || r.End < r.Start || r.End > len(ls) {
+		return "", false
+	}
+	return strings.Join(ls[r.Start-1:r.End], "\n"), true
+}
+
+// compareFull asks for the full projection right after a delta sync: it must
+// show every anchor the agent holds, as the accumulated deltas do.
+func (r *invRun) compareFull(ag *invAgent) {
+	res, err := r.h.m.Sync(context.Background(), SyncRequest{Agent: ag.name, Turn: ag.turn, Full: true})
+	if err != nil {
+		r.fail("full sync %s: %v", ag.name, err)
+	}
+	r.logf("full sync %s -> %s", ag.name, fmtViews(res.Blocks))
+	if !res.Full {
+		r.fail("full sync not marked full")
+	}
+	seen := map[string]bool{}
+	for _, v := range res.Blocks {
+		h := ag.anchors[v.Anchor]
+		if h == nil || h.block != v.Block || seen[v.Anchor] {
+			r.fail("full sync: view %s for anchor %s, which the deltas do not hold (or twice)", v.Block, v.Anchor)
+		}
+		seen[v.Anchor] = true
+		if h.view == nil {
+			if v.Status != Valid {
+				r.fail("full sync: anchor %s is %s, the deltas never said so (still original output)", v.Anchor, v.Status)
+			}
+			for i, sv := range v.Sources {
+				ref := h.refs[i]
+				if sv.Text != ref.Text && !(ref.Range == nil && sv.Text == strings.TrimSuffix(ref.Text, "\n")) {
+					r.fail("full sync: anchor %s shows %q, the binding the original %q", v.Anchor, sv.Text, ref.Text)
+				}
+			}
+			continue
+		}
+		if v.Status != h.view.Status || v.Notice != h.view.Notice || !slices.EqualFunc(v.Sources, h.view.Sources, sameSourceView) {
+			r.fail("full sync: anchor %s is %s %s, the deltas say %s %s", v.Anchor, v.Status, fmtViews([]BlockView{v}), h.view.Status, fmtViews([]BlockView{*h.view}))
+		}
+	}
+	for a := range ag.anchors {
+		if !seen[a] {
+			r.fail("full sync: anchor %s (%s) missing", a, ag.anchors[a].block)
+		}
+	}
+}
+
+func sameSourceView(a, b SourceView) bool {
+	return a.URI == b.URI && a.Text == b.Text && (a.Range == nil) == (b.Range == nil) && (a.Range == nil || *a.Range == *b.Range)
+}
+
+// checkStats compares Stats and the adapter's watches with the blocks the
+// script holds.
+func (r *invRun) checkStats() {
+	st := r.h.m.Stats()
+	held, sup := 0, 0
+	linked := map[string]bool{}
+	for _, ag := range r.agents {
+		for _, h := range ag.anchors {
+			held++
+			if h.superseded {
+				sup++
+				continue
+			}
+			for _, ref := range h.refs {
+				linked[ref.URI] = true
+			}
+		}
+	}
+	total := 0
+	for s, n := range st.Blocks {
+		if n < 0 {
+			r.fail("stats: %d %s blocks", n, s)
+		}
+		total += n
+	}
+	for k, n := range st.Reconciliations {
+		if n < 0 {
+			r.fail("stats: reconciliations[%s] = %d", k, n)
+		}
+	}
+	if total != held || st.Blocks[Superseded] != sup {
+		r.fail("stats: blocks %v (total %d), the script holds %d (%d superseded)", st.Blocks, total, held, sup)
+	}
+	if st.Sources != len(linked) || st.Agents != len(r.seen) || st.BytesHeld < 0 || st.VerifyPasses < 0 {
+		r.fail("stats: %d sources, %d agents, %d bytes; want %d sources, %d agents", st.Sources, st.Agents, st.BytesHeld, len(linked), len(r.seen))
+	}
+	for _, id := range r.srcs {
+		want := 0
+		if linked[id] {
+			want = 1
+		}
+		if got := r.h.mem.watching(id); got != want {
+			r.fail("watches of %s: %d, want %d", id, got, want)
+		}
+	}
+}
+
+// TestRangeEndingInBlankLine: lines "x" and "" joined by "\n" are "x\n"; a
+// read of a range ending in a blank line is not a raced read, and the view
+// keeps the blank line (found by FuzzManagerInvariant).
+func TestRangeEndingInBlankLine(t *testing.T) {
+	tests := []struct {
+		name   string
+		ref    SourceRef
+		status Status
+	}{
+		{"blank last line", SourceRef{URI: fid, Range: rng(2, 3), Text: "b\n"}, Valid},
+		{"blank only", SourceRef{URI: fid, Range: rng(3, 3), Text: ""}, Valid},
+		{"terminated text", SourceRef{URI: fid, Range: rng(1, 2), Text: "a\nb\n"}, Valid},
+		{"terminated, blank last line", SourceRef{URI: fid, Range: rng(2, 3), Text: "b\n\n"}, Valid},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{})
+			h.mem.set(fid, "a\nb\n\nc\n")
+			if o := h.observe("main", 1, "call_1", tc.ref); o.Status != tc.status {
+				t.Fatalf("observe status %s, want %s", o.Status, tc.status)
+			}
+			h.mem.set(fid, "new\na\nb\n\nc\n")
+			v := one(t, h.sync("main", 2))
+			want, _ := at("new\na\nb\n\nc\n", Range{Start: tc.ref.Range.Start + 1, End: tc.ref.Range.End + 1})
+			if v.Status != Patched || len(v.Sources) != 1 || v.Sources[0].Text != want || *v.Sources[0].Range != (Range{Start: tc.ref.Range.Start + 1, End: tc.ref.Range.End + 1}) {
+				t.Fatalf("after an insert above: %+v, want patched %q", v, want)
+			}
+		})
+	}
+}
