@@ -66,7 +66,13 @@ func newStream(r io.Reader, w io.Writer, closer io.Closer, framing string, max i
 }
 
 // frameError is a frame that cannot be used but did not break the stream.
-type frameError struct{ err *Error }
+// id is the request id to echo in the answer; respID, the id of a refused
+// response, whose pending call is failed with err instead of left waiting.
+type frameError struct {
+	err    *Error
+	id     json.RawMessage
+	respID json.RawMessage
+}
 
 func (e *frameError) Error() string { return e.err.Message }
 
@@ -78,7 +84,10 @@ func (s *stream) ReadObject(v any) error {
 		if err != nil {
 			var fe *frameError
 			if errors.As(err, &fe) {
-				s.bad(nil, fe.err)
+				if len(fe.respID) > 0 && s.failCall(fe.respID, fe.err, v) {
+					return nil
+				}
+				s.bad(fe.id, fe.err)
 				continue
 			}
 			if s.atEnd != nil {
@@ -139,6 +148,24 @@ func validID(raw json.RawMessage) bool {
 	}
 	_, err := strconv.ParseUint(string(raw), 10, 64)
 	return err == nil
+}
+
+// failCall hands jsonrpc2 an error response with id in place of a response
+// that was refused (too large), so the call waiting for it fails now.
+func (s *stream) failCall(id json.RawMessage, e *Error, v any) bool {
+	if s.onBad != nil {
+		s.onBad(e)
+	}
+	frame, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *Error          `json:"error"`
+	}{"2.0", id, e})
+	if err != nil {
+		return false
+	}
+	_, rerr := decodeMessage(frame, v)
+	return rerr == nil
 }
 
 // bad reports an undecodable frame and, on the server, answers it.
@@ -216,20 +243,21 @@ func (s *stream) readContentLengthFrame() ([]byte, error) {
 		if headerErr == "" {
 			headerErr = "missing Content-Length header"
 		}
-		return nil, &frameError{&Error{Code: CodeParseError, Message: "parse error: " + headerErr}}
+		return nil, &frameError{err: &Error{Code: CodeParseError, Message: "parse error: " + headerErr}}
 	}
 	if length > s.max {
-		if _, err := io.CopyN(io.Discard, s.r, length); err != nil {
+		var scan idScanner // for the id to answer, in constant memory
+		if _, err := io.CopyN(&scan, s.r, length); err != nil {
 			return nil, io.ErrUnexpectedEOF
 		}
-		return nil, &frameError{tooLarge(length, s.max)}
+		return nil, &frameError{err: tooLarge(length, s.max), id: scan.requestID(), respID: scan.responseID()}
 	}
 	body := make([]byte, length)
 	if _, err := io.ReadFull(s.r, body); err != nil {
 		return nil, io.ErrUnexpectedEOF
 	}
 	if headerErr != "" {
-		return nil, &frameError{&Error{Code: CodeParseError, Message: "parse error: " + headerErr}}
+		return nil, &frameError{err: &Error{Code: CodeParseError, Message: "parse error: " + headerErr}}
 	}
 	return body, nil
 }
@@ -239,15 +267,20 @@ func (s *stream) readLineFrame() ([]byte, error) {
 		var buf []byte
 		var size int64
 		over := false
+		var scan idScanner // for the id of an oversized line, in constant memory
 		for {
 			chunk, err := s.r.ReadSlice('\n')
 			size += int64(len(chunk))
-			if !over {
-				if size > s.max+2 { // +2: the line terminator is not part of the message
-					over, buf = true, nil
-				} else {
-					buf = append(buf, chunk...)
-				}
+			switch {
+			case over:
+				scan.Write(chunk)
+			case size > s.max+2: // +2: the line terminator is not part of the message
+				over = true
+				scan.Write(buf)
+				scan.Write(chunk)
+				buf = nil
+			default:
+				buf = append(buf, chunk...)
 			}
 			if err == bufio.ErrBufferFull {
 				continue
@@ -261,14 +294,15 @@ func (s *stream) readLineFrame() ([]byte, error) {
 			break
 		}
 		if over {
-			return nil, &frameError{tooLarge(size, s.max)}
+			return nil, &frameError{err: tooLarge(size, s.max), id: scan.requestID(), respID: scan.responseID()}
 		}
 		line := bytes.TrimSpace(buf)
 		if len(line) == 0 {
 			continue
 		}
 		if int64(len(line)) > s.max {
-			return nil, &frameError{tooLarge(int64(len(line)), s.max)}
+			scan.Write(line)
+			return nil, &frameError{err: tooLarge(int64(len(line)), s.max), id: scan.requestID(), respID: scan.responseID()}
 		}
 		return line, nil
 	}

@@ -54,11 +54,15 @@ func TestStreamRead(t *testing.T) {
 		{"neither request nor response", FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":"a"}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{`"a"`}},
 		{"object id is not echoed", FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":{},"method":"x"}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
 		{"missing Content-Length", FramingContentLength, 0, "X-Foo: 1\r\n\r\n" + cl(req), []string{"stats"}, []int64{CodeParseError}, []string{"null"}},
-		{"oversized is skipped", FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":2,"method":"observe","params":{"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
+		{"oversized is skipped, its id echoed", FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":2,"method":"observe","params":{"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"2"}},
+		{"oversized: id after the params", FramingContentLength, 50, cl(`{"jsonrpc":"2.0","method":"observe","params":{"id":9,"t":"`+strings.Repeat("}", 100)+`"},"id":"r-3"}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{`"r-3"`}},
+		{"oversized notification: id null", FramingContentLength, 50, cl(`{"jsonrpc":"2.0","method":"observe","params":{"id":9,"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
+		{"oversized with an unusable id: null", FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":-1,"method":"observe","params":{"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
 		{"newline: two lines", FramingNewline, 0, req + "\n" + req + "\r\n", []string{"stats", "stats"}, nil, nil},
 		{"newline: blank lines and no final newline", FramingNewline, 0, "\n\n" + req, []string{"stats"}, nil, nil},
 		{"newline: malformed then valid", FramingNewline, 0, "{oops\n" + req + "\n", []string{"stats"}, []int64{CodeParseError}, []string{"null"}},
 		{"newline: oversized line skipped", FramingNewline, 60, strings.Repeat("y", 70000) + "\n" + req + "\n", []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
+		{"newline: oversized request answered with its id", FramingNewline, 60, `{"jsonrpc":"2.0","id":12,"method":"observe","params":{"text":"` + strings.Repeat("y", 70000) + "\"}}\n" + req + "\n", []string{"stats"}, []int64{CodeInvalidRequest}, []string{"12"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,6 +113,33 @@ func answers(t *testing.T, out []byte, framing string) (codes []int64, ids []str
 		}
 		codes = append(codes, resp.Error.Code)
 		ids = append(ids, string(resp.ID))
+	}
+}
+
+// An oversized response (a client's readSource answer) must fail the call
+// waiting for it at once: the stream hands jsonrpc2 an error response with
+// the same id instead of skipping it.
+func TestStreamOversizedResponseFailsTheCall(t *testing.T) {
+	for _, framing := range []string{FramingContentLength, FramingNewline} {
+		body := `{"jsonrpc":"2.0","id":4,"result":{"text":"` + strings.Repeat("z", 200) + `","version":"v2"}}`
+		in := cl(body)
+		if framing == FramingNewline {
+			in = body + "\n"
+		}
+		var out bytes.Buffer
+		s := newStream(strings.NewReader(in), &out, nil, framing, 100)
+		s.answerBad = true
+		var m msg
+		if err := s.ReadObject(&m); err != nil {
+			t.Fatalf("%s: ReadObject: %v", framing, err)
+		}
+		e, _ := m["error"].(map[string]any)
+		if fmt.Sprint(m["id"]) != "4" || e == nil || fmt.Sprint(e["code"]) != fmt.Sprint(CodeInvalidRequest) {
+			t.Errorf("%s: got %v, want an error response with id 4 and code %d", framing, m, CodeInvalidRequest)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%s: the server answered a response: %q", framing, out.String())
+		}
 	}
 }
 
