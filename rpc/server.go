@@ -395,20 +395,49 @@ func (s *Server) readSource(ctx context.Context, uri string) (runtime.Content, e
 	if s.input.Err() != nil {
 		return runtime.Content{}, errors.New("readSource: the client closed its end")
 	}
-	var res ReadSourceResult
+	var raw json.RawMessage
 	// Ids start at 1: some clients treat a 0 id as absent.
 	id := jsonrpc2.ID{Num: s.nextID.Add(1)}
 	s.mu.Lock()
 	conn := s.conn
 	s.mu.Unlock()
-	if err := conn.Call(ctx, MethodReadSource, ReadSourceParams{URI: uri}, &res, jsonrpc2.PickID(id)); err != nil {
+	if err := conn.Call(ctx, MethodReadSource, ReadSourceParams{URI: uri}, &raw, jsonrpc2.PickID(id)); err != nil {
 		var we *jsonrpc2.Error
 		if errors.As(err, &we) {
 			return runtime.Content{}, fmt.Errorf("the client answered readSource with an error: %s", we.Message)
 		}
 		return runtime.Content{}, fmt.Errorf("readSource: %w", err)
 	}
+	res, err := decodeReadSourceResult(raw)
+	if err != nil {
+		// The binding is broken, not the source: say so where its author looks.
+		s.log.Warn("malformed readSource result", "uri", uri, "id", id.Num, "error", err)
+		return runtime.Content{}, fmt.Errorf("the client's readSource answer was malformed (%w)", err)
+	}
 	return runtime.Content{Text: res.Text, Version: res.Version}, nil
+}
+
+// decodeReadSourceResult checks a readSource result: an object with a string
+// "text" (required: a missing text is not empty content) and an optional
+// string "version". Its errors name the field in plain words; they end up
+// in the notice the model reads.
+func decodeReadSourceResult(raw json.RawMessage) (ReadSourceResult, error) {
+	var res ReadSourceResult
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return res, fmt.Errorf("result must be an object with text, not %s", clip(string(raw), 40))
+	}
+	text, ok := fields["text"]
+	if !ok || string(text) == "null" {
+		return res, errors.New("result.text is required")
+	}
+	if json.Unmarshal(text, &res.Text) != nil {
+		return res, fmt.Errorf("result.text must be a string, not %s", clip(string(text), 40))
+	}
+	if v, ok := fields["version"]; ok && string(v) != "null" && json.Unmarshal(v, &res.Version) != nil {
+		return res, fmt.Errorf("result.version must be a string, not %s", clip(string(v), 40))
+	}
+	return res, nil
 }
 
 // slogPrintf adapts jsonrpc2's logger to slog.

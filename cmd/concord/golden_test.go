@@ -30,6 +30,7 @@ var update = flag.Bool("update", false, "rewrite the expected messages of testda
 //	{"bytes": {"path": "b.bin", "base64": "..."}} write raw bytes
 //	{"remove": "a.txt"}                delete $ROOT/a.txt
 //	{"keyed": {"uri": "res://…", "text": "...", "version": "v2"}}  what the test client answers to readSource
+//	{"keyed": {"uri": "res://…", "result": null}}  a readSource result answered as it is (malformed ones)
 //	{"send": {...}}                    send a message; a request waits for its answer
 //	{"raw": "..."}                     send these bytes as one frame (framing added); one answer expected
 //	{"rawbytes": "..."}                send these bytes as they are; one answer expected
@@ -145,7 +146,7 @@ func runTranscript(t *testing.T, file string) {
 			t.Fatalf("write to server: %v\nstderr:\n%s", err, stderr.String())
 		}
 	}
-	keyed := map[string]map[string]string{}
+	keyed := map[string]any{} // uri -> the result to answer readSource with
 	normalize := func(m json.RawMessage) json.RawMessage {
 		var x any
 		json.Unmarshal(m, &x)
@@ -226,9 +227,16 @@ func runTranscript(t *testing.T, file string) {
 				t.Fatal(err)
 			}
 		case "keyed":
-			var k struct{ URI, Text, Version string }
+			var k struct {
+				URI, Text, Version string
+				Result             json.RawMessage // answered as it is, when given
+			}
 			json.Unmarshal(s.val, &k)
-			keyed[k.URI] = map[string]string{"text": k.Text, "version": k.Version}
+			if k.Result != nil {
+				keyed[k.URI] = k.Result
+			} else {
+				keyed[k.URI] = map[string]string{"text": k.Text, "version": k.Version}
+			}
 		case "send":
 			payload := subJSON(s.val)
 			write(payload, true)
