@@ -14,6 +14,9 @@ func (s *Server) observe(ctx context.Context, raw *json.RawMessage) (any, error)
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
+	if err := requireText(raw, p.Kind); err != nil {
+		return nil, err
+	}
 	core, err := s.session()
 	if err != nil {
 		return nil, err
@@ -68,12 +71,37 @@ func (src *Source) validate(field string) error {
 		if r.Start < 1 {
 			return invalidField(field+".range.start", "must be >= 1 (lines are 1-based)")
 		}
+		if r.End == 0 { // absent: 0 is never a valid end
+			return invalidField(field+".range.end", "required: the last line read (inclusive, >= start)")
+		}
 		if r.End < r.Start {
 			return invalidField(field+".range.end", "must be >= start (%d)", r.Start)
 		}
 	}
 	if scheme(src.URI) != "file" && src.Version == "" {
 		return invalidField(field+".version", "required for keyed (non-file) sources")
+	}
+	return nil
+}
+
+// requireText refuses a snapshot source without "text" (absent or null):
+// the server checks what the tool showed against the source, so a missing
+// text would make every such block invalid without a word. "" is a valid
+// text (an empty file or range). Events need no text.
+func requireText(raw *json.RawMessage, kind string) error {
+	if runtime.Kind(kind) == runtime.Event || raw == nil {
+		return nil
+	}
+	var p struct {
+		Sources []map[string]json.RawMessage `json:"sources"`
+	}
+	if json.Unmarshal(*raw, &p) != nil {
+		return nil // decodeParams already accepted it; nothing more to learn
+	}
+	for i, src := range p.Sources {
+		if t, ok := src["text"]; !ok || string(t) == "null" {
+			return invalidField(fmt.Sprintf("sources[%d].text", i), "required: the lines as the tool showed them, joined by \"\\n\" (\"\" for empty content)")
+		}
 	}
 	return nil
 }
