@@ -73,10 +73,16 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return usageError{fmt.Errorf("--poll-interval must be positive")}
 	}
 	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
-		// A person ran it by hand: waiting silently on a terminal helps nobody.
-		fmt.Fprint(stderr, "concord serve speaks JSON-RPC on stdin/stdout: agent runtimes launch it as a subprocess.\n\n")
-		printCommand(stderr, "serve")
-		return exitStatus(2)
+		if o.framing != rpc.FramingNewline {
+			// A person ran it by hand: waiting silently for Content-Length
+			// frames nobody can type helps nobody.
+			fmt.Fprint(stderr, "concord serve speaks JSON-RPC on stdin/stdout: agent runtimes launch it as a subprocess.\n"+
+				"To type messages by hand, one JSON message per line: concord serve --framing=newline\n\n")
+			printCommand(stderr, "serve")
+			return exitStatus(2)
+		}
+		// Typing newline-framed JSON is a fine way to explore: say we listen.
+		fmt.Fprint(stderr, "concord serve: reading one JSON-RPC message per line from the terminal; start with initialize, end with Ctrl-D.\n")
 	}
 	var policy runtime.PolicyConfig
 	if o.policyFile != "" {

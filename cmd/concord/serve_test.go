@@ -311,7 +311,18 @@ func TestServeTerminal(t *testing.T) {
 	if got := run(context.Background(), []string{"serve"}, tty, &stdout, &stderr); got != 2 {
 		t.Errorf("serve on a terminal: status %d, want 2", got)
 	}
-	if !strings.Contains(stderr.String(), "agent runtimes launch it") || stdout.String() != "" {
+	if !strings.Contains(stderr.String(), "agent runtimes launch it") || !strings.Contains(stderr.String(), "--framing=newline") || stdout.String() != "" {
 		t.Errorf("serve on a terminal: stderr %q, stdout %q", stderr.String(), stdout.String())
+	}
+	// With newline framing a person can type messages: it serves (until the
+	// context ends here; Ctrl-D in real life) and says so on stderr only.
+	stderr = lockedBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if got := run(ctx, []string{"serve", "--framing=newline"}, tty, &stdout, &stderr); got != 0 {
+		t.Errorf("serve --framing=newline on a terminal: status %d, want 0 (stderr %s)", got, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "one JSON-RPC message per line") || stdout.String() != "" {
+		t.Errorf("serve --framing=newline on a terminal: stderr %q, stdout %q", stderr.String(), stdout.String())
 	}
 }
