@@ -72,7 +72,11 @@ func exitCode(cmd string, err error, stderr io.Writer) int {
 	case errors.As(err, &st):
 		return int(st)
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "concord %s: %v\nRun 'concord help %s' for usage.\n", cmd, ue.err, cmd)
+		hint := fmt.Sprintf("Run 'concord help %s' for usage.", cmd)
+		if cmd == "help" || cmd == "-h" || cmd == "--help" {
+			hint = "Run 'concord help' for the list of commands."
+		}
+		fmt.Fprintf(stderr, "concord %s: %v\n%s\n", cmd, ue.err, hint)
 		return 2
 	}
 	fmt.Fprintf(stderr, "concord %s: %v\n", cmd, err)

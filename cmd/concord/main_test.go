@@ -59,6 +59,7 @@ func TestRun(t *testing.T) {
 		{"help", []string{"help"}, 0, "Commands:", ""},
 		{"help serve shows flags and examples", []string{"help", "serve"}, 0, "--max-message", ""},
 		{"help unknown", []string{"help", "nope"}, 2, "", `unknown command "nope"`},
+		{"help unknown lists the commands", []string{"help", "nope"}, 2, "", "Run 'concord help' for the list of commands."},
 		{"serve bad flag", []string{"serve", "--nope"}, 2, "", "unknown flag: --nope"},
 		{"serve bad framing", []string{"serve", "--framing=xml"}, 2, "", "--framing must be"},
 		{"serve bad log level", []string{"serve", "--log-level=loud"}, 2, "", "--log-level"},
