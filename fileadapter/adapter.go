@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -127,8 +128,15 @@ func New(cfg Config, notify runtime.Notify) (*Adapter, error) {
 			return nil, fmt.Errorf("fileadapter: root %q is not absolute", r)
 		}
 		rr, err := filepath.EvalSymlinks(filepath.Clean(r))
+		if errors.Is(err, fs.ErrNotExist) {
+			// lstat's own message names the first missing component, not the root.
+			return nil, fmt.Errorf("root %q: %w", r, fs.ErrNotExist)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("fileadapter: root %q: %w", r, err)
+			return nil, fmt.Errorf("root %q: %w", r, err)
+		}
+		if fi, err := os.Stat(rr); err != nil || !fi.IsDir() {
+			return nil, notDirError(r)
 		}
 		a.roots = append(a.roots, rr)
 	}
@@ -273,6 +281,12 @@ func (a *Adapter) Display(id string) string {
 	return id
 }
 
+// notDirError is a root that is not a directory; it is an fs.ErrInvalid.
+type notDirError string
+
+func (e notDirError) Error() string        { return fmt.Sprintf("root %q is not a directory", string(e)) }
+func (e notDirError) Is(target error) bool { return target == fs.ErrInvalid }
+
 // Read returns the file's content and its SHA-256 version.
 func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) {
 	p, err := Path(id)
@@ -312,7 +326,30 @@ func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) 
 		return runtime.Content{}, fmt.Errorf("read %s: NUL byte in the first 8 KiB: %w", p, runtime.ErrBinary)
 	}
 	sum := sha256.Sum256(b)
-	return runtime.Content{Text: string(b), Version: "sha256:" + hex.EncodeToString(sum[:])}, nil
+	return runtime.Content{Text: validText(b), Version: "sha256:" + hex.EncodeToString(sum[:])}, nil
+}
+
+// validText is b as text a JSON client can send back: each byte that is not
+// valid UTF-8 (a Latin-1 file) becomes U+FFFD, as a tool decoding with
+// replacement shows it and as JSON carries it. Compared raw, such a file's
+// every observation would be invalid at once, sending the agent into a
+// re-read loop. The version stays the hash of the raw bytes.
+func validText(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	sb.Grow(len(b) + 16)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			sb.WriteRune(utf8.RuneError)
+		} else {
+			sb.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return sb.String()
 }
 
 func classify(p string, err error) error {

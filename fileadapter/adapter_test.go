@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -173,6 +175,15 @@ func TestRead(t *testing.T) {
 			t.Errorf("%s: err %v, want %v", name, err, want)
 		}
 	}
+	// Bytes that are not UTF-8 (Latin-1) read as U+FFFD each, as JSON
+	// carries them; the version is still the raw bytes' hash.
+	latin := filepath.Join(root, "latin1.txt")
+	write(t, latin, "caf\xe9\n\xff\xfeok\n")
+	c, err = a.Read(ctx, pathURI(latin))
+	sum = sha256.Sum256([]byte("caf\xe9\n\xff\xfeok\n"))
+	if err != nil || c.Text != "caf\uFFFD\n\uFFFD\uFFFDok\n" || c.Version != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Errorf("latin-1 read %+q %v", c, err)
+	}
 	// A NUL byte after the first 8 KiB is not a binary marker.
 	a2, _ := newAdapter(t, Config{Roots: []string{root}, Mode: ModeHooks})
 	late := filepath.Join(root, "late.txt")
@@ -195,15 +206,22 @@ func TestRead(t *testing.T) {
 
 func TestNewErrors(t *testing.T) {
 	root := tempRoot(t)
+	write(t, filepath.Join(root, "file.txt"), "x")
 	for name, cfg := range map[string]Config{
 		"no roots":      {},
 		"relative root": {Roots: []string{"rel"}},
 		"missing root":  {Roots: []string{filepath.Join(root, "nope")}},
+		"file root":     {Roots: []string{filepath.Join(root, "file.txt")}},
 		"bad mode":      {Roots: []string{root}, Mode: "inotify"},
 	} {
 		if _, err := New(cfg, nil); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+	// The message names the root, not lstat's first missing component.
+	missing := filepath.Join(root, "nope", "deeper")
+	if _, err := New(Config{Roots: []string{missing}}, nil); err == nil || !strings.Contains(err.Error(), strconv.Quote(missing)) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing root: %v", err)
 	}
 	for mode, want := range map[string]string{"": ModeFsnotify, ModeAuto: ModeFsnotify, ModeFsnotify: ModeFsnotify, ModePoll: ModePoll, ModeHooks: ModeHooks} {
 		a, _ := newAdapter(t, Config{Roots: []string{root}, Mode: mode})

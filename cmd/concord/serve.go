@@ -150,7 +150,7 @@ func newSession(o *serveOptions, log *slog.Logger) rpc.NewSessionFunc {
 		}, m.Hint)
 		if err != nil {
 			m.Close()
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrInvalid) {
 				field := "roots"
 				for i, r := range cfg.Roots {
 					if strings.Contains(err.Error(), strconv.Quote(r)) {
