@@ -103,6 +103,7 @@ func (m *Manager) Release(ctx context.Context, req ReleaseRequest) (ReleaseResul
 	res := ReleaseResult{Released: make([]string, 0, len(bs))}
 	for _, b := range bs {
 		m.unlink(b)
+		m.retireSuperseded(b)
 		b.status = Released
 		m.forget(b)
 		m.count("released")
@@ -139,7 +140,7 @@ func (m *Manager) forget(b *block) {
 func (m *Manager) trimAudit(ag *agentState) {
 	for len(ag.audit) > m.auditMax {
 		b := ag.audit[0]
-		if b.status == Superseded {
+		if b.status == Superseded || b.orphaned {
 			if _, owed := ag.dirty[b]; owed {
 				return
 			}

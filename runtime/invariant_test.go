@@ -136,6 +136,8 @@ type heldBlock struct {
 	refs       []SourceRef
 	observed   Status // ObserveResult.Status
 	superseded bool   // an ObserveResult said so
+	by         string // the block that superseded it
+	orphaned   bool   // superseded, then the newer read left the context
 	view       *BlockView
 }
 
@@ -317,8 +319,16 @@ func (r *invRun) edit(id string) {
 		out = slices.Insert(out, s.n(len(out)+1), blk...)
 	case 6: // truncate to empty
 		out = nil
-	case 7: // delete the source
+	case 7: // delete the source, or make it unreadable
 		delete(r.content, id)
+		if s.n(3) == 0 {
+			r.h.mem.mu.Lock()
+			r.h.mem.errs[id] = fmt.Errorf("read %s: %w", id, ErrUnreadable)
+			r.h.mem.stamps[id]++
+			r.h.mem.mu.Unlock()
+			r.logf("unreadable %s", id)
+			return
+		}
 		r.h.mem.remove(id)
 		r.logf("remove %s", id)
 		return
@@ -390,10 +400,13 @@ func (r *invRun) register(ag *invAgent, anchor string, refs []SourceRef) {
 		obs.Policy = &Policy{Local: invActions[r.s.n(len(invActions))], Drift: invActions[r.s.n(len(invActions))]}
 	}
 	res, err := r.h.m.Observe(context.Background(), obs)
+	if old := ag.anchors[anchor]; err == nil && old != nil {
+		r.retire(ag, old) // the replaced block leaves the context first
+	}
 	r.logf("observe %s/%s turn %d policy %v refs %s -> %+v err %v", ag.name, anchor, ag.turn, obs.Policy, fmtRefs(refs), res, err)
 	if err != nil {
 		for _, ref := range refs {
-			if _, ok := r.content[ref.URI]; !ok && errors.Is(err, ErrNotFound) {
+			if _, ok := r.content[ref.URI]; !ok && (errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnreadable)) {
 				return // the tool read a source that is gone by now
 			}
 		}
@@ -410,7 +423,7 @@ func (r *invRun) register(ag *invAgent, anchor string, refs []SourceRef) {
 		if h == nil {
 			r.fail("observe %s superseded %s, which the agent does not hold", anchor, id)
 		}
-		h.superseded = true
+		h.superseded, h.by = true, res.Block
 	}
 	// A new result for the anchor replaces what the binding showed.
 	ag.anchors[anchor] = &heldBlock{agent: ag.name, anchor: anchor, block: res.Block, refs: refs, observed: res.Status}
@@ -455,7 +468,25 @@ func (r *invRun) release(ag *invAgent) {
 	if !slices.Equal(res.Released, []string{h.block}) {
 		r.fail("release %s/%s: released %v, want [%s]", ag.name, a, res.Released, h.block)
 	}
+	r.retire(ag, h)
 	delete(ag.anchors, a)
+}
+
+// retire models what happens to the blocks n superseded when n leaves the
+// context: if n was superseded itself, its newer read covers them; else they
+// become invalid (orphaned), and so do the blocks they superseded.
+func (r *invRun) retire(ag *invAgent, n *heldBlock) {
+	for _, s := range ag.anchors {
+		if !s.superseded || s.by != n.block {
+			continue
+		}
+		if n.superseded {
+			s.by = n.by
+			continue
+		}
+		s.superseded, s.orphaned, s.by = false, true, ""
+		r.retire(ag, s)
+	}
 }
 
 // sync applies the agent's delta as a binding does and checks the invariant;
@@ -522,7 +553,7 @@ func (r *invRun) check(ag *invAgent) {
 			if h.observed != Valid {
 				r.fail("anchor %s: observe said %s but no sync delivered its view", a, h.observed)
 			}
-			if h.superseded {
+			if h.superseded || h.orphaned {
 				r.fail("anchor %s: superseded at observe but no sync delivered the notice", a)
 			}
 			for _, ref := range h.refs {
@@ -544,8 +575,11 @@ func (r *invRun) check(ag *invAgent) {
 			continue
 		}
 		v := h.view
-		if h.superseded != (v.Status == Superseded) {
-			r.fail("anchor %s: superseded by observe %v, view status %s", a, h.superseded, v.Status)
+		if h.superseded != (v.Status == Superseded) || h.orphaned && v.Status != Invalid {
+			r.fail("anchor %s: superseded by observe %v (orphaned %v), view status %s", a, h.superseded, h.orphaned, v.Status)
+		}
+		if h.superseded && v.SupersededBy != h.by {
+			r.fail("anchor %s: superseded by %s, the view says %s", a, h.by, v.SupersededBy)
 		}
 		switch v.Status {
 		case Valid, Patched:
@@ -562,8 +596,9 @@ func (r *invRun) check(ag *invAgent) {
 			if v.Notice == "" || len(v.Sources) != 0 {
 				r.fail("anchor %s: %s view must have a notice and no sources: %+v", a, v.Status, *v)
 			}
-			if v.Status == Superseded && v.SupersededBy == "" {
-				r.fail("anchor %s: superseded view without supersededBy", a)
+			if v.Status == Superseded && r.byBlock(ag, v.SupersededBy) == nil {
+				// The notice says "a newer read is in the context": it must be.
+				r.fail("anchor %s: superseded by %q, which the agent no longer holds", a, v.SupersededBy)
 			}
 		default:
 			r.fail("anchor %s: view status %q", a, v.Status)
@@ -676,6 +711,9 @@ func (r *invRun) checkStats() {
 				sup++
 				continue
 			}
+			if h.orphaned {
+				continue
+			}
 			for _, ref := range h.refs {
 				linked[ref.URI] = true
 			}
@@ -738,5 +776,44 @@ func TestRangeEndingInBlankLine(t *testing.T) {
 				t.Fatalf("after an insert above: %+v, want patched %q", v, want)
 			}
 		})
+	}
+}
+
+// TestSupersededByReleased: a superseded block's notice says a newer read is
+// in the context. When that newer read is released, the notice must not lie:
+// a newer read that was itself superseded hands its readers on; otherwise
+// they become invalid and ask for a re-read (found by FuzzManagerInvariant).
+func TestSupersededByReleased(t *testing.T) {
+	ls := numbered(8)
+	h := newHarness(t, Config{})
+	h.mem.set(fid, text(ls))
+	b1 := h.observe("main", 1, "call_1", SourceRef{URI: fid, Range: rng(2, 3), Text: span(ls, 2, 3)})
+	b2 := h.observe("main", 2, "call_2", SourceRef{URI: fid, Range: rng(1, 5), Text: span(ls, 1, 5)})
+	b3 := h.observe("main", 3, "call_3", SourceRef{URI: fid, Text: text(ls)})
+	if !slices.Equal(b2.Superseded, []string{b1.Block}) || !slices.Equal(b3.Superseded, []string{b2.Block}) {
+		t.Fatalf("superseded %v, %v", b2.Superseded, b3.Superseded)
+	}
+	h.sync("main", 3)
+
+	// b2 leaves: b3 still covers b1.
+	if _, err := h.m.Release(context.Background(), ReleaseRequest{Blocks: []string{b2.Block}}); err != nil {
+		t.Fatal(err)
+	}
+	v := one(t, h.sync("main", 3))
+	if v.Block != b1.Block || v.Status != Superseded || v.SupersededBy != b3.Block || !strings.Contains(v.Notice, "(turn 3)") {
+		t.Fatalf("after releasing b2: %+v, want b1 superseded by %s", v, b3.Block)
+	}
+
+	// b3 leaves: nothing shows lines 2-3 any more.
+	if _, err := h.m.Release(context.Background(), ReleaseRequest{Agent: "main", Anchors: []string{"call_3"}}); err != nil {
+		t.Fatal(err)
+	}
+	v = one(t, h.sync("main", 4))
+	want := "[concord] a newer read of /proj/main.go lines 2-3 replaced this one and has since been removed from the context; the content shown earlier is not available. Re-read /proj/main.go lines 2-3 before relying on it."
+	if v.Block != b1.Block || v.Status != Invalid || v.Notice != want || len(v.Sources) != 0 || v.SupersededBy != "" {
+		t.Fatalf("after releasing b3: %+v", v)
+	}
+	if st := h.m.Stats(); st.Blocks[Invalid] != 1 || st.Blocks[Superseded] != 0 || st.Sources != 0 {
+		t.Fatalf("stats %+v", st)
 	}
 }

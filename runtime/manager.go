@@ -153,6 +153,7 @@ type link struct {
 	patched bool            // text or lines differ from the observation
 	anchor  *locator.Anchor // kept while the source is gone, to find the span again
 	notice  string
+	display string // the source's display name, kept once the link leaves the index
 }
 
 type block struct {
@@ -167,6 +168,7 @@ type block struct {
 	notice       string
 	reason       string
 	supersededBy string
+	orphaned     bool // superseded, then the newer read left the context: invalid for good
 	aged         bool
 	ageNotice    string
 }

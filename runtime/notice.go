@@ -18,10 +18,7 @@ func linesOf(r Range) string {
 
 // target is what to re-read: "path lines A-B", or "path" for a whole source.
 func (l *link) target() string {
-	name := l.uri
-	if l.src != nil {
-		name = l.src.display
-	}
+	name := l.name()
 	if l.whole {
 		return name
 	}
@@ -29,8 +26,11 @@ func (l *link) target() string {
 }
 
 func (l *link) name() string {
-	if l.src != nil {
+	switch {
+	case l.src != nil:
 		return l.src.display
+	case l.display != "":
+		return l.display
 	}
 	return l.uri
 }
@@ -87,4 +87,12 @@ func noticeAged(b *block, now, max int) string {
 func noticeSuperseded(b *block, by *block) string {
 	return fmt.Sprintf("[concord] a newer read of %s (turn %d) is in the context; this earlier read was removed. Rely on the newer read.",
 		targets(b), by.turn)
+}
+
+// noticeOrphaned: the newer read that replaced this one left the context
+// too (released or rewound), so nothing shows these lines any more.
+func noticeOrphaned(b *block) string {
+	t := targets(b)
+	return fmt.Sprintf("[concord] a newer read of %s replaced this one and has since been removed from the context; the content shown earlier is not available. Re-read %s before relying on it.",
+		t, t)
 }

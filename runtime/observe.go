@@ -254,6 +254,7 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 		// Superseding it instead would send the anchor two views.
 		for _, old := range slices.Clone(ag.byAnchor[obs.Anchor]) {
 			m.unlink(old)
+			m.retireSuperseded(old)
 			old.status = Released
 			m.forget(old)
 			m.count("replaced")
@@ -374,8 +375,38 @@ func (m *Manager) unlink(b *block) []*source {
 			ag.srcRefs[l.src]--
 		}
 		srcs = append(srcs, l.src)
+		l.display = l.src.display
 		l.src, l.text, l.anchor = nil, "", nil
 	}
 	m.unwatch = append(m.unwatch, srcs...)
 	return srcs
+}
+
+// retireSuperseded runs when b leaves the context (released, or replaced by a
+// new result for its anchor). The blocks b superseded show only a notice that
+// "a newer read is in the context": if b was itself superseded, the newer
+// read that replaced b covers them too; otherwise nothing covers them any
+// more and they become invalid, asking for a re-read (their text is gone).
+// Caller holds m.mu, before changing b's status.
+func (m *Manager) retireSuperseded(b *block) {
+	var by *block
+	if b.status == Superseded {
+		by = m.blocks[b.supersededBy]
+	}
+	for _, s := range b.agent.audit {
+		if s == nil || s.status != Superseded || s.supersededBy != b.id {
+			continue
+		}
+		if by != nil {
+			s.supersededBy, s.reason = by.id, "superseded by "+by.id
+			s.notice = noticeSuperseded(s, by)
+		} else {
+			s.status, s.supersededBy, s.orphaned = Invalid, "", true
+			s.notice = noticeOrphaned(s)
+			s.reason = "the newer read " + b.id + " left the context"
+			m.count("orphaned")
+			m.retireSuperseded(s) // what s superseded lost its cover too
+		}
+		m.markDirty(s)
+	}
 }
