@@ -111,22 +111,29 @@ func (s *stream) ReadObject(v any) error {
 // failure it returns the request id when one could be read, for the reply.
 func decodeMessage(frame []byte, v any) (json.RawMessage, *Error) {
 	var probe struct {
-		JSONRPC *string         `json:"jsonrpc"`
+		JSONRPC json.RawMessage `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
+		Method  json.RawMessage `json:"method"`
 	}
 	if err := json.Unmarshal(frame, &probe); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: a message must be one JSON object (batches are not supported)"}
+			if t := bytes.TrimSpace(frame); len(t) > 0 && t[0] == '[' {
+				return nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: a message must be one JSON object (batches are not supported)"}
+			}
+			return nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: a message must be one JSON object, not " + te.Value}
 		}
 		return nil, &Error{Code: CodeParseError, Message: "parse error: " + strings.TrimPrefix(err.Error(), "json: ")}
 	}
 	id := probe.ID
 	if len(id) > 0 && string(id) != "null" && !validID(id) {
-		return nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: id must be a string or a non-negative integer"}
+		return nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: id must be a string or an integer from 0 to 9223372036854775807"}
 	}
-	if probe.JSONRPC == nil || *probe.JSONRPC != "2.0" {
+	if string(probe.JSONRPC) != `"2.0"` {
 		return id, &Error{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
+	}
+	if len(probe.Method) > 0 && probe.Method[0] != '"' {
+		return id, &Error{Code: CodeInvalidRequest, Message: `invalid request: "method" must be a string`}
 	}
 	if err := json.Unmarshal(frame, v); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "jsonrpc2: ")
@@ -146,8 +153,9 @@ func validID(raw json.RawMessage) bool {
 		var s string
 		return json.Unmarshal(raw, &s) == nil
 	}
-	_, err := strconv.ParseUint(string(raw), 10, 64)
-	return err == nil
+	// jsonrpc2 keeps numeric ids in an int64 (hence not above MaxInt64).
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return err == nil && n >= 0
 }
 
 // failCall hands jsonrpc2 an error response with id in place of a response
