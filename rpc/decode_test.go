@@ -130,3 +130,21 @@ func TestMergePolicy(t *testing.T) {
 		t.Errorf("bad policy file: err = %v", err)
 	}
 }
+
+// TestParsePolicyNamesFields: a --policy file's errors name fields as
+// initialize's policy does, wrong types and malformed JSON included.
+func TestParsePolicyNamesFields(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"global":{"local":"zap"}}`:             "policy.global.local",
+		`{"global":{"local":5}}`:                 "policy.global.local",
+		`{"byType":{"res":{"maxAgeTurns":"x"}}}`: "policy.byType.res.maxAgeTurns",
+		`{bad`:                                   "policy",
+		`[1]`:                                    "policy",
+	} {
+		_, err := ParsePolicy([]byte(in))
+		var fe *fieldError
+		if !errors.As(err, &fe) || fe.Field != want {
+			t.Errorf("%s: err %v, want field %s", in, err, want)
+		}
+	}
+}

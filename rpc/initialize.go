@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -218,6 +219,16 @@ func ParsePolicy(data []byte) (runtime.PolicyConfig, error) {
 	var p PolicyConfig
 	raw := json.RawMessage(data)
 	if err := decodeParams(&raw, &p); err != nil {
+		// Name fields as validate does ("policy.global.local"); "params"
+		// means the file as a whole.
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			field := "policy"
+			if fe.Field != "params" {
+				field += "." + fe.Field
+			}
+			return runtime.PolicyConfig{}, invalidField(field, "%s", fe.Reason)
+		}
 		return runtime.PolicyConfig{}, err
 	}
 	if err := p.validate("policy"); err != nil {
