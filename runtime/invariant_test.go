@@ -146,6 +146,7 @@ type invAgent struct {
 	turn    int
 	anchors map[string]*heldBlock
 	next    int
+	gen     uint64 // generation of the agent's last sync
 }
 
 type invRun struct {
@@ -182,9 +183,14 @@ func runScript(t *testing.T, data []byte) {
 			pol.MaxAgeTurns = intp(1 + s.n(3))
 		}
 	}
-	h := newHarness(t, Config{Policy: PolicyConfig{Global: pol}})
+	cfg := PolicyConfig{Global: pol}
+	if s.n(4) == 0 {
+		// A per-source layer over the global one.
+		cfg.BySource = map[string]Policy{"mem://s0": {Local: invActions[s.n(len(invActions))], Drift: invActions[s.n(len(invActions))]}}
+	}
+	h := newHarness(t, Config{Policy: cfg})
 	r := &invRun{t: t, h: h, s: s, content: map[string]string{}, hist: map[string][]string{}, seen: map[string]bool{}}
-	r.logf("policy %+v", pol)
+	r.logf("policy %+v", cfg)
 	for i := range 1 + s.n(3) {
 		id := fmt.Sprintf("mem://s%d", i)
 		r.srcs = append(r.srcs, id)
@@ -242,6 +248,12 @@ func (r *invRun) step() {
 		if a := r.pickAnchor(ag); a != "" {
 			r.observe(ag, a, s.n(4) == 0)
 		}
+	case op == 10 && s.n(4) == 0:
+		// An adapter hint: the background worker re-reads, concurrently
+		// with whatever comes next.
+		id := r.srcs[s.n(len(r.srcs))]
+		r.logf("hint %s", id)
+		r.h.m.Hint(id)
 	case op == 10:
 		id := r.srcs[s.n(len(r.srcs))]
 		r.logf("sourceChanged %s", id)
@@ -500,6 +512,11 @@ func (r *invRun) sync(ag *invAgent, full bool) {
 	if res.Full {
 		r.fail("delta sync answered full")
 	}
+	// A change since the agent's last sync moved the generation.
+	if res.Generation < ag.gen || len(res.Blocks) > 0 && res.Generation == ag.gen {
+		r.fail("generation %d after %d with %d changed blocks", res.Generation, ag.gen, len(res.Blocks))
+	}
+	ag.gen = res.Generation
 	got := map[string]bool{}
 	for i := range res.Blocks {
 		v := res.Blocks[i]
