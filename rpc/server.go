@@ -403,8 +403,14 @@ func (s *Server) readSource(ctx context.Context, uri string) (runtime.Content, e
 	s.mu.Unlock()
 	if err := conn.Call(ctx, MethodReadSource, ReadSourceParams{URI: uri}, &raw, jsonrpc2.PickID(id)); err != nil {
 		var we *jsonrpc2.Error
-		if errors.As(err, &we) {
+		switch {
+		case errors.As(err, &we):
 			return runtime.Content{}, fmt.Errorf("the client answered readSource with an error: %s", we.Message)
+		case s.input.Err() != nil:
+			return runtime.Content{}, errors.New("readSource: the client closed its end")
+		case errors.Is(err, context.DeadlineExceeded):
+			// Plain words: this text reaches the model in the block's notice.
+			return runtime.Content{}, fmt.Errorf("the client did not answer readSource within %s", s.cfg.ReadSourceTimeout)
 		}
 		return runtime.Content{}, fmt.Errorf("readSource: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -107,5 +108,52 @@ func TestToErrorMapping(t *testing.T) {
 		if tt.reason != "" && !strings.Contains(string(e.Data), `"reason":"`+tt.reason+`"`) {
 			t.Errorf("%v: data %s, want reason %s", tt.err, e.Data, tt.reason)
 		}
+	}
+}
+
+// fetchCore's SourceChanged asks the client for the source (readSource) and
+// fails with whatever the fetch said: what a notice would carry.
+type fetchCore struct {
+	faultyCore
+	fetch func(ctx context.Context, uri string) (runtime.Content, error)
+}
+
+func (c fetchCore) SourceChanged(ctx context.Context, ch runtime.Change) (runtime.ChangeResult, error) {
+	_, err := c.fetch(ctx, ch.URI)
+	return runtime.ChangeResult{}, err
+}
+
+// TestReadSourceTimeoutInPlainWords: a client that never answers readSource
+// gets a reason the model can read ("did not answer ... within"), not Go's
+// "context deadline exceeded"; the server keeps serving.
+func TestReadSourceTimeoutInPlainWords(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		Serve(context.Background(), inR, outW, Config{
+			ReadSourceTimeout: 100 * time.Millisecond,
+			NewSession: func(ctx context.Context, cfg SessionConfig) (Core, string, error) {
+				return fetchCore{fetch: cfg.Fetch}, WatchHooks, nil
+			},
+		})
+		outW.Close()
+	}()
+	defer inW.Close()
+	// This client receives readSource and never answers it.
+	conn := jsonrpc2.NewConn(context.Background(), newStream(outR, inW, inW, FramingContentLength, 0), jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(func(ctx context.Context, _ *jsonrpc2.Conn, _ *jsonrpc2.Request) (any, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})))
+	ctx := context.Background()
+	if err := conn.Call(ctx, MethodInitialize, InitializeParams{ProtocolVersion: 1, Roots: []string{}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := conn.Call(ctx, MethodSourceChanged, SourceChangedParams{URI: "res://k/1", Version: "v2"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "did not answer readSource within 100ms") || strings.Contains(err.Error(), "deadline") {
+		t.Fatalf("err = %v, want the timeout in plain words", err)
+	}
+	var res SyncResult
+	if err := conn.Call(ctx, MethodSync, SyncParams{Agent: "a"}, &res); err != nil {
+		t.Fatalf("sync after the timeout: %v", err)
 	}
 }
