@@ -197,16 +197,24 @@ func (a *Adapter) Normalize(uri string) (string, error) {
 	return pathURI(rp), nil
 }
 
+// encodeHint says how clients build file URIs correctly.
+const encodeHint = "build file URIs with Python's pathlib.Path.as_uri() or Node's url.pathToFileURL()"
+
 func uriPath(uri string) (string, error) {
 	var p string
 	switch {
 	case strings.HasPrefix(uri, "file:"):
 		u, err := url.Parse(uri)
 		if err != nil {
-			return "", fmt.Errorf("%w: %v", runtime.ErrInvalidURI, err)
+			return "", fmt.Errorf("%w: %v (%s)", runtime.ErrInvalidURI, err, encodeHint)
 		}
 		if u.Host != "" && u.Host != "localhost" {
 			return "", fmt.Errorf("%w: %q: remote host %q", runtime.ErrInvalidURI, uri, u.Host)
+		}
+		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(uri, "#") {
+			// A file URI has neither: this is a path with a raw '?' or '#',
+			// which would otherwise name a different file without a word.
+			return "", fmt.Errorf("%w: %q has a query or fragment: a '?' or '#' in a path must be percent-encoded (%s)", runtime.ErrInvalidURI, uri, encodeHint)
 		}
 		p = u.Path
 	default:

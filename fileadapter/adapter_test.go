@@ -125,6 +125,11 @@ func TestNormalize(t *testing.T) {
 		{"remote host", "file://host/etc/passwd", "", runtime.ErrInvalidURI},
 		{"empty", "", "", runtime.ErrInvalidURI},
 		{"bad escape", "file:///a%zz", "", runtime.ErrInvalidURI},
+		{"raw # in a file uri", "file://" + filepath.Join(root, "a.txt") + "#b.txt", "", runtime.ErrInvalidURI},
+		{"raw ? in a file uri", "file://" + filepath.Join(root, "a.txt") + "?x=1", "", runtime.ErrInvalidURI},
+		{"empty query", "file://" + filepath.Join(root, "a.txt") + "?", "", runtime.ErrInvalidURI},
+		{"empty fragment", "file://" + filepath.Join(root, "a.txt") + "#", "", runtime.ErrInvalidURI},
+		{"encoded # and ?", "file://" + filepath.Join(root, "a%23b%3F.txt"), uriOf(filepath.Join(root, "a#b?.txt")), nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
