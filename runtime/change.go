@@ -111,6 +111,7 @@ func (m *Manager) Release(ctx context.Context, req ReleaseRequest) (ReleaseResul
 	}
 	m.mu.Unlock()
 	m.syncPendingWatches()
+	m.flushNotify("") // blocks that lost the read superseding them changed
 	return res, nil
 }
 

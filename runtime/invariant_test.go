@@ -821,9 +821,13 @@ func TestSupersededByReleased(t *testing.T) {
 		t.Fatalf("after releasing b2: %+v, want b1 superseded by %s", v, b3.Block)
 	}
 
-	// b3 leaves: nothing shows lines 2-3 any more.
+	// b3 leaves: nothing shows lines 2-3 any more, and the agent hears of it.
+	calls := len(h.onChangeCalls())
 	if _, err := h.m.Release(context.Background(), ReleaseRequest{Agent: "main", Anchors: []string{"call_3"}}); err != nil {
 		t.Fatal(err)
+	}
+	if cs := h.onChangeCalls(); len(cs) != calls+1 || !slices.Equal(cs[len(cs)-1], []string{"main"}) {
+		t.Fatalf("OnChange calls after release: %v", cs[calls:])
 	}
 	v = one(t, h.sync("main", 4))
 	want := "[concord] a newer read of /proj/main.go lines 2-3 replaced this one and has since been removed from the context; the content shown earlier is not available. Re-read /proj/main.go lines 2-3 before relying on it."
