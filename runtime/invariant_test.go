@@ -635,6 +635,10 @@ func (r *invRun) checkSources(h *heldBlock, v *BlockView, current bool) {
 			r.fail("anchor %s: source %d is %s (range %v), observed %s (range %v)", h.anchor, i, sv.URI, sv.Range, ref.URI, ref.Range)
 		}
 		if !current {
+			// Kept text (annotate, a deleted source, aged): it was true once.
+			if !r.wasTrue(sv) {
+				r.fail("anchor %s: %s view shows %s %v as %q, which no version of the source ever had there", h.anchor, v.Status, sv.URI, sv.Range, sv.Text)
+			}
 			continue
 		}
 		cur, ok := r.content[sv.URI]
@@ -651,6 +655,22 @@ func (r *invRun) checkSources(h *heldBlock, v *BlockView, current bool) {
 			r.fail("anchor %s: %s view shows %s lines %d-%d as %q, current lines there %q (in range: %v)", h.anchor, v.Status, sv.URI, sv.Range.Start, sv.Range.End, sv.Text, want, ok)
 		}
 	}
+}
+
+// wasTrue reports whether some version of the source had sv's text at sv's
+// range (whole: the same lines, a final newline aside).
+func (r *invRun) wasTrue(sv SourceView) bool {
+	for _, c := range r.hist[sv.URI] {
+		if sv.Range == nil {
+			cl := locator.SplitLines(c)
+			if slices.Equal(locator.SplitLines(sv.Text), cl) || slices.Equal(locator.SplitLines(sv.Text+"\n"), cl) {
+				return true
+			}
+		} else if t, ok := at(c, *sv.Range); ok && t == sv.Text {
+			return true
+		}
+	}
+	return false
 }
 
 // at returns lines r of content joined by "\n".
