@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -95,4 +96,18 @@ func hasDupKey(in []byte) bool {
 		}
 	}
 	return false
+}
+
+// BenchmarkIDScanner: the cost of reading an oversized message's id while
+// skipping it (per byte of message).
+func BenchmarkIDScanner(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","method":"observe","params":{"agent":"a","sources":[{"uri":"res://k","text":"` + strings.Repeat(`abc \"quoted\" {x} `, 1<<16) + `"}]},"id":42}`)
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		var s idScanner
+		s.Write(msg)
+		if string(s.requestID()) != "42" {
+			b.Fatal("id not found")
+		}
+	}
 }
