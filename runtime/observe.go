@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/concord-ctx/concord/locator"
 )
@@ -297,8 +298,13 @@ func (m *Manager) verifyLink(l *link) []*block {
 			return nil
 		}
 	} else if l.rng.End <= len(cur) && slices.Equal(spanLines(l.text, l.rng), cur[l.rng.Start-1:l.rng.End]) {
-		// The canonical form (lines joined by "\n") keeps text == lines at rng.
-		l.text, l.version = locator.JoinLines(cur[l.rng.Start-1:l.rng.End]), src.version
+		// The canonical form (lines joined by "\n") keeps text == lines at
+		// rng; most tools already send it, so only a terminated or CR text
+		// is rebuilt.
+		if strings.HasSuffix(l.text, "\n") || strings.IndexByte(l.text, '\r') >= 0 {
+			l.text = locator.JoinLines(cur[l.rng.Start-1 : l.rng.End])
+		}
+		l.version = src.version
 		return nil
 	}
 	m.count("raced")
