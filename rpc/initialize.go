@@ -17,9 +17,9 @@ func (s *Server) initialize(ctx context.Context, raw *json.RawMessage) (any, err
 	var v struct {
 		ProtocolVersion json.RawMessage `json:"protocolVersion"`
 	}
-	if raw != nil && json.Unmarshal(*raw, &v) == nil && len(v.ProtocolVersion) > 0 {
+	if raw != nil && json.Unmarshal(*raw, &v) == nil && len(v.ProtocolVersion) > 0 && string(v.ProtocolVersion) != "null" {
 		var n int
-		if json.Unmarshal(v.ProtocolVersion, &n) == nil && n != ProtocolVersion && n != 0 {
+		if json.Unmarshal(v.ProtocolVersion, &n) == nil && n != ProtocolVersion {
 			return nil, newError(CodeUnsupportedProto,
 				fmt.Sprintf("unsupported protocol version %d: this server (%s %s) speaks version %d; use a client and server of the same protocol version",
 					n, s.cfg.Name, s.cfg.Version, ProtocolVersion),
