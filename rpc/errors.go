@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -124,6 +125,9 @@ func toError(method string, err error, uri string) *Error {
 		field := "agent"
 		if method == MethodRelease {
 			field = "blocks"
+			if m := blockIndexRE.FindString(msg); m != "" {
+				field = m // the core names the offending entry: blocks[2]
+			}
 		}
 		return newError(CodeUnknownBlock, msg, map[string]string{"field": field})
 	case errors.Is(err, runtime.ErrClosed):
@@ -133,6 +137,8 @@ func toError(method string, err error, uri string) *Error {
 	}
 	return newError(CodeInternalError, msg, nil)
 }
+
+var blockIndexRE = regexp.MustCompile(`blocks\[\d+\]`)
 
 func unavailable(msg, uri, reason string) *Error {
 	return newError(CodeUnavailable, msg, map[string]string{"uri": uri, "reason": reason})
