@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -43,6 +44,12 @@ type stream struct {
 	// it (which closes the connection): the server finishes and answers the
 	// requests it already read.
 	atEnd func()
+
+	// strayErr describes bytes found before a Content-Length header (the
+	// tail of a short frame); pending is the frame read after them, served
+	// after that error is answered.
+	strayErr string
+	pending  []byte
 
 	wmu sync.Mutex
 }
@@ -100,6 +107,17 @@ func (s *stream) ReadObject(v any) error {
 		}
 		id, rerr := decodeMessage(frame, v)
 		if rerr != nil {
+			if rerr.Code == CodeParseError {
+				// A truncated frame (often a Content-Length that counted
+				// characters, not UTF-8 bytes) still names its request:
+				// answer it, so the caller's call fails instead of waiting.
+				var scan idScanner
+				scan.Write(frame)
+				id = scan.requestID()
+				if id != nil && s.framing == FramingContentLength && strings.Contains(rerr.Message, "unexpected end of JSON input") {
+					rerr = &Error{Code: rerr.Code, Message: rerr.Message + " (Content-Length must count the body's bytes in UTF-8, not characters)"}
+				}
+			}
 			s.bad(id, rerr)
 			continue
 		}
@@ -202,6 +220,11 @@ func (s *stream) bad(id json.RawMessage, e *Error) {
 // readFrame returns the next frame's bytes, a *frameError for a frame that
 // was skipped, or the reader's error.
 func (s *stream) readFrame() ([]byte, error) {
+	if s.pending != nil {
+		frame := s.pending
+		s.pending = nil
+		return frame, nil
+	}
 	if s.framing == FramingNewline {
 		return s.readLineFrame()
 	}
@@ -230,6 +253,12 @@ func (s *stream) readContentLengthFrame() ([]byte, error) {
 		if tooLong {
 			headerErr = "header line too long"
 			continue
+		}
+		if i := strings.Index(strings.ToLower(line), "content-length:"); i > 0 {
+			// The rest of a body whose Content-Length was too short runs
+			// into the next header: report the stray bytes, keep the frame.
+			s.strayErr = fmt.Sprintf("%d stray bytes before a header (%q): was the previous Content-Length too short?", i, clip(line[:i], 20))
+			line = line[i:]
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok {
@@ -266,6 +295,12 @@ func (s *stream) readContentLengthFrame() ([]byte, error) {
 	}
 	if headerErr != "" {
 		return nil, &frameError{err: &Error{Code: CodeParseError, Message: "parse error: " + headerErr}}
+	}
+	if s.strayErr != "" {
+		// Report the stray bytes first, then serve this frame.
+		msg := "parse error: " + s.strayErr
+		s.pending, s.strayErr = body, ""
+		return nil, &frameError{err: &Error{Code: CodeParseError, Message: msg}}
 	}
 	return body, nil
 }
@@ -349,6 +384,9 @@ func readLine(r *bufio.Reader, limit int) (line string, tooLong bool, err error)
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n-- // never cut a character in two
 	}
 	return s[:n] + "…"
 }
