@@ -254,7 +254,7 @@ func (s *stream) readContentLengthFrame() ([]byte, error) {
 			headerErr = "header line too long"
 			continue
 		}
-		if i := strings.Index(strings.ToLower(line), "content-length:"); i > 0 {
+		if i := strings.Index(strings.ToLower(line), "content-length:"); i > 0 && !headerNameByte(line[i-1]) {
 			// The rest of a body whose Content-Length was too short runs
 			// into the next header: report the stray bytes, keep the frame.
 			s.strayErr = fmt.Sprintf("%d stray bytes before a header (%q): was the previous Content-Length too short?", i, clip(line[:i], 20))
@@ -349,6 +349,12 @@ func (s *stream) readLineFrame() ([]byte, error) {
 		}
 		return line, nil
 	}
+}
+
+// headerNameByte: a byte that may precede "Content-Length" inside another
+// header's name (X-Original-Content-Length), where it is no stray tail.
+func headerNameByte(c byte) bool {
+	return c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 func tooLarge(n, max int64) *Error {

@@ -61,6 +61,7 @@ func TestStreamRead(t *testing.T) {
 		{"short Content-Length: the truncated request is answered by id, the next frame kept", FramingContentLength, 0,
 			"Content-Length: 60\r\n\r\n" + `{"jsonrpc":"2.0","id":9,"method":"observe","params":{"text":"héllo wörld"}}` + cl(req),
 			[]string{"stats"}, []int64{CodeParseError, CodeParseError}, []string{"9", "null"}},
+		{"a header ending in Content-Length is no stray tail", FramingContentLength, 0, "X-Original-Content-Length: 3\r\n" + cl(req), []string{"stats"}, nil, nil},
 		{"missing Content-Length", FramingContentLength, 0, "X-Foo: 1\r\n\r\n" + cl(req), []string{"stats"}, []int64{CodeParseError}, []string{"null"}},
 		{"oversized is skipped, its id echoed", FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":2,"method":"observe","params":{"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"2"}},
 		{"oversized: id after the params", FramingContentLength, 50, cl(`{"jsonrpc":"2.0","method":"observe","params":{"id":9,"t":"`+strings.Repeat("}", 100)+`"},"id":"r-3"}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{`"r-3"`}},
