@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/concord-ctx/concord/locator"
@@ -159,6 +160,16 @@ type invRun struct {
 	agents  []*invAgent
 	seen    map[string]bool // agents that registered a block
 	log     []string
+	memOps  *[]func() // when set, writes to the store wait here (a concurrent batch)
+}
+
+// mem writes to the store now, or queues the write for a concurrent batch.
+func (r *invRun) mem(f func()) {
+	if r.memOps != nil {
+		*r.memOps = append(*r.memOps, f)
+		return
+	}
+	f()
 }
 
 func (r *invRun) logf(format string, args ...any) {
@@ -228,7 +239,7 @@ func (r *invRun) render(ls []string) string {
 func (r *invRun) set(id, c string) {
 	r.content[id] = c
 	r.hist[id] = append(r.hist[id], c)
-	r.h.mem.set(id, c)
+	r.mem(func() { r.h.mem.set(id, c) })
 	r.logf("set %s %q", id, c)
 }
 
@@ -262,6 +273,8 @@ func (r *invRun) step() {
 		}
 	case op == 11:
 		r.release(r.agent())
+	case op == 15:
+		r.concurrent()
 	default:
 		ag := r.agent()
 		if s.n(3) == 0 {
@@ -334,14 +347,16 @@ func (r *invRun) edit(id string) {
 	case 7: // delete the source, or make it unreadable
 		delete(r.content, id)
 		if s.n(3) == 0 {
-			r.h.mem.mu.Lock()
-			r.h.mem.errs[id] = fmt.Errorf("read %s: %w", id, ErrUnreadable)
-			r.h.mem.stamps[id]++
-			r.h.mem.mu.Unlock()
+			r.mem(func() {
+				r.h.mem.mu.Lock()
+				r.h.mem.errs[id] = fmt.Errorf("read %s: %w", id, ErrUnreadable)
+				r.h.mem.stamps[id]++
+				r.h.mem.mu.Unlock()
+			})
 			r.logf("unreadable %s", id)
 			return
 		}
-		r.h.mem.remove(id)
+		r.mem(func() { r.h.mem.remove(id) })
 		r.logf("remove %s", id)
 		return
 	case 8: // write the same content again (the stamp moves, the hash does not)
@@ -509,6 +524,61 @@ func (r *invRun) sync(ag *invAgent, full bool) {
 		r.fail("sync %s: %v", ag.name, err)
 	}
 	r.logf("sync %s turn %d -> %s", ag.name, ag.turn, fmtViews(res.Blocks))
+	r.apply(ag, res)
+	r.check(ag)
+	if full {
+		r.compareFull(ag)
+	}
+	r.checkStats()
+}
+
+// concurrent runs an edit, a sourceChanged, a hint and some agents' syncs at
+// once. Their deltas are applied as a binding would; the invariant is checked
+// at the next sync, when nothing runs concurrently.
+func (r *invRun) concurrent() {
+	s := r.s
+	var ops []func()
+	r.memOps = &ops
+	r.edit(r.srcs[s.n(len(r.srcs))])
+	r.memOps = nil
+	changed, hinted := r.srcs[s.n(len(r.srcs))], r.srcs[s.n(len(r.srcs))]
+	var syncing []*invAgent
+	for _, ag := range r.agents {
+		if s.n(2) == 0 {
+			syncing = append(syncing, ag)
+		}
+	}
+	r.logf("concurrently: the edit above, sourceChanged %s, hint %s, sync of %d agents", changed, hinted, len(syncing))
+	results := make([]SyncResult, len(syncing))
+	errs := make([]error, len(syncing)+1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for _, f := range ops {
+			f()
+		}
+	})
+	wg.Go(func() { _, errs[len(syncing)] = r.h.m.SourceChanged(context.Background(), Change{URI: changed}) })
+	wg.Go(func() { r.h.m.Hint(hinted) })
+	for i, ag := range syncing {
+		wg.Go(func() {
+			results[i], errs[i] = r.h.m.Sync(context.Background(), SyncRequest{Agent: ag.name, Turn: ag.turn})
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			r.fail("concurrent batch: %v", err)
+		}
+	}
+	for i, ag := range syncing {
+		r.logf("  sync %s -> %s", ag.name, fmtViews(results[i].Blocks))
+		r.apply(ag, results[i])
+	}
+	r.checkStats()
+}
+
+// apply checks a delta's shape and keeps each anchor's latest view.
+func (r *invRun) apply(ag *invAgent, res SyncResult) {
 	if res.Full {
 		r.fail("delta sync answered full")
 	}
@@ -535,11 +605,6 @@ func (r *invRun) sync(ag *invAgent, full bool) {
 		}
 		h.view = &v
 	}
-	r.check(ag)
-	if full {
-		r.compareFull(ag)
-	}
-	r.checkStats()
 }
 
 func fmtViews(vs []BlockView) string {
