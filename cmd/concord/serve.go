@@ -42,7 +42,7 @@ func serveFlags() (*pflag.FlagSet, *serveOptions) {
 	flags.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	flags.BoolVar(&o.rpcTrace, "rpc-trace", false, "log every message read and written (at info level)")
 	flags.Var(&o.maxMessage, "max-message", "largest message accepted (bytes; KiB, MiB suffixes allowed); larger ones are refused with -32600")
-	flags.DurationVar(&o.pollInterval, "poll-interval", 2*time.Second, "how often watch mode poll (and auto's fallback) stats watched files")
+	flags.DurationVar(&o.pollInterval, "poll-interval", 2*time.Second, "how often the poll watch mode (and auto's fallback when fsnotify watches run out) stats the watched files")
 	flags.DurationVar(&o.debounce, "debounce", 50*time.Millisecond, "quiet time after a file event before the file is re-hashed")
 	flags.Var(&o.maxSource, "max-source", "largest file read as a source (bytes; 0 = the adapter's default); larger files are refused with -32011")
 	flags.StringVar(&o.policyFile, "policy", "", "policy file (JSON, as initialize's \"policy\"); initialize's policy overrides it field by field")
