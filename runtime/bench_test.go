@@ -185,3 +185,33 @@ func BenchmarkMemoryPerBlock(b *testing.B) {
 		w.m.Close()
 	}
 }
+
+// BenchmarkObserveGrepBlock: one observation with n sources, each one line of
+// the same file (a grep with many hits); the cost per hit must stay flat.
+func BenchmarkObserveGrepBlock(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("hits=%d", n), func(b *testing.B) {
+			lines := numbered(n)
+			refs := make([]SourceRef, n)
+			for i := range refs {
+				refs[i] = SourceRef{URI: fid, Range: rng(i+1, i+1), Text: lines[i]}
+			}
+			ctx := context.Background()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				h := newHarness(b, Config{})
+				h.mem.set(fid, text(lines))
+				b.StartTimer()
+				if _, err := h.m.Observe(ctx, Observation{Agent: "main", Turn: 1, Anchor: "grep", Kind: Snapshot, Sources: refs}); err != nil {
+					b.Fatal(err)
+				}
+				// A one-token edit: every hit's link goes through reconciliation.
+				h.mem.set(fid, text(oneTokenEdited(lines, n/2)))
+				if _, err := h.m.Sync(ctx, SyncRequest{Agent: "main", Turn: 2}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/hit")
+		})
+	}
+}

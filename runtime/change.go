@@ -61,9 +61,10 @@ func (m *Manager) SourceChanged(ctx context.Context, ch Change) (ChangeResult, e
 	return res, nil
 }
 
-// Release drops blocks by id, or by the agent's anchors. Unknown block ids
-// fail the whole request (nothing is released); unknown anchors are skipped
-// (events have anchors but no blocks).
+// Release drops blocks by id, or by the agent's anchors. Unknown block ids,
+// or ids of another agent's blocks when Agent is set, fail the whole request
+// (nothing is released); unknown anchors are skipped (events have anchors but
+// no blocks).
 func (m *Manager) Release(ctx context.Context, req ReleaseRequest) (ReleaseResult, error) {
 	if len(req.Blocks) == 0 && len(req.Anchors) == 0 {
 		return ReleaseResult{}, fieldErr("blocks", "required (or agent and anchors)")
@@ -83,6 +84,11 @@ func (m *Manager) Release(ctx context.Context, req ReleaseRequest) (ReleaseResul
 		if !ok {
 			m.mu.Unlock()
 			return ReleaseResult{}, fmt.Errorf("blocks[%d]: %w: %q", i, ErrUnknownBlock, id)
+		}
+		if req.Agent != "" && b.agent.name != req.Agent {
+			// One agent's binding must not drop another agent's tracking.
+			m.mu.Unlock()
+			return ReleaseResult{}, fmt.Errorf("blocks[%d]: %w: %q belongs to agent %q, not %q", i, ErrUnknownBlock, id, b.agent.name, req.Agent)
 		}
 		if !seen[b] {
 			seen[b] = true

@@ -143,14 +143,14 @@ func span(ls []string, s, e int) string { return strings.Join(ls[s-1:e], "\n") }
 func rng(s, e int) *Range { return &Range{Start: s, End: e} }
 
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	m     *Manager
 	mem   *memStore
 	mu    sync.Mutex
 	calls [][]string
 }
 
-func newHarness(t *testing.T, cfg Config) *harness {
+func newHarness(t testing.TB, cfg Config) *harness {
 	t.Helper()
 	h := &harness{t: t}
 	cfg.OnChange = func(agents []string) {

@@ -141,6 +141,7 @@ const (
 // current text (text == current lines at rng).
 type link struct {
 	block   *block
+	idx     int     // position in block.links, for a deterministic order
 	src     *source // nil once the block left the index (audit only)
 	uri     string
 	whole   bool

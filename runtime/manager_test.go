@@ -756,3 +756,39 @@ func oneTokenEdited(ls []string, n int) []string {
 	out[n-1] = strings.Replace(out[n-1], fmt.Sprintf("value%d", n), fmt.Sprintf("changed%d", n), 1)
 	return out
 }
+
+// TestReleaseRespectsAgent: a release naming an agent cannot drop another
+// agent's block by id; without an agent the id alone decides.
+func TestReleaseRespectsAgent(t *testing.T) {
+	base := numbered(6)
+	tests := []struct {
+		name    string
+		agent   string
+		wantErr bool
+	}{
+		{"owner", "a", false},
+		{"other agent", "b", true},
+		{"no agent", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{})
+			h.mem.set(fid, text(base))
+			o := h.observe("a", 1, "call_1", SourceRef{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
+			h.observe("b", 1, "call_1", SourceRef{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
+			res, err := h.m.Release(context.Background(), ReleaseRequest{Agent: tc.agent, Blocks: []string{o.Block}})
+			if tc.wantErr {
+				if !errors.Is(err, ErrUnknownBlock) || !strings.Contains(err.Error(), `belongs to agent "a"`) {
+					t.Fatalf("err %v, want ErrUnknownBlock naming the owner", err)
+				}
+				if n := h.m.Stats().Blocks[Valid]; n != 2 {
+					t.Fatalf("%d valid blocks after a refused release, want 2", n)
+				}
+				return
+			}
+			if err != nil || len(res.Released) != 1 || res.Released[0] != o.Block {
+				t.Fatalf("release = %+v, %v; want [%s]", res, err, o.Block)
+			}
+		})
+	}
+}

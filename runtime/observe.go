@@ -232,7 +232,7 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 	}
 	b.links = make([]*link, len(obs.Sources))
 	for i, ref := range obs.Sources {
-		l := &link{block: b, src: srcs[i], uri: srcs[i].id, whole: ref.Range == nil, text: normalizeText(ref.Text), version: ref.Version, tracked: true}
+		l := &link{block: b, idx: i, src: srcs[i], uri: srcs[i].id, whole: ref.Range == nil, text: normalizeText(ref.Text), version: ref.Version, tracked: true}
 		if ref.Range != nil {
 			l.rng = *ref.Range
 		}
@@ -319,7 +319,12 @@ func (m *Manager) verifyLink(l *link) []*block {
 // inside a link of b. Caller holds m.mu.
 func (m *Manager) supersede(b *block) []string {
 	cands := map[*block]struct{}{}
+	seen := make(map[*source]bool, 1)
 	for _, l := range b.links {
+		if seen[l.src] {
+			continue // a grep block links one source many times: scan it once
+		}
+		seen[l.src] = true
 		for ol := range l.src.links {
 			ob := ol.block
 			if ob != b && ob.agent == b.agent && ob.seq < b.seq && ob.status != Superseded {

@@ -133,18 +133,9 @@ func sortedLinks(s *source) []*link {
 		if ls[i].block.seq != ls[j].block.seq {
 			return ls[i].block.seq < ls[j].block.seq
 		}
-		return linkIndex(ls[i]) < linkIndex(ls[j])
+		return ls[i].idx < ls[j].idx
 	})
 	return ls
-}
-
-func linkIndex(l *link) int {
-	for i, x := range l.block.links {
-		if x == l {
-			return i
-		}
-	}
-	return -1
 }
 
 // link reconciles one link against the source's new text.
