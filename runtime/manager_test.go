@@ -792,3 +792,39 @@ func TestReleaseRespectsAgent(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletedSourceComesBack: a deleted source invalidates its blocks; when it
+// returns, unchanged spans are valid again (the model's copy is true once
+// more) and edited ones are relocated.
+func TestDeletedSourceComesBack(t *testing.T) {
+	base := numbered(12)
+	tests := []struct {
+		name     string
+		restored []string
+		want     Status
+	}{
+		{"same content", base, Valid},
+		{"one token edited", oneTokenEdited(base, 4), Patched},
+		{"lines inserted above", append([]string{"// new header"}, base...), Patched},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{})
+			h.mem.set(fid, text(base))
+			h.observe("main", 1, "call_1", SourceRef{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
+			h.mem.remove(fid)
+			if v := one(t, h.sync("main", 2)); v.Status != Invalid || !strings.Contains(v.Notice, "deleted") {
+				t.Fatalf("after delete: %+v, want invalid with a deleted notice", v)
+			}
+			h.mem.set(fid, text(tc.restored))
+			v := one(t, h.sync("main", 3))
+			if v.Status != tc.want || v.Notice != "" || len(v.Sources) != 1 {
+				t.Fatalf("after restore: %+v, want %s with the current text", v, tc.want)
+			}
+			r := *v.Sources[0].Range
+			if got := strings.Join(tc.restored[r.Start-1:r.End], "\n"); v.Sources[0].Text != got {
+				t.Fatalf("restored view text %q, want the file's lines %d-%d %q", v.Sources[0].Text, r.Start, r.End, got)
+			}
+		})
+	}
+}
