@@ -92,6 +92,10 @@ Flags:
 	if err != nil {
 		return usageError{err}
 	}
+	if r.Start < 1 || r.End < r.Start {
+		// A verdict on an impossible range would only hide the typo.
+		return usageError{fmt.Errorf("--lines %q: want A-B with 1 <= A <= B", *lines)}
+	}
 	newText, err := readText(*newPath)
 	if err != nil {
 		return err

@@ -129,6 +129,8 @@ func TestLocateErrors(t *testing.T) {
 		{"no old", []string{"--new", exampleNew, "--lines", "1-2"}, true, "one of --old or --span-file"},
 		{"both", []string{"--old", exampleOld, "--span-file", exampleOld, "--new", exampleNew, "--lines", "1"}, true, "exclude each other"},
 		{"bad lines", []string{"--old", exampleOld, "--new", exampleNew, "--lines", "x-3"}, true, "want A-B"},
+		{"reversed lines", []string{"--old", exampleOld, "--new", exampleNew, "--lines", "9-2"}, true, "1 <= A <= B"},
+		{"line zero", []string{"--old", exampleOld, "--new", exampleNew, "--lines", "0-2"}, true, "1 <= A <= B"},
 		{"bad similarity", []string{"--old", exampleOld, "--new", exampleNew, "--lines", "1", "--min-similarity", "1.5"}, true, "want 0..1"},
 		{"negative context", []string{"--old", exampleOld, "--new", exampleNew, "--lines", "1", "--context-lines", "-1"}, true, "must not be negative"},
 		{"unknown flag", []string{"--bogus"}, true, "unknown flag"},
