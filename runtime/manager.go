@@ -148,13 +148,19 @@ type link struct {
 	rng     Range
 	text    string // model-visible text
 	version string // version text reflects
-	state   linkState
-	cause   cause
-	tracked bool
-	patched bool            // text or lines differ from the observation
-	anchor  *locator.Anchor // kept while the source is gone, to find the span again
-	notice  string
-	display string // the source's display name, kept once the link leaves the index
+	// shown* is what the model last saw of this link: the observation, then
+	// each view a sync delivered. Annotate keeps it, not a repair that was
+	// made but never delivered.
+	shown        string
+	shownRng     Range
+	shownVersion string
+	state        linkState
+	cause        cause
+	tracked      bool
+	patched      bool            // text or lines differ from the observation
+	anchor       *locator.Anchor // kept while the source is gone, to find the span again
+	notice       string
+	display      string // the source's display name, kept once the link leaves the index
 }
 
 type block struct {

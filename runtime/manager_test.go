@@ -828,3 +828,41 @@ func TestDeletedSourceComesBack(t *testing.T) {
 		})
 	}
 }
+
+// TestAnnotateKeepsWhatTheModelSaw: under annotate, the warned-about text is
+// the model's own copy: the original read, or the last repair a sync
+// delivered, never a repair made in between that no sync carried.
+func TestAnnotateKeepsWhatTheModelSaw(t *testing.T) {
+	base := numbered(12)
+	local := oneTokenEdited(base, 4)
+	drift := append([]string(nil), local...)
+	drift[2], drift[3], drift[4] = "completely", "different lines", "now here"
+	tests := []struct {
+		name       string
+		syncBefore bool // a sync delivers the local repair before the drift
+		want       string
+	}{
+		{"repair never delivered", false, span(base, 3, 5)},
+		{"repair delivered", true, span(local, 3, 5)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{Policy: PolicyConfig{Global: Policy{Local: Patch, Drift: Annotate}}})
+			h.mem.set(fid, text(base))
+			h.observe("main", 1, "call_1", SourceRef{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
+			h.mem.set(fid, text(local))
+			h.changed(fid)
+			if tc.syncBefore {
+				if v := one(t, h.sync("main", 2)); v.Status != Patched {
+					t.Fatalf("local edit: %+v, want patched", v)
+				}
+			}
+			h.mem.set(fid, text(drift))
+			h.changed(fid)
+			v := one(t, h.sync("main", 3))
+			if v.Status != Stale || v.Notice == "" || len(v.Sources) != 1 || v.Sources[0].Text != tc.want {
+				t.Fatalf("after drift: %+v, want stale keeping %q", v, tc.want)
+			}
+		})
+	}
+}

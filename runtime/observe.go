@@ -240,6 +240,9 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 	}
 	var touched []*block
 	for _, l := range b.links {
+		// What the model saw: the tool's text, at the version verification
+		// established (before any raced-read repair, which is not yet shown).
+		l.shown, l.shownRng = l.text, l.rng
 		touched = append(touched, m.verifyLink(l)...)
 	}
 	for _, l := range b.links {
@@ -295,6 +298,7 @@ func (m *Manager) verifyLink(l *link) []*block {
 		// A tool may drop the final newline of a file ending in a blank line.
 		if slices.Equal(locator.SplitLines(l.text), cur) || slices.Equal(locator.SplitLines(l.text+"\n"), cur) {
 			l.text, l.version = wholeText(src.text), src.version
+			l.shown, l.shownVersion = l.text, l.version // the same content, canonical
 			return nil
 		}
 	} else if l.rng.End <= len(cur) && slices.Equal(spanLines(l.text, l.rng), cur[l.rng.Start-1:l.rng.End]) {
@@ -305,6 +309,7 @@ func (m *Manager) verifyLink(l *link) []*block {
 			l.text = locator.JoinLines(cur[l.rng.Start-1 : l.rng.End])
 		}
 		l.version = src.version
+		l.shown, l.shownVersion = l.text, l.version // the same content, canonical
 		return nil
 	}
 	m.count("raced")

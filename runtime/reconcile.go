@@ -302,6 +302,7 @@ func (rc *reconciler) whichLines(l *link) string {
 func (rc *reconciler) drop(l *link, a Action, reason string) {
 	l.tracked, l.anchor, l.cause = false, nil, causePolicy
 	if a == Annotate {
+		l.keepShown()
 		l.state, l.notice = linkStale, noticeAnnotate(l)
 		rc.m.count("annotated")
 	} else {
@@ -328,6 +329,7 @@ func (rc *reconciler) gone(l *link, c cause, readErr string) {
 	l.tracked, l.cause = false, c
 	l.state = linkInvalid
 	if rc.m.resolve(l.block, rc.src).drift == Annotate {
+		// Keeps l.text: a source that comes back unchanged restores it as is.
 		l.state = linkStale
 	}
 	reason := "deleted"
@@ -428,4 +430,10 @@ func moveReason(from, to Range) string {
 		return fmt.Sprintf("moved: line %d -> %d", from.Start, to.Start)
 	}
 	return fmt.Sprintf("moved: lines %d-%d -> %d-%d", from.Start, from.End, to.Start, to.End)
+}
+
+// keepShown puts back what the model last saw, for a policy that keeps the
+// old text with a warning: the model must be warned about its own copy.
+func (l *link) keepShown() {
+	l.text, l.rng, l.version = l.shown, l.shownRng, l.shownVersion
 }

@@ -154,7 +154,13 @@ func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error)
 	sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
 	res := SyncResult{Generation: m.gen, Full: req.Full, Blocks: make([]BlockView, 0, len(bs))}
 	for _, b := range bs {
-		res.Blocks = append(res.Blocks, view(b))
+		v := view(b)
+		if len(v.Sources) > 0 {
+			for _, l := range b.links {
+				l.shown, l.shownRng, l.shownVersion = l.text, l.rng, l.version
+			}
+		}
+		res.Blocks = append(res.Blocks, v)
 	}
 	m.mu.Unlock()
 	m.flushNotify(req.Agent)
