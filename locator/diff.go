@@ -232,16 +232,16 @@ func uniqueAnchors(ra, rb []rune) [][2]int {
 	return out
 }
 
-// commonCount is the size of the common multiset of two rune sequences.
-func commonCount(ra, rb []rune) int {
-	count := make(map[rune]int, len(ra))
-	for _, r := range ra {
-		count[r]++
+// commonCount is the size of the common multiset of two sequences.
+func commonCount[T comparable](a, b []T) int {
+	count := make(map[T]int, len(a))
+	for _, x := range a {
+		count[x]++
 	}
 	n := 0
-	for _, r := range rb {
-		if count[r] > 0 {
-			count[r]--
+	for _, x := range b {
+		if count[x] > 0 {
+			count[x]--
 			n++
 		}
 	}

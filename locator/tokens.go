@@ -333,18 +333,7 @@ func bagBound(a, b []string) float64 {
 	if total == 0 {
 		return 1
 	}
-	count := make(map[string]int, len(a))
-	for _, t := range a {
-		count[t]++
-	}
-	m := 0
-	for _, t := range b {
-		if count[t] > 0 {
-			count[t]--
-			m++
-		}
-	}
-	return float64(2*m) / float64(total)
+	return float64(2*commonCount(a, b)) / float64(total)
 }
 
 func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
