@@ -87,7 +87,7 @@ func invalidField(field, format string, args ...any) error {
 // toError maps any handler error to the wire; this is the one place where
 // core errors become codes. uri is the source the request was about, when
 // the request names exactly one.
-func toError(method string, err error, uri string) *Error {
+func toError(method string, err error) *Error {
 	msg := err.Error()
 	if !strings.HasPrefix(msg, method) {
 		msg = method + ": " + msg
@@ -95,10 +95,14 @@ func toError(method string, err error, uri string) *Error {
 	var we *Error
 	var fe *fieldError
 	var rfe *runtime.FieldError
-	field := "uri"
-	var ue *uriError
-	if errors.As(err, &ue) {
-		uri, field = ue.uri, ue.field
+	// The failing source, when the core names one: its uri and wire field.
+	uri, field := "", "uri"
+	var se *runtime.SourceError
+	if errors.As(err, &se) {
+		uri = se.URI
+		if method == MethodObserve {
+			field = fmt.Sprintf("sources[%d].uri", se.Index)
+		}
 	}
 	switch {
 	case errors.As(err, &we):

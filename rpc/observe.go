@@ -25,14 +25,12 @@ func (s *Server) observe(ctx context.Context, raw *json.RawMessage) (any, error)
 	if o.Kind == "" {
 		o.Kind = runtime.Snapshot
 	}
-	uris := make([]string, len(p.Sources))
-	for i, src := range p.Sources {
-		uris[i] = src.URI
+	for _, src := range p.Sources {
 		o.Sources = append(o.Sources, runtime.SourceRef{URI: src.URI, Range: src.Range.core(), Text: src.Text, Version: src.Version})
 	}
 	res, err := core.Observe(ctx, o)
 	if err != nil {
-		return nil, withURI(err, uris, sourceField)
+		return nil, err
 	}
 	return ObserveResult{Block: res.Block, Status: string(res.Status), Superseded: nonNil(res.Superseded)}, nil
 }
@@ -144,30 +142,3 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
-
-// uriError carries the source a failed request was about, for error data.
-type uriError struct {
-	uri   string
-	field string // its wire field, e.g. "sources[1].uri"
-	err   error
-}
-
-func (e *uriError) Error() string { return e.err.Error() }
-func (e *uriError) Unwrap() error { return e.err }
-
-// withURI attaches the failing source: the one the core's error names, or
-// the only one.
-func withURI(err error, uris []string, field func(i int) string) error {
-	msg := err.Error()
-	for i, u := range uris {
-		if strings.Contains(msg, u) {
-			return &uriError{uri: u, field: field(i), err: err}
-		}
-	}
-	if len(uris) > 0 {
-		return &uriError{uri: uris[0], field: field(0), err: err}
-	}
-	return err
-}
-
-func sourceField(i int) string { return fmt.Sprintf("sources[%d].uri", i) }

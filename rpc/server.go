@@ -329,7 +329,7 @@ func (s *Server) reply(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.R
 		return
 	}
 	if err != nil {
-		e := toError(req.Method, err, "")
+		e := toError(req.Method, err)
 		if e.Code == CodeInternalError {
 			s.log.Error("request failed", "method", req.Method, "error", err)
 		} else {

@@ -101,7 +101,7 @@ func TestToErrorMapping(t *testing.T) {
 		{errors.New("boom"), CodeInternalError, ""},
 	}
 	for _, tt := range tests {
-		e := toError("observe", &uriError{uri: "file:///r/a", field: "sources[0].uri", err: tt.err}, "")
+		e := toError("observe", &runtime.SourceError{Op: "observe", URI: "file:///r/a", Err: tt.err})
 		if e.Code != tt.code {
 			t.Errorf("%v: code %d, want %d", tt.err, e.Code, tt.code)
 		}

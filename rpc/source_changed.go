@@ -18,7 +18,7 @@ func (s *Server) sourceChanged(ctx context.Context, raw *json.RawMessage) (any, 
 	}
 	res, err := core.SourceChanged(ctx, runtime.Change{URI: p.URI, Agent: p.Agent, Text: p.Text, Version: p.Version})
 	if err != nil {
-		return nil, withURI(err, []string{p.URI}, func(int) string { return "uri" })
+		return nil, err
 	}
 	return SourceChangedResult{Blocks: nonNil(res.Blocks)}, nil
 }

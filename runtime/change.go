@@ -18,7 +18,7 @@ func (m *Manager) SourceChanged(ctx context.Context, ch Change) (ChangeResult, e
 	}
 	src, err := m.lookup(ch.URI)
 	if err != nil {
-		return ChangeResult{}, wrapSource("sourceChanged", ch.URI, err)
+		return ChangeResult{}, wrapSource("sourceChanged", 0, ch.URI, err)
 	}
 	if src.reporter != nil && ch.Text == nil && ch.Version == "" {
 		return ChangeResult{}, fieldErr("version", "required for keyed sources without text")

@@ -105,7 +105,7 @@ func (m *Manager) Observe(ctx context.Context, obs Observation) (ObserveResult, 
 	for i, ref := range obs.Sources {
 		s, err := m.lookup(ref.URI)
 		if err != nil {
-			return ObserveResult{}, wrapSource("observe", ref.URI, err)
+			return ObserveResult{}, wrapSource("observe", i, ref.URI, err)
 		}
 		if s.reporter != nil && ref.Version == "" {
 			return ObserveResult{}, fieldErr(fmt.Sprintf("sources[%d].version", i), "required for keyed sources")
@@ -134,7 +134,7 @@ func (m *Manager) Observe(ctx context.Context, obs Observation) (ObserveResult, 
 		if err := m.load(ctx, s, obs.Sources[i]); err != nil {
 			unpin()
 			m.flushNotify("")
-			return ObserveResult{}, wrapSource("observe", obs.Sources[i].URI, err)
+			return ObserveResult{}, wrapSource("observe", i, obs.Sources[i].URI, err)
 		}
 	}
 

@@ -326,3 +326,46 @@ func TestServeTerminal(t *testing.T) {
 		t.Errorf("serve --framing=newline on a terminal: stderr %q, stdout %q", stderr.String(), stdout.String())
 	}
 }
+
+// TestObserveErrorNamesTheFailingSource: the error data names the source
+// that failed, also when another source's uri is a prefix of it (a.txt and
+// a.txt.bin, a.txt and a.txt?x).
+func TestObserveErrorNamesTheFailingSource(t *testing.T) {
+	root := tempRoot(t)
+	good := filepath.Join(root, "a.txt")
+	if err := os.WriteFile(good, []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(good+".bin", []byte("x\x00y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok, bin, bad := rpc.Source{URI: fileURI(good), Text: "one"}, rpc.Source{URI: fileURI(good + ".bin"), Text: "x"}, rpc.Source{URI: fileURI(good) + "?x", Text: "one"}
+	tests := []struct {
+		name    string
+		sources []rpc.Source
+		code    int64
+		want    map[string]string
+	}{
+		{"binary second, prefix first", []rpc.Source{ok, bin}, rpc.CodeUnavailable, map[string]string{"uri": bin.URI, "reason": "binary"}},
+		{"binary first", []rpc.Source{bin, ok}, rpc.CodeUnavailable, map[string]string{"uri": bin.URI, "reason": "binary"}},
+		{"invalid uri second", []rpc.Source{ok, bad}, rpc.CodeInvalidParams, map[string]string{"uri": bad.URI, "field": "sources[1].uri"}},
+	}
+	c := startServe(t)
+	initialize(t, c, root, "hooks")
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.Call(context.Background(), rpc.MethodObserve, rpc.ObserveParams{Agent: "main", Turn: 1, Anchor: fmt.Sprintf("call_%d", i), Sources: tc.sources}, nil)
+			var we *rpc.Error
+			if !errors.As(err, &we) || we.Code != tc.code {
+				t.Fatalf("err %v, want code %d", err, tc.code)
+			}
+			var data map[string]string
+			if err := json.Unmarshal(we.Data, &data); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(data) != fmt.Sprint(tc.want) {
+				t.Fatalf("data %v, want %v", data, tc.want)
+			}
+		})
+	}
+}
