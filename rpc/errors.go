@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -109,6 +108,12 @@ func toError(method string, err error) *Error {
 		return we
 	case errors.As(err, &fe):
 		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %s", fe.Field, fe.Reason), map[string]string{"field": fe.Field})
+	case errors.Is(err, runtime.ErrUnknownBlock):
+		field := "agent"
+		if errors.As(err, &rfe) {
+			field = rfe.Field // the core names the offending entry: blocks[2]
+		}
+		return newError(CodeUnknownBlock, msg, map[string]string{"field": field})
 	case errors.As(err, &rfe):
 		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %s", rfe.Field, rfe.Reason), map[string]string{"field": rfe.Field})
 	case errors.Is(err, runtime.ErrOutsideRoots):
@@ -125,15 +130,6 @@ func toError(method string, err error) *Error {
 		return newError(CodeInvalidParams, "invalid params: "+msg, map[string]string{"field": field, "uri": uri})
 	case errors.Is(err, runtime.ErrInvalidParams):
 		return newError(CodeInvalidParams, "invalid params: "+msg, nil)
-	case errors.Is(err, runtime.ErrUnknownBlock):
-		field := "agent"
-		if method == MethodRelease {
-			field = "blocks"
-			if m := blockIndexRE.FindString(msg); m != "" {
-				field = m // the core names the offending entry: blocks[2]
-			}
-		}
-		return newError(CodeUnknownBlock, msg, map[string]string{"field": field})
 	case errors.Is(err, runtime.ErrClosed):
 		return newError(CodeInvalidRequest, fmt.Sprintf("%s: session is shut down", method), nil)
 	case errors.Is(err, context.Canceled):
@@ -141,8 +137,6 @@ func toError(method string, err error) *Error {
 	}
 	return newError(CodeInternalError, msg, nil)
 }
-
-var blockIndexRE = regexp.MustCompile(`blocks\[\d+\]`)
 
 func unavailable(msg, uri, reason string) *Error {
 	return newError(CodeUnavailable, msg, map[string]string{"uri": uri, "reason": reason})

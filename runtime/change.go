@@ -83,12 +83,12 @@ func (m *Manager) Release(ctx context.Context, req ReleaseRequest) (ReleaseResul
 		b, ok := m.blocks[id]
 		if !ok {
 			m.mu.Unlock()
-			return ReleaseResult{}, fmt.Errorf("blocks[%d]: %w: %q", i, ErrUnknownBlock, id)
+			return ReleaseResult{}, unknownBlock(i, "%q", id)
 		}
 		if req.Agent != "" && b.agent.name != req.Agent {
 			// One agent's binding must not drop another agent's tracking.
 			m.mu.Unlock()
-			return ReleaseResult{}, fmt.Errorf("blocks[%d]: %w: %q belongs to agent %q, not %q", i, ErrUnknownBlock, id, b.agent.name, req.Agent)
+			return ReleaseResult{}, unknownBlock(i, "%q belongs to agent %q, not %q", id, b.agent.name, req.Agent)
 		}
 		if !seen[b] {
 			seen[b] = true
@@ -157,4 +157,9 @@ func (m *Manager) trimAudit(ag *agentState) {
 		ag.audit[0] = nil
 		ag.audit = ag.audit[1:]
 	}
+}
+
+// unknownBlock names the release entry that was refused.
+func unknownBlock(i int, format string, args ...any) error {
+	return &FieldError{Field: fmt.Sprintf("blocks[%d]", i), Reason: ErrUnknownBlock.Error() + ": " + fmt.Sprintf(format, args...), Err: ErrUnknownBlock}
 }

@@ -27,17 +27,23 @@ type Displayer interface {
 // know (wire code -32012).
 var ErrUnknownBlock = errors.New("unknown block or agent")
 
-// FieldError is a validation error naming the offending request field, e.g.
-// "sources[0].uri". It wraps ErrInvalidParams.
+// FieldError is an error naming the offending request field, e.g.
+// "sources[0].uri". It wraps Err, or ErrInvalidParams when Err is nil.
 type FieldError struct {
 	Field  string
 	Reason string
+	Err    error
 }
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
 
-// Unwrap makes errors.Is(err, ErrInvalidParams) true.
-func (e *FieldError) Unwrap() error { return ErrInvalidParams }
+// Unwrap makes errors.Is(err, ErrInvalidParams) (or Err) true.
+func (e *FieldError) Unwrap() error {
+	if e.Err != nil {
+		return e.Err
+	}
+	return ErrInvalidParams
+}
 
 func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
