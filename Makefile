@@ -6,7 +6,7 @@ PKGS    := ./...
 BENCH   ?= .
 COUNT   ?= 6
 
-.PHONY: all build test go-test py-test ts-test bench fuzz lint run clean
+.PHONY: all build test go-test py-test ts-test bench fuzz lint reliability clean
 
 all: build
 
@@ -38,6 +38,12 @@ fuzz:
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $$pkg || exit 1; \
 	  done; \
 	done
+
+# The load and soak figures of docs/reliability.md at full size (no race detector: it would
+# distort latency and memory): 50 agents x 1,000 observations with edits in flight, and
+# 10,000 observe/sync rounds with RSS checked flat.
+reliability:
+	CONCORD_RELIABILITY=1 $(GO) test -count=1 -run 'TestLoadManyAgents|TestSoakFlatMemory' -v -timeout 30m ./cmd/concord
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
