@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -27,8 +29,8 @@ type Client struct {
 	grace time.Duration
 
 	mu       sync.Mutex
-	onBlocks func(BlocksChangedParams)
-	onRead   func(context.Context, ReadSourceParams) (ReadSourceResult, error)
+	onBlocks func(protocol.BlocksChangedParams)
+	onRead   func(context.Context, protocol.ReadSourceParams) (protocol.ReadSourceResult, error)
 
 	exited  chan struct{}
 	waitErr error
@@ -44,7 +46,7 @@ type ClientOptions struct {
 	// is always drained, so a chatty child never blocks; nil discards it
 	// (the last 64 KiB stay available through Client.Stderr).
 	Stderr io.Writer
-	// Framing is FramingContentLength or FramingNewline; "" infers it from
+	// Framing is protocol.FramingContentLength or protocol.FramingNewline; "" infers it from
 	// a --framing argument in args (default content-length).
 	Framing string
 	// MaxMessage caps one incoming message (default DefaultMaxMessage).
@@ -124,13 +126,13 @@ func framingFromArgs(args []string) string {
 			return args[i+1]
 		}
 	}
-	return FramingContentLength
+	return protocol.FramingContentLength
 }
 
 // HandleBlocksChanged sets the function called for each blocksChanged
 // notification. It runs on the connection's read loop: it must not block
 // (hand the hint to a channel or set a flag).
-func (c *Client) HandleBlocksChanged(f func(BlocksChangedParams)) {
+func (c *Client) HandleBlocksChanged(f func(protocol.BlocksChangedParams)) {
 	c.mu.Lock()
 	c.onBlocks = f
 	c.mu.Unlock()
@@ -140,7 +142,7 @@ func (c *Client) HandleBlocksChanged(f func(BlocksChangedParams)) {
 // requests (keyed sources). Without one the client answers with an error and
 // the server invalidates the blocks with a notice. Each request runs in its
 // own goroutine.
-func (c *Client) HandleReadSource(f func(ctx context.Context, p ReadSourceParams) (ReadSourceResult, error)) {
+func (c *Client) HandleReadSource(f func(ctx context.Context, p protocol.ReadSourceParams) (protocol.ReadSourceResult, error)) {
 	c.mu.Lock()
 	c.onRead = f
 	c.mu.Unlock()
@@ -152,17 +154,17 @@ func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	onBlocks, onRead := c.onBlocks, c.onRead
 	c.mu.Unlock()
 	switch {
-	case req.Method == MethodBlocksChanged:
-		var p BlocksChangedParams
+	case req.Method == protocol.MethodBlocksChanged:
+		var p protocol.BlocksChangedParams
 		if onBlocks != nil && decodeParams(req.Params, &p) == nil {
 			onBlocks(p)
 		}
-	case req.Method == MethodReadSource && !req.Notif:
+	case req.Method == protocol.MethodReadSource && !req.Notif:
 		// Answer off the read loop: the handler may take its time.
 		go func() {
 			resp := &jsonrpc2.Response{ID: req.ID}
-			var p ReadSourceParams
-			var res ReadSourceResult
+			var p protocol.ReadSourceParams
+			var res protocol.ReadSourceResult
 			err := decodeParams(req.Params, &p)
 			switch {
 			case err != nil:
@@ -175,12 +177,12 @@ func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 				err = resp.SetResult(res)
 			}
 			if err != nil {
-				resp.Error = &jsonrpc2.Error{Code: CodeInternalError, Message: err.Error()}
+				resp.Error = &jsonrpc2.Error{Code: protocol.CodeInternalError, Message: err.Error()}
 			}
 			_ = conn.SendResponse(ctx, resp)
 		}()
 	case !req.Notif:
-		_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: CodeMethodNotFound, Message: "client does not handle " + req.Method})
+		_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: "client does not handle " + req.Method})
 	}
 }
 
@@ -191,7 +193,7 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	id := jsonrpc2.ID{Num: c.nextID.Add(1)}
 	err := c.conn.Call(ctx, method, params, result, jsonrpc2.PickID(id))
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		_ = c.conn.Notify(context.Background(), MethodCancelRequest, CancelParams{ID: id.Num})
+		_ = c.conn.Notify(context.Background(), protocol.MethodCancelRequest, protocol.CancelParams{ID: id.Num})
 		return err
 	}
 	var we *jsonrpc2.Error
@@ -247,8 +249,8 @@ func (c *Client) Close() error {
 		case <-c.exited:
 		default:
 			ctx, cancel := context.WithTimeout(context.Background(), c.grace)
-			if err := c.conn.Call(ctx, MethodShutdown, nil, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: c.nextID.Add(1)})); err == nil {
-				_ = c.conn.Notify(ctx, MethodExit, nil)
+			if err := c.conn.Call(ctx, protocol.MethodShutdown, nil, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: c.nextID.Add(1)})); err == nil {
+				_ = c.conn.Notify(ctx, protocol.MethodExit, nil)
 			}
 			cancel()
 		}

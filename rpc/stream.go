@@ -12,6 +12,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -61,7 +63,7 @@ func newStream(r io.Reader, w io.Writer, closer io.Closer, framing string, max i
 		max = DefaultMaxMessage
 	}
 	if framing == "" {
-		framing = FramingContentLength
+		framing = protocol.FramingContentLength
 	}
 	return &stream{
 		r:       bufio.NewReaderSize(r, 64<<10),
@@ -107,14 +109,14 @@ func (s *stream) ReadObject(v any) error {
 		}
 		id, rerr := decodeMessage(frame, v)
 		if rerr != nil {
-			if rerr.Code == CodeParseError {
+			if rerr.Code == protocol.CodeParseError {
 				// A truncated frame (often a Content-Length that counted
 				// characters, not UTF-8 bytes) still names its request:
 				// answer it, so the caller's call fails instead of waiting.
 				var scan idScanner
 				scan.Write(frame)
 				id = scan.requestID()
-				if id != nil && s.framing == FramingContentLength && strings.Contains(rerr.Message, "unexpected end of JSON input") {
+				if id != nil && s.framing == protocol.FramingContentLength && strings.Contains(rerr.Message, "unexpected end of JSON input") {
 					rerr = &Error{Code: rerr.Code, Message: rerr.Message + " (Content-Length must count the body's bytes in UTF-8, not characters)"}
 				}
 			}
@@ -137,25 +139,25 @@ func decodeMessage(frame []byte, v any) (json.RawMessage, *Error) {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			if t := bytes.TrimSpace(frame); len(t) > 0 && t[0] == '[' {
-				return nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: a message must be one JSON object (batches are not supported)"}
+				return nil, &Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: a message must be one JSON object (batches are not supported)"}
 			}
-			return nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: a message must be one JSON object, not " + te.Value}
+			return nil, &Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: a message must be one JSON object, not " + te.Value}
 		}
-		return nil, &Error{Code: CodeParseError, Message: "parse error: " + strings.TrimPrefix(err.Error(), "json: ")}
+		return nil, &Error{Code: protocol.CodeParseError, Message: "parse error: " + strings.TrimPrefix(err.Error(), "json: ")}
 	}
 	id := probe.ID
 	if len(id) > 0 && string(id) != "null" && !validID(id) {
-		return nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: id must be a string or an integer from 0 to 9223372036854775807"}
+		return nil, &Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: id must be a string or an integer from 0 to 9223372036854775807"}
 	}
 	if string(probe.JSONRPC) != `"2.0"` {
-		return id, &Error{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
+		return id, &Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
 	}
 	if len(probe.Method) > 0 && probe.Method[0] != '"' {
-		return id, &Error{Code: CodeInvalidRequest, Message: `invalid request: "method" must be a string`}
+		return id, &Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "method" must be a string`}
 	}
 	if err := json.Unmarshal(frame, v); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "jsonrpc2: ")
-		return id, &Error{Code: CodeInvalidRequest, Message: "invalid request: " + msg}
+		return id, &Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: " + msg}
 	}
 	return nil, nil
 }
@@ -225,7 +227,7 @@ func (s *stream) readFrame() ([]byte, error) {
 		s.pending = nil
 		return frame, nil
 	}
-	if s.framing == FramingNewline {
+	if s.framing == protocol.FramingNewline {
 		return s.readLineFrame()
 	}
 	return s.readContentLengthFrame()
@@ -280,7 +282,7 @@ func (s *stream) readContentLengthFrame() ([]byte, error) {
 		if headerErr == "" {
 			headerErr = "missing Content-Length header"
 		}
-		return nil, &frameError{err: &Error{Code: CodeParseError, Message: "parse error: " + headerErr}}
+		return nil, &frameError{err: &Error{Code: protocol.CodeParseError, Message: "parse error: " + headerErr}}
 	}
 	if length > s.max {
 		var scan idScanner // for the id to answer, in constant memory
@@ -294,13 +296,13 @@ func (s *stream) readContentLengthFrame() ([]byte, error) {
 		return nil, io.ErrUnexpectedEOF
 	}
 	if headerErr != "" {
-		return nil, &frameError{err: &Error{Code: CodeParseError, Message: "parse error: " + headerErr}}
+		return nil, &frameError{err: &Error{Code: protocol.CodeParseError, Message: "parse error: " + headerErr}}
 	}
 	if s.strayErr != "" {
 		// Report the stray bytes first, then serve this frame.
 		msg := "parse error: " + s.strayErr
 		s.pending, s.strayErr = body, ""
-		return nil, &frameError{err: &Error{Code: CodeParseError, Message: msg}}
+		return nil, &frameError{err: &Error{Code: protocol.CodeParseError, Message: msg}}
 	}
 	return body, nil
 }
@@ -358,7 +360,7 @@ func headerNameByte(c byte) bool {
 }
 
 func tooLarge(n, max int64) *Error {
-	return newError(CodeInvalidRequest, fmt.Sprintf("invalid request: message of %d bytes exceeds the limit of %d bytes (--max-message)", n, max),
+	return newError(protocol.CodeInvalidRequest, fmt.Sprintf("invalid request: message of %d bytes exceeds the limit of %d bytes (--max-message)", n, max),
 		map[string]any{"limit": max})
 }
 
@@ -412,7 +414,7 @@ func (s *stream) writeFrame(data []byte) error {
 	if s.trace != nil {
 		s.trace("send", data)
 	}
-	if s.framing == FramingNewline {
+	if s.framing == protocol.FramingNewline {
 		if _, err := s.w.Write(data); err != nil {
 			return err
 		}

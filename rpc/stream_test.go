@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // msg is what the tests decode frames into (jsonrpc2's own type is unexported).
@@ -44,34 +46,34 @@ func TestStreamRead(t *testing.T) {
 		codes   []int64  // error codes answered, in order
 		ids     []string // ids echoed in those answers
 	}{
-		{"one message", FramingContentLength, 0, cl(req), []string{"stats"}, nil, nil},
-		{"two back to back", FramingContentLength, 0, cl(req) + cl(`{"jsonrpc":"2.0","method":"exit"}`), []string{"stats", "exit"}, nil, nil},
-		{"content-type header and odd case", FramingContentLength, 0, "content-length: 41\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" + req, []string{"stats"}, nil, nil},
-		{"bare LF headers", FramingContentLength, 0, "Content-Length: 41\n\n" + req, []string{"stats"}, nil, nil},
-		{"malformed JSON then valid", FramingContentLength, 0, cl(`{"jsonrpc":"2.0",`) + cl(req), []string{"stats"}, []int64{CodeParseError}, []string{"null"}},
-		{"truncated JSON is answered with its id", FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":"q","method":"sync","params":{`) + cl(req), []string{"stats"}, []int64{CodeParseError}, []string{`"q"`}},
-		{"not an object", FramingContentLength, 0, cl(`[1,2]`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
-		{"wrong jsonrpc version keeps the id", FramingContentLength, 0, cl(`{"jsonrpc":"1.0","id":7,"method":"stats"}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"7"}},
-		{"neither request nor response", FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":"a"}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{`"a"`}},
-		{"jsonrpc as a number is not a batch", FramingContentLength, 0, cl(`{"jsonrpc":2.0,"id":3,"method":"stats"}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"3"}},
-		{"method as a number", FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":5,"method":5}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"5"}},
-		{"id above int64 is not echoed", FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":18446744073709551615,"method":"stats"}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
-		{"a string is not a message", FramingContentLength, 0, cl(`"stats"`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
-		{"object id is not echoed", FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":{},"method":"x"}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
-		{"short Content-Length: the truncated request is answered by id, the next frame kept", FramingContentLength, 0,
+		{"one message", protocol.FramingContentLength, 0, cl(req), []string{"stats"}, nil, nil},
+		{"two back to back", protocol.FramingContentLength, 0, cl(req) + cl(`{"jsonrpc":"2.0","method":"exit"}`), []string{"stats", "exit"}, nil, nil},
+		{"content-type header and odd case", protocol.FramingContentLength, 0, "content-length: 41\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" + req, []string{"stats"}, nil, nil},
+		{"bare LF headers", protocol.FramingContentLength, 0, "Content-Length: 41\n\n" + req, []string{"stats"}, nil, nil},
+		{"malformed JSON then valid", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"2.0",`) + cl(req), []string{"stats"}, []int64{protocol.CodeParseError}, []string{"null"}},
+		{"truncated JSON is answered with its id", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":"q","method":"sync","params":{`) + cl(req), []string{"stats"}, []int64{protocol.CodeParseError}, []string{`"q"`}},
+		{"not an object", protocol.FramingContentLength, 0, cl(`[1,2]`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		{"wrong jsonrpc version keeps the id", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"1.0","id":7,"method":"stats"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"7"}},
+		{"neither request nor response", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":"a"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{`"a"`}},
+		{"jsonrpc as a number is not a batch", protocol.FramingContentLength, 0, cl(`{"jsonrpc":2.0,"id":3,"method":"stats"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"3"}},
+		{"method as a number", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":5,"method":5}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"5"}},
+		{"id above int64 is not echoed", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":18446744073709551615,"method":"stats"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		{"a string is not a message", protocol.FramingContentLength, 0, cl(`"stats"`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		{"object id is not echoed", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":{},"method":"x"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		{"short Content-Length: the truncated request is answered by id, the next frame kept", protocol.FramingContentLength, 0,
 			"Content-Length: 60\r\n\r\n" + `{"jsonrpc":"2.0","id":9,"method":"observe","params":{"text":"héllo wörld"}}` + cl(req),
-			[]string{"stats"}, []int64{CodeParseError, CodeParseError}, []string{"9", "null"}},
-		{"a header ending in Content-Length is no stray tail", FramingContentLength, 0, "X-Original-Content-Length: 3\r\n" + cl(req), []string{"stats"}, nil, nil},
-		{"missing Content-Length", FramingContentLength, 0, "X-Foo: 1\r\n\r\n" + cl(req), []string{"stats"}, []int64{CodeParseError}, []string{"null"}},
-		{"oversized is skipped, its id echoed", FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":2,"method":"observe","params":{"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"2"}},
-		{"oversized: id after the params", FramingContentLength, 50, cl(`{"jsonrpc":"2.0","method":"observe","params":{"id":9,"t":"`+strings.Repeat("}", 100)+`"},"id":"r-3"}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{`"r-3"`}},
-		{"oversized notification: id null", FramingContentLength, 50, cl(`{"jsonrpc":"2.0","method":"observe","params":{"id":9,"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
-		{"oversized with an unusable id: null", FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":-1,"method":"observe","params":{"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
-		{"newline: two lines", FramingNewline, 0, req + "\n" + req + "\r\n", []string{"stats", "stats"}, nil, nil},
-		{"newline: blank lines and no final newline", FramingNewline, 0, "\n\n" + req, []string{"stats"}, nil, nil},
-		{"newline: malformed then valid", FramingNewline, 0, "{oops\n" + req + "\n", []string{"stats"}, []int64{CodeParseError}, []string{"null"}},
-		{"newline: oversized line skipped", FramingNewline, 60, strings.Repeat("y", 70000) + "\n" + req + "\n", []string{"stats"}, []int64{CodeInvalidRequest}, []string{"null"}},
-		{"newline: oversized request answered with its id", FramingNewline, 60, `{"jsonrpc":"2.0","id":12,"method":"observe","params":{"text":"` + strings.Repeat("y", 70000) + "\"}}\n" + req + "\n", []string{"stats"}, []int64{CodeInvalidRequest}, []string{"12"}},
+			[]string{"stats"}, []int64{protocol.CodeParseError, protocol.CodeParseError}, []string{"9", "null"}},
+		{"a header ending in Content-Length is no stray tail", protocol.FramingContentLength, 0, "X-Original-Content-Length: 3\r\n" + cl(req), []string{"stats"}, nil, nil},
+		{"missing Content-Length", protocol.FramingContentLength, 0, "X-Foo: 1\r\n\r\n" + cl(req), []string{"stats"}, []int64{protocol.CodeParseError}, []string{"null"}},
+		{"oversized is skipped, its id echoed", protocol.FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":2,"method":"observe","params":{"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"2"}},
+		{"oversized: id after the params", protocol.FramingContentLength, 50, cl(`{"jsonrpc":"2.0","method":"observe","params":{"id":9,"t":"`+strings.Repeat("}", 100)+`"},"id":"r-3"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{`"r-3"`}},
+		{"oversized notification: id null", protocol.FramingContentLength, 50, cl(`{"jsonrpc":"2.0","method":"observe","params":{"id":9,"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		{"oversized with an unusable id: null", protocol.FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":-1,"method":"observe","params":{"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		{"newline: two lines", protocol.FramingNewline, 0, req + "\n" + req + "\r\n", []string{"stats", "stats"}, nil, nil},
+		{"newline: blank lines and no final newline", protocol.FramingNewline, 0, "\n\n" + req, []string{"stats"}, nil, nil},
+		{"newline: malformed then valid", protocol.FramingNewline, 0, "{oops\n" + req + "\n", []string{"stats"}, []int64{protocol.CodeParseError}, []string{"null"}},
+		{"newline: oversized line skipped", protocol.FramingNewline, 60, strings.Repeat("y", 70000) + "\n" + req + "\n", []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		{"newline: oversized request answered with its id", protocol.FramingNewline, 60, `{"jsonrpc":"2.0","id":12,"method":"observe","params":{"text":"` + strings.Repeat("y", 70000) + "\"}}\n" + req + "\n", []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"12"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,10 +131,10 @@ func answers(t *testing.T, out []byte, framing string) (codes []int64, ids []str
 // waiting for it at once: the stream hands jsonrpc2 an error response with
 // the same id instead of skipping it.
 func TestStreamOversizedResponseFailsTheCall(t *testing.T) {
-	for _, framing := range []string{FramingContentLength, FramingNewline} {
+	for _, framing := range []string{protocol.FramingContentLength, protocol.FramingNewline} {
 		body := `{"jsonrpc":"2.0","id":4,"result":{"text":"` + strings.Repeat("z", 200) + `","version":"v2"}}`
 		in := cl(body)
-		if framing == FramingNewline {
+		if framing == protocol.FramingNewline {
 			in = body + "\n"
 		}
 		var out bytes.Buffer
@@ -143,8 +145,8 @@ func TestStreamOversizedResponseFailsTheCall(t *testing.T) {
 			t.Fatalf("%s: ReadObject: %v", framing, err)
 		}
 		e, _ := m["error"].(map[string]any)
-		if fmt.Sprint(m["id"]) != "4" || e == nil || fmt.Sprint(e["code"]) != fmt.Sprint(CodeInvalidRequest) {
-			t.Errorf("%s: got %v, want an error response with id 4 and code %d", framing, m, CodeInvalidRequest)
+		if fmt.Sprint(m["id"]) != "4" || e == nil || fmt.Sprint(e["code"]) != fmt.Sprint(protocol.CodeInvalidRequest) {
+			t.Errorf("%s: got %v, want an error response with id 4 and code %d", framing, m, protocol.CodeInvalidRequest)
 		}
 		if out.Len() != 0 {
 			t.Errorf("%s: the server answered a response: %q", framing, out.String())
@@ -154,7 +156,7 @@ func TestStreamOversizedResponseFailsTheCall(t *testing.T) {
 
 func TestStreamTruncatedFrameEndsStream(t *testing.T) {
 	for _, in := range []string{"Content-Length: 100\r\n\r\n{\"jsonrpc\"", "Content-Length: 10\r\n"} {
-		s := newStream(strings.NewReader(in), io.Discard, nil, FramingContentLength, 0)
+		s := newStream(strings.NewReader(in), io.Discard, nil, protocol.FramingContentLength, 0)
 		var m msg
 		if err := s.ReadObject(&m); err != io.ErrUnexpectedEOF {
 			t.Errorf("%q: err = %v, want io.ErrUnexpectedEOF", in, err)
@@ -163,7 +165,7 @@ func TestStreamTruncatedFrameEndsStream(t *testing.T) {
 }
 
 func TestStreamWriteRoundTrip(t *testing.T) {
-	for _, framing := range []string{FramingContentLength, FramingNewline} {
+	for _, framing := range []string{protocol.FramingContentLength, protocol.FramingNewline} {
 		var buf bytes.Buffer
 		w := newStream(strings.NewReader(""), &buf, nil, framing, 0)
 		want := []msg{{"jsonrpc": "2.0", "method": "a", "params": map[string]any{"text": "line1\nline2\r\n"}}, {"jsonrpc": "2.0", "method": "b"}}
@@ -195,9 +197,9 @@ func FuzzStreamRead(f *testing.F) {
 		f.Add([]byte(seed), true)
 	}
 	f.Fuzz(func(t *testing.T, in []byte, newline bool) {
-		framing := FramingContentLength
+		framing := protocol.FramingContentLength
 		if newline {
-			framing = FramingNewline
+			framing = protocol.FramingNewline
 		}
 		var out bytes.Buffer
 		s := newStream(bytes.NewReader(in), &out, nil, framing, 1<<10)

@@ -13,8 +13,8 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // Files are re-read from disk (the disk is the truth; Text is only a hint).
 // Keyed sources take Text when given, else the adapter asks the client.
 func (m *Manager) SourceChanged(ctx context.Context, ch Change) (ChangeResult, error) {
-	if ch.URI == "" {
-		return ChangeResult{}, fieldErr("uri", "required")
+	if err := validateURI("uri", ch.URI); err != nil {
+		return ChangeResult{}, err
 	}
 	src, err := m.lookup(ch.URI)
 	if err != nil {
@@ -66,11 +66,8 @@ func (m *Manager) SourceChanged(ctx context.Context, ch Change) (ChangeResult, e
 // (nothing is released); unknown anchors are skipped (events have anchors but
 // no blocks).
 func (m *Manager) Release(ctx context.Context, req ReleaseRequest) (ReleaseResult, error) {
-	if len(req.Blocks) == 0 && len(req.Anchors) == 0 {
-		return ReleaseResult{}, fieldErr("blocks", "required (or agent and anchors)")
-	}
-	if len(req.Anchors) > 0 && req.Agent == "" {
-		return ReleaseResult{}, fieldErr("agent", "required with anchors")
+	if err := validateRelease(req); err != nil {
+		return ReleaseResult{}, err
 	}
 	m.mu.Lock()
 	if m.closed {

@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"context"
 	"errors"
 	"os"
@@ -59,7 +61,7 @@ func (e *fileEnv) onChange(agent string) int {
 
 func (e *fileEnv) observe(agent, anchor, name string, s, end int, text string) (runtime.ObserveResult, error) {
 	return e.m.Observe(context.Background(), runtime.Observation{Agent: agent, Turn: 1, Anchor: anchor,
-		Sources: []runtime.SourceRef{{URI: "file://" + e.path(name), Range: &runtime.Range{Start: s, End: end}, Text: text}}})
+		Sources: []runtime.SourceRef{{URI: "file://" + e.path(name), Range: &protocol.Range{Start: s, End: end}, Text: text}}})
 }
 
 func (e *fileEnv) sync(agent string) runtime.SyncResult {
@@ -142,7 +144,7 @@ func TestFileWriteHook(t *testing.T) {
 	o2, _ := e.observe("sub-1", "call_9", "config.yaml", 2, 2, "port: 8080")
 	writeFile(t, e.path("config.yaml"), strings.Replace(cfg, "8080", "9090", 1))
 	stale := "something else entirely"
-	cr, err := e.m.SourceChanged(context.Background(), runtime.Change{URI: e.path("config.yaml"), Agent: "sub-1", Text: &stale})
+	cr, err := e.m.SourceChanged(context.Background(), runtime.Change{URI: "file://" + e.path("config.yaml"), Agent: "sub-1", Text: &stale})
 	if err != nil || len(cr.Blocks) != 2 || cr.Blocks[0] != o.Block || cr.Blocks[1] != o2.Block {
 		t.Fatalf("sourceChanged %+v %v", cr, err)
 	}
@@ -166,12 +168,12 @@ func TestFileSourceErrors(t *testing.T) {
 		uri  string
 		want error
 	}{
-		{filepath.Join(outside, "secret"), runtime.ErrOutsideRoots},
+		{"file://" + filepath.Join(outside, "secret"), runtime.ErrOutsideRoots},
 		{"file://" + e.path("link"), runtime.ErrOutsideRoots},
-		{e.path("bin.dat"), runtime.ErrBinary},
-		{e.path("big.txt"), runtime.ErrTooLarge},
-		{e.path("missing.txt"), runtime.ErrNotFound},
-		{e.root, runtime.ErrUnreadable},
+		{"file://" + e.path("bin.dat"), runtime.ErrBinary},
+		{"file://" + e.path("big.txt"), runtime.ErrTooLarge},
+		{"file://" + e.path("missing.txt"), runtime.ErrNotFound},
+		{"file://" + e.root, runtime.ErrUnreadable},
 	}
 	for _, tc := range tests {
 		_, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Anchor: "c",
@@ -254,6 +256,13 @@ func TestImports(t *testing.T) {
 			t.Errorf("runtime/keyed imports %s: it must not touch the file system", b)
 		}
 	}
+	// The wire types are pure: the standard library only, so that the
+	// core, the client and a benchmark can share them without weight.
+	for d := range list(mod+"rpc/protocol", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}") {
+		if d != mod+"rpc/protocol" {
+			t.Errorf("rpc/protocol depends on %s", d)
+		}
+	}
 }
 
 // BenchmarkSyncUnchangedFiles: the verify pass with real files: 1,000 files,
@@ -287,7 +296,7 @@ func BenchmarkSyncUnchangedFiles(b *testing.B) {
 		for k := 0; k < 10; k++ {
 			s := 1 + k*10
 			if _, err := m.Observe(ctx, runtime.Observation{Agent: "main", Turn: 1, Anchor: p + string(rune('0'+k)),
-				Sources: []runtime.SourceRef{{URI: p, Range: &runtime.Range{Start: s, End: s + 4}, Text: strings.Join(lines[s-1:s+4], "\n")}}}); err != nil {
+				Sources: []runtime.SourceRef{{URI: p, Range: &protocol.Range{Start: s, End: s + 4}, Text: strings.Join(lines[s-1:s+4], "\n")}}}); err != nil {
 				b.Fatal(err)
 			}
 		}

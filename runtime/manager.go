@@ -9,12 +9,13 @@ import (
 	"unsafe"
 
 	"github.com/concord-ctx/concord/locator"
+	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // Config configures a Manager.
 type Config struct {
 	Policy  PolicyConfig
-	Locator locator.Params // zero fields take locator.DefaultParams
+	Locator *protocol.LocatorParams // omitted fields take locator.DefaultParams (see LocatorParams)
 	// OnChange, when set, is called after a change altered the model-visible
 	// state of some agents' blocks (a hint for the blocksChanged
 	// notification; Sync stays the source of truth). It is called outside the
@@ -192,25 +193,12 @@ type agentState struct {
 
 // New returns a Manager. Close it to stop its hint worker and adapters.
 func New(cfg Config) *Manager {
-	p := cfg.Locator
-	d := locator.DefaultParams()
-	if p.MinSimilarity == 0 {
-		p.MinSimilarity = d.MinSimilarity
-	}
-	if p.SubstitutionRatio == 0 {
-		p.SubstitutionRatio = d.SubstitutionRatio
-	}
-	if p.MinSubstitutions == 0 {
-		p.MinSubstitutions = d.MinSubstitutions
-	}
-	if p.ContextLines == 0 {
-		p.ContextLines = d.ContextLines
-	}
+	p := LocatorParams(cfg.Locator)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := cfg.Policy.Validate(); err != nil {
+	if err := ValidatePolicyConfig("policy", &cfg.Policy); err != nil {
 		log.Warn("policy: invalid entries are ignored", "err", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -281,17 +269,7 @@ func uriScheme(uri string) string {
 	if strings.HasPrefix(uri, "/") {
 		return "file"
 	}
-	i := strings.IndexByte(uri, ':')
-	if i <= 0 {
-		return ""
-	}
-	for j, c := range uri[:i] {
-		alpha := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-		if !alpha && (j == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
-			return ""
-		}
-	}
-	return strings.ToLower(uri[:i])
+	return scheme(uri)
 }
 
 func (m *Manager) adapterForLocked(uri string) Adapter {

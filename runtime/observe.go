@@ -11,43 +11,6 @@ import (
 	"github.com/concord-ctx/concord/locator"
 )
 
-func validateObservation(obs *Observation) error {
-	if obs.Agent == "" {
-		return fieldErr("agent", "required")
-	}
-	if obs.Turn < 0 {
-		return fieldErr("turn", "must be >= 0")
-	}
-	switch obs.Kind {
-	case "":
-		obs.Kind = Snapshot
-	case Snapshot, Event:
-	default:
-		return fieldErr("kind", "must be %q or %q, not %q", Snapshot, Event, obs.Kind)
-	}
-	if obs.Kind == Event {
-		return nil
-	}
-	if len(obs.Sources) == 0 {
-		return fieldErr("sources", "required (at least one)")
-	}
-	for i, s := range obs.Sources {
-		f := fmt.Sprintf("sources[%d]", i)
-		if s.URI == "" {
-			return fieldErr(f+".uri", "required")
-		}
-		if r := s.Range; r != nil && (r.Start < 1 || r.End < r.Start) {
-			return fieldErr(f+".range", "want 1 <= start <= end, got %d-%d", r.Start, r.End)
-		}
-	}
-	if obs.Policy != nil {
-		if err := obs.Policy.Validate("policy"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // lookup finds the adapter and canonical id for uri and the source entry,
 // creating it. Normalize runs outside the lock (it may touch the file system).
 func (m *Manager) lookup(uri string) (*source, error) {
@@ -108,7 +71,7 @@ func (m *Manager) Observe(ctx context.Context, obs Observation) (ObserveResult, 
 			return ObserveResult{}, wrapSource("observe", i, ref.URI, err)
 		}
 		if s.reporter != nil && ref.Version == "" {
-			return ObserveResult{}, fieldErr(fmt.Sprintf("sources[%d].version", i), "required for keyed sources")
+			return ObserveResult{}, fieldErr(fmt.Sprintf("sources[%d].version", i), "required for keyed (non-file) sources")
 		}
 		srcs[i] = s
 	}
@@ -234,7 +197,7 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 	for i, ref := range obs.Sources {
 		l := &link{block: b, idx: i, src: srcs[i], uri: srcs[i].id, whole: ref.Range == nil, text: normalizeText(ref.Text), version: ref.Version, tracked: true}
 		if ref.Range != nil {
-			l.rng = *ref.Range
+			l.rng = Range(*ref.Range)
 		}
 		b.links[i] = l
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sort"
 	"sync"
+
+	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // verify brings src up to date: a cheap Stamp, and a Read only when the stamp
@@ -93,11 +95,8 @@ feed:
 // state changed since its previous Sync, or every block when Full. An agent
 // that has observed nothing gets an empty projection.
 func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error) {
-	if req.Agent == "" {
-		return SyncResult{}, fieldErr("agent", "required")
-	}
-	if req.Turn < 0 {
-		return SyncResult{}, fieldErr("turn", "must be >= 0")
+	if err := validateSync(req); err != nil {
+		return SyncResult{}, err
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -200,7 +199,7 @@ func view(b *block) BlockView {
 		for i, l := range b.links {
 			sv := SourceView{URI: l.uri, Text: l.text, Version: l.version}
 			if !l.whole {
-				r := l.rng
+				r := protocol.Range(l.rng)
 				sv.Range = &r
 			}
 			v.Sources[i] = sv

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"github.com/spf13/pflag"
 
 	"github.com/concord-ctx/concord/fileadapter"
@@ -37,7 +39,7 @@ type serveOptions struct {
 func serveFlags() (*pflag.FlagSet, *serveOptions) {
 	o := &serveOptions{maxMessage: rpc.DefaultMaxMessage}
 	flags := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	flags.StringVar(&o.framing, "framing", rpc.FramingContentLength, "message framing: content-length (LSP style) or newline (one JSON message per line)")
+	flags.StringVar(&o.framing, "framing", protocol.FramingContentLength, "message framing: content-length (LSP style) or newline (one JSON message per line)")
 	flags.StringVar(&o.logFile, "log-file", "", "append logs to this file instead of stderr")
 	flags.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	flags.BoolVar(&o.rpcTrace, "rpc-trace", false, "log every message read and written (at info level)")
@@ -62,8 +64,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if flags.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", flags.Arg(0))}
 	}
-	if o.framing != rpc.FramingContentLength && o.framing != rpc.FramingNewline {
-		return usageError{fmt.Errorf("--framing must be %s or %s, not %q", rpc.FramingContentLength, rpc.FramingNewline, o.framing)}
+	if o.framing != protocol.FramingContentLength && o.framing != protocol.FramingNewline {
+		return usageError{fmt.Errorf("--framing must be %s or %s, not %q", protocol.FramingContentLength, protocol.FramingNewline, o.framing)}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
@@ -73,7 +75,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return usageError{fmt.Errorf("--poll-interval must be positive")}
 	}
 	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
-		if o.framing != rpc.FramingNewline {
+		if o.framing != protocol.FramingNewline {
 			// A person ran it by hand: waiting silently for Content-Length
 			// frames nobody can type helps nobody.
 			fmt.Fprint(stderr, "concord serve speaks JSON-RPC on stdin/stdout: agent runtimes launch it as a subprocess.\n"+
@@ -138,7 +140,7 @@ func newSession(o *serveOptions, log *slog.Logger) rpc.NewSessionFunc {
 			// Keyed sources only: file URIs must be refused, not taken for keys.
 			m.AddAdapter(noFiles{})
 			m.AddAdapter(keyed.New(cfg.Fetch))
-			return m, rpc.WatchHooks, nil
+			return m, protocol.WatchHooks, nil
 		}
 		fa, err := fileadapter.New(fileadapter.Config{
 			Roots:        cfg.Roots,

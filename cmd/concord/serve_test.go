@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"github.com/concord-ctx/concord/rpc"
 )
 
@@ -37,15 +39,15 @@ func startServe(t testing.TB, args ...string) *rpc.Client {
 	return c
 }
 
-func initialize(t testing.TB, c *rpc.Client, root, watch string) rpc.InitializeResult {
+func initialize(t testing.TB, c *rpc.Client, root, watch string) protocol.InitializeResult {
 	t.Helper()
-	var res rpc.InitializeResult
+	var res protocol.InitializeResult
 	roots := []string{}
 	if root != "" {
 		roots = []string{root}
 	}
-	err := c.Call(context.Background(), rpc.MethodInitialize, rpc.InitializeParams{
-		ProtocolVersion: rpc.ProtocolVersion, ClientInfo: &rpc.Info{Name: "serve_test"}, Roots: roots, Watch: watch}, &res)
+	err := c.Call(context.Background(), protocol.MethodInitialize, protocol.InitializeParams{
+		ProtocolVersion: protocol.Version, ClientInfo: &protocol.Info{Name: "serve_test"}, Roots: roots, Watch: watch}, &res)
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
@@ -75,8 +77,8 @@ func TestWatchedEditNotifiesAndPatches(t *testing.T) {
 				args = append(args, "--poll-interval=100ms")
 			}
 			c := startServe(t, args...)
-			hints := make(chan rpc.BlocksChangedParams, 16)
-			c.HandleBlocksChanged(func(p rpc.BlocksChangedParams) {
+			hints := make(chan protocol.BlocksChangedParams, 16)
+			c.HandleBlocksChanged(func(p protocol.BlocksChangedParams) {
 				select {
 				case hints <- p:
 				default:
@@ -90,9 +92,9 @@ func TestWatchedEditNotifiesAndPatches(t *testing.T) {
 				t.Errorf("capabilities.watch = %q, want poll", res.Capabilities.Watch)
 			}
 			ctx := context.Background()
-			var obs rpc.ObserveResult
-			if err := c.Call(ctx, rpc.MethodObserve, rpc.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_1",
-				Sources: []rpc.Source{{URI: fileURI(path), Range: &rpc.Range{Start: 1, End: 3}, Text: "name: demo\nport: 8080\ndebug: false"}}}, &obs); err != nil {
+			var obs protocol.ObserveResult
+			if err := c.Call(ctx, protocol.MethodObserve, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_1",
+				Sources: []protocol.Source{{URI: fileURI(path), Range: &protocol.Range{Start: 1, End: 3}, Text: "name: demo\nport: 8080\ndebug: false"}}}, &obs); err != nil {
 				t.Fatal(err)
 			}
 			atomicWrite(t, path, []byte("name: demo\nport: 9090\ndebug: false\n"))
@@ -104,8 +106,8 @@ func TestWatchedEditNotifiesAndPatches(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("no blocksChanged within 20s of the edit")
 			}
-			var sync rpc.SyncResult
-			if err := c.Call(ctx, rpc.MethodSync, rpc.SyncParams{Agent: "main", Turn: 2}, &sync); err != nil {
+			var sync protocol.SyncResult
+			if err := c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "main", Turn: 2}, &sync); err != nil {
 				t.Fatal(err)
 			}
 			if len(sync.Blocks) != 1 || sync.Blocks[0].Status != "patched" || sync.Blocks[0].Sources[0].Text != "name: demo\nport: 9090\ndebug: false" {
@@ -122,27 +124,27 @@ func TestReadSourceAnsweredByClient(t *testing.T) {
 	c := startServe(t)
 	var asked []string
 	var mu sync.Mutex
-	c.HandleReadSource(func(ctx context.Context, p rpc.ReadSourceParams) (rpc.ReadSourceResult, error) {
+	c.HandleReadSource(func(ctx context.Context, p protocol.ReadSourceParams) (protocol.ReadSourceResult, error) {
 		mu.Lock()
 		asked = append(asked, p.URI)
 		mu.Unlock()
 		if p.URI != "res://db/users/42" {
-			return rpc.ReadSourceResult{}, errors.New("no such record")
+			return protocol.ReadSourceResult{}, errors.New("no such record")
 		}
-		return rpc.ReadSourceResult{Text: "id: 42\nname: Ada\nrole: owner", Version: "v8"}, nil
+		return protocol.ReadSourceResult{Text: "id: 42\nname: Ada\nrole: owner", Version: "v8"}, nil
 	})
 	initialize(t, c, "", "")
 	ctx := context.Background()
-	if err := c.Call(ctx, rpc.MethodObserve, rpc.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_1",
-		Sources: []rpc.Source{{URI: "res://db/users/42", Text: "id: 42\nname: Ada\nrole: admin", Version: "v7"}}}, nil); err != nil {
+	if err := c.Call(ctx, protocol.MethodObserve, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_1",
+		Sources: []protocol.Source{{URI: "res://db/users/42", Text: "id: 42\nname: Ada\nrole: admin", Version: "v7"}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	var ch rpc.SourceChangedResult
-	if err := c.Call(ctx, rpc.MethodSourceChanged, rpc.SourceChangedParams{URI: "res://db/users/42", Version: "v8"}, &ch); err != nil {
+	var ch protocol.SourceChangedResult
+	if err := c.Call(ctx, protocol.MethodSourceChanged, protocol.SourceChangedParams{URI: "res://db/users/42", Version: "v8"}, &ch); err != nil {
 		t.Fatal(err)
 	}
-	var sync rpc.SyncResult
-	if err := c.Call(ctx, rpc.MethodSync, rpc.SyncParams{Agent: "main", Turn: 2}, &sync); err != nil {
+	var sync protocol.SyncResult
+	if err := c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "main", Turn: 2}, &sync); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -161,23 +163,23 @@ func TestReadSourceAnsweredByClient(t *testing.T) {
 func TestCancelRequest(t *testing.T) {
 	c := startServe(t)
 	release := make(chan struct{})
-	c.HandleReadSource(func(ctx context.Context, p rpc.ReadSourceParams) (rpc.ReadSourceResult, error) {
+	c.HandleReadSource(func(ctx context.Context, p protocol.ReadSourceParams) (protocol.ReadSourceResult, error) {
 		select {
 		case <-release:
 		case <-ctx.Done():
 		}
-		return rpc.ReadSourceResult{}, errors.New("gave up")
+		return protocol.ReadSourceResult{}, errors.New("gave up")
 	})
 	defer close(release)
 	initialize(t, c, "", "")
 	bg := context.Background()
-	if err := c.Call(bg, rpc.MethodObserve, rpc.ObserveParams{Agent: "main", Sources: []rpc.Source{{URI: "res://k", Text: "a", Version: "1"}}}, nil); err != nil {
+	if err := c.Call(bg, protocol.MethodObserve, protocol.ObserveParams{Agent: "main", Sources: []protocol.Source{{URI: "res://k", Text: "a", Version: "1"}}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Call(ctx, rpc.MethodSourceChanged, rpc.SourceChangedParams{URI: "res://k", Version: "2"}, nil)
+		done <- c.Call(ctx, protocol.MethodSourceChanged, protocol.SourceChangedParams{URI: "res://k", Version: "2"}, nil)
 	}()
 	// Cancel once the server is waiting on readSource; observed through a
 	// later request that must wait behind the barrier.
@@ -185,8 +187,8 @@ func TestCancelRequest(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("call = %v, want context.Canceled", err)
 	}
-	var st rpc.StatsResult
-	if err := c.Call(bg, rpc.MethodStats, nil, &st); err != nil {
+	var st protocol.StatsResult
+	if err := c.Call(bg, protocol.MethodStats, nil, &st); err != nil {
 		t.Fatalf("stats after cancel: %v", err)
 	}
 }
@@ -241,7 +243,7 @@ func TestPipelinedOrder(t *testing.T) {
 		t.Fatalf("got %d answers, want %d\nstderr:\n%s", len(got), len(reqs), stderr.String())
 	}
 	for _, id := range []int{5, 6} {
-		var s rpc.SyncResult
+		var s protocol.SyncResult
 		json.Unmarshal(got[id], &s)
 		if len(s.Blocks) != 1 || s.Blocks[0].Status == "valid" {
 			t.Errorf("sync %d = %s: the change sent before it was not applied", id, got[id])
@@ -339,22 +341,22 @@ func TestObserveErrorNamesTheFailingSource(t *testing.T) {
 	if err := os.WriteFile(good+".bin", []byte("x\x00y\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ok, bin, bad := rpc.Source{URI: fileURI(good), Text: "one"}, rpc.Source{URI: fileURI(good + ".bin"), Text: "x"}, rpc.Source{URI: fileURI(good) + "?x", Text: "one"}
+	ok, bin, bad := protocol.Source{URI: fileURI(good), Text: "one"}, protocol.Source{URI: fileURI(good + ".bin"), Text: "x"}, protocol.Source{URI: fileURI(good) + "?x", Text: "one"}
 	tests := []struct {
 		name    string
-		sources []rpc.Source
+		sources []protocol.Source
 		code    int64
 		want    map[string]string
 	}{
-		{"binary second, prefix first", []rpc.Source{ok, bin}, rpc.CodeUnavailable, map[string]string{"uri": bin.URI, "reason": "binary"}},
-		{"binary first", []rpc.Source{bin, ok}, rpc.CodeUnavailable, map[string]string{"uri": bin.URI, "reason": "binary"}},
-		{"invalid uri second", []rpc.Source{ok, bad}, rpc.CodeInvalidParams, map[string]string{"uri": bad.URI, "field": "sources[1].uri"}},
+		{"binary second, prefix first", []protocol.Source{ok, bin}, protocol.CodeUnavailable, map[string]string{"uri": bin.URI, "reason": "binary"}},
+		{"binary first", []protocol.Source{bin, ok}, protocol.CodeUnavailable, map[string]string{"uri": bin.URI, "reason": "binary"}},
+		{"invalid uri second", []protocol.Source{ok, bad}, protocol.CodeInvalidParams, map[string]string{"uri": bad.URI, "field": "sources[1].uri"}},
 	}
 	c := startServe(t)
 	initialize(t, c, root, "hooks")
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := c.Call(context.Background(), rpc.MethodObserve, rpc.ObserveParams{Agent: "main", Turn: 1, Anchor: fmt.Sprintf("call_%d", i), Sources: tc.sources}, nil)
+			err := c.Call(context.Background(), protocol.MethodObserve, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: fmt.Sprintf("call_%d", i), Sources: tc.sources}, nil)
 			var we *rpc.Error
 			if !errors.As(err, &we) || we.Code != tc.code {
 				t.Fatalf("err %v, want code %d", err, tc.code)
