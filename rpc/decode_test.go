@@ -3,9 +3,10 @@ package rpc
 import (
 	"encoding/json"
 	"errors"
-	"github.com/concord-ctx/concord/runtime"
 	"strings"
 	"testing"
+
+	"github.com/concord-ctx/concord/runtime"
 
 	"github.com/concord-ctx/concord/rpc/protocol"
 )

@@ -37,14 +37,6 @@ func wire(e *Error) *jsonrpc2.Error {
 	return w
 }
 
-func fromWire(e *jsonrpc2.Error) *Error {
-	out := &Error{Code: e.Code, Message: e.Message}
-	if e.Data != nil {
-		out.Data = append(json.RawMessage(nil), *e.Data...)
-	}
-	return out
-}
-
 // fieldError is invalid params naming the offending wire field: the core's
 // type, so that the server and the core report fields one way.
 type fieldError = runtime.FieldError

@@ -1,7 +1,9 @@
-// Package rpc is Concord's JSON-RPC 2.0 transport: framing, the lifecycle,
-// dispatch of each wire method to the core (one file per method), the
-// mapping of core errors to wire codes, and a Go client for the binary.
-// docs/protocol.md is the contract this package implements.
+// Package rpc is Concord's JSON-RPC 2.0 server: the lifecycle, dispatch of
+// each wire method to the core (a table, methods.go), per-agent ordering,
+// blocksChanged notifications and the mapping of core errors to wire codes
+// (errors.go). The wire types are package rpc/protocol, the framing is
+// rpc/internal/frame, and the Go client is rpc/client. docs/protocol.md is
+// the contract this package implements.
 package rpc
 
 import (
@@ -18,6 +20,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/concord-ctx/concord/rpc/internal/frame"
 	"github.com/concord-ctx/concord/rpc/protocol"
 	"github.com/concord-ctx/concord/runtime"
 )
@@ -144,15 +147,15 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 	s.sched.init()
 	s.notes.init()
 
-	st := newStream(in, out, nil, cfg.Framing, cfg.MaxMessage)
-	st.answerBad = true
-	st.onBad = func(e *Error) { log.Warn("bad message", "code", e.Code, "error", e.Message) }
-	st.atEnd = func() {
+	st := frame.New(in, out, nil, cfg.Framing, cfg.MaxMessage)
+	st.AnswerBad = true
+	st.OnBad = func(e *Error) { log.Warn("bad message", "code", e.Code, "error", e.Message) }
+	st.AtEnd = func() {
 		s.endInput()
 		s.waitHandlers(endGrace)
 	}
 	if cfg.Trace {
-		st.trace = func(dir string, frame []byte) { log.Info("rpc "+dir, "json", clip(string(frame), 64<<10)) }
+		st.Trace = func(dir string, msg []byte) { log.Info("rpc "+dir, "json", clip(string(msg), 64<<10)) }
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -427,6 +430,11 @@ func decodeReadSourceResult(raw json.RawMessage) (protocol.ReadSourceResult, err
 	}
 	return res, nil
 }
+
+// DefaultMaxMessage is the default cap on one message's size.
+const DefaultMaxMessage = frame.DefaultMaxMessage
+
+var clip = frame.Clip
 
 // slogPrintf adapts jsonrpc2's logger to slog.
 type slogPrintf struct{ log *slog.Logger }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concord-ctx/concord/rpc/internal/frame"
 	"github.com/concord-ctx/concord/rpc/protocol"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -53,7 +54,7 @@ func TestHandlerFaults(t *testing.T) {
 		outW.Close()
 		done <- code
 	}()
-	conn := jsonrpc2.NewConn(context.Background(), newStream(outR, inW, inW, protocol.FramingContentLength, 0), jsonrpc2.HandlerWithError(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }))
+	conn := jsonrpc2.NewConn(context.Background(), frame.New(outR, inW, inW, protocol.FramingContentLength, 0), jsonrpc2.HandlerWithError(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }))
 	ctx := context.Background()
 	if err := conn.Call(ctx, protocol.MethodInitialize, protocol.InitializeParams{ProtocolVersion: 1, Roots: []string{}}, nil); err != nil {
 		t.Fatal(err)
@@ -142,7 +143,7 @@ func TestReadSourceTimeoutInPlainWords(t *testing.T) {
 	}()
 	defer inW.Close()
 	// This client receives readSource and never answers it.
-	conn := jsonrpc2.NewConn(context.Background(), newStream(outR, inW, inW, protocol.FramingContentLength, 0), jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(func(ctx context.Context, _ *jsonrpc2.Conn, _ *jsonrpc2.Request) (any, error) {
+	conn := jsonrpc2.NewConn(context.Background(), frame.New(outR, inW, inW, protocol.FramingContentLength, 0), jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(func(ctx context.Context, _ *jsonrpc2.Conn, _ *jsonrpc2.Request) (any, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})))

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/rpc/client"
 
-	"github.com/concord-ctx/concord/rpc"
+	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // Round trips through the real pipe to the real binary, as a binding sees
@@ -26,7 +26,7 @@ import (
 // benchSession is a server loaded with n blocks: files of 1,000 lines,
 // 100 blocks of 10 lines each per file, all observed by agent "main".
 type benchSession struct {
-	c      *rpc.Client
+	c      *client.Client
 	blocks []protocol.ObserveParams
 	dir    string
 	rss    int64 // kB, right after loading the blocks
@@ -50,7 +50,7 @@ func loadedSession(b *testing.B, n int) *benchSession {
 		b.Fatal(err)
 	}
 	root, _ := filepath.EvalSymlinks(dir)
-	c, err := rpc.Start(context.Background(), concordBin, "serve")
+	c, err := client.Start(context.Background(), concordBin, "serve")
 	if err != nil {
 		b.Fatal(err)
 	}

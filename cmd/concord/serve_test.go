@@ -15,16 +15,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/rpc/client"
 
-	"github.com/concord-ctx/concord/rpc"
+	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // startServe launches the real binary through the Go client.
-func startServe(t testing.TB, args ...string) *rpc.Client {
+func startServe(t testing.TB, args ...string) *client.Client {
 	t.Helper()
 	var stderr lockedBuffer
-	c, err := rpc.ClientOptions{Stderr: &stderr}.Start(context.Background(), concordBin, append([]string{"serve"}, args...)...)
+	c, err := client.Options{Stderr: &stderr}.Start(context.Background(), concordBin, append([]string{"serve"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func startServe(t testing.TB, args ...string) *rpc.Client {
 	return c
 }
 
-func initialize(t testing.TB, c *rpc.Client, root, watch string) protocol.InitializeResult {
+func initialize(t testing.TB, c *client.Client, root, watch string) protocol.InitializeResult {
 	t.Helper()
 	var res protocol.InitializeResult
 	roots := []string{}
@@ -357,7 +357,7 @@ func TestObserveErrorNamesTheFailingSource(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := c.Call(context.Background(), protocol.MethodObserve, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: fmt.Sprintf("call_%d", i), Sources: tc.sources}, nil)
-			var we *rpc.Error
+			var we *protocol.Error
 			if !errors.As(err, &we) || we.Code != tc.code {
 				t.Fatalf("err %v, want code %d", err, tc.code)
 			}

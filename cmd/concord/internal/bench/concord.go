@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/concord-ctx/concord/rpc/client"
+
 	"github.com/concord-ctx/concord/rpc/protocol"
 
 	"github.com/concord-ctx/concord/cmd/concord/internal/bench/race"
-	"github.com/concord-ctx/concord/rpc"
 )
 
 // concordSession drives the real `concord serve` exactly as a binding does:
@@ -16,7 +17,7 @@ import (
 // runs before each model call, and stale tool messages are replaced by the
 // repaired text or the notice.
 type concordSession struct {
-	c     *rpc.Client
+	c     *client.Client
 	ws    *race.Workspace
 	kinds map[string]string // anchor -> tool name, to re-render in the tool's format
 }
@@ -24,7 +25,7 @@ type concordSession struct {
 const benchAgent = "main"
 
 func startConcord(ctx context.Context, cfg Config, ws *race.Workspace) (*concordSession, error) {
-	c, err := rpc.ClientOptions{Stderr: cfg.ServerLog}.Start(ctx, cfg.ConcordBin, "serve")
+	c, err := client.Options{Stderr: cfg.ServerLog}.Start(ctx, cfg.ConcordBin, "serve")
 	if err != nil {
 		return nil, fmt.Errorf("concord mode: %w", err)
 	}

@@ -1,4 +1,4 @@
-package rpc
+package frame
 
 import (
 	"bytes"
@@ -69,6 +69,10 @@ func TestStreamRead(t *testing.T) {
 		{"oversized: id after the params", protocol.FramingContentLength, 50, cl(`{"jsonrpc":"2.0","method":"observe","params":{"id":9,"t":"`+strings.Repeat("}", 100)+`"},"id":"r-3"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{`"r-3"`}},
 		{"oversized notification: id null", protocol.FramingContentLength, 50, cl(`{"jsonrpc":"2.0","method":"observe","params":{"id":9,"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
 		{"oversized with an unusable id: null", protocol.FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":-1,"method":"observe","params":{"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		// Issue 10 bug 6: the error path echoed the raw bytes; the normal
+		// path (jsonrpc2) writes U+FFFD for invalid UTF-8.
+		{"newline: an id with invalid UTF-8 is echoed as U+FFFD", protocol.FramingNewline, 0, "{\"id\":\"0\xff\"}\n" + req + "\n", []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"\"0\uFFFD\""}},
+		{"escaped id echoed in one spelling", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"1.0","id":"\u0061b","method":"stats"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{`"ab"`}},
 		{"newline: two lines", protocol.FramingNewline, 0, req + "\n" + req + "\r\n", []string{"stats", "stats"}, nil, nil},
 		{"newline: blank lines and no final newline", protocol.FramingNewline, 0, "\n\n" + req, []string{"stats"}, nil, nil},
 		{"newline: malformed then valid", protocol.FramingNewline, 0, "{oops\n" + req + "\n", []string{"stats"}, []int64{protocol.CodeParseError}, []string{"null"}},
@@ -78,8 +82,8 @@ func TestStreamRead(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			s := newStream(strings.NewReader(tt.in), &out, nil, tt.framing, tt.max)
-			s.answerBad = true
+			s := New(strings.NewReader(tt.in), &out, nil, tt.framing, tt.max)
+			s.AnswerBad = true
 			var methods []string
 			for {
 				var m msg
@@ -106,7 +110,7 @@ func TestStreamRead(t *testing.T) {
 // answers decodes the error replies a stream wrote.
 func answers(t *testing.T, out []byte, framing string) (codes []int64, ids []string) {
 	t.Helper()
-	r := newStream(bytes.NewReader(out), io.Discard, nil, framing, 0)
+	r := New(bytes.NewReader(out), io.Discard, nil, framing, 0)
 	for {
 		frame, err := r.readFrame()
 		if err == io.EOF {
@@ -117,7 +121,7 @@ func answers(t *testing.T, out []byte, framing string) (codes []int64, ids []str
 		}
 		var resp struct {
 			ID    json.RawMessage `json:"id"`
-			Error *Error          `json:"error"`
+			Error *protocol.Error          `json:"error"`
 		}
 		if err := json.Unmarshal(frame, &resp); err != nil || resp.Error == nil {
 			t.Fatalf("answer %s is not an error response (%v)", frame, err)
@@ -138,8 +142,8 @@ func TestStreamOversizedResponseFailsTheCall(t *testing.T) {
 			in = body + "\n"
 		}
 		var out bytes.Buffer
-		s := newStream(strings.NewReader(in), &out, nil, framing, 100)
-		s.answerBad = true
+		s := New(strings.NewReader(in), &out, nil, framing, 100)
+		s.AnswerBad = true
 		var m msg
 		if err := s.ReadObject(&m); err != nil {
 			t.Fatalf("%s: ReadObject: %v", framing, err)
@@ -156,7 +160,7 @@ func TestStreamOversizedResponseFailsTheCall(t *testing.T) {
 
 func TestStreamTruncatedFrameEndsStream(t *testing.T) {
 	for _, in := range []string{"Content-Length: 100\r\n\r\n{\"jsonrpc\"", "Content-Length: 10\r\n"} {
-		s := newStream(strings.NewReader(in), io.Discard, nil, protocol.FramingContentLength, 0)
+		s := New(strings.NewReader(in), io.Discard, nil, protocol.FramingContentLength, 0)
 		var m msg
 		if err := s.ReadObject(&m); err != io.ErrUnexpectedEOF {
 			t.Errorf("%q: err = %v, want io.ErrUnexpectedEOF", in, err)
@@ -167,14 +171,14 @@ func TestStreamTruncatedFrameEndsStream(t *testing.T) {
 func TestStreamWriteRoundTrip(t *testing.T) {
 	for _, framing := range []string{protocol.FramingContentLength, protocol.FramingNewline} {
 		var buf bytes.Buffer
-		w := newStream(strings.NewReader(""), &buf, nil, framing, 0)
+		w := New(strings.NewReader(""), &buf, nil, framing, 0)
 		want := []msg{{"jsonrpc": "2.0", "method": "a", "params": map[string]any{"text": "line1\nline2\r\n"}}, {"jsonrpc": "2.0", "method": "b"}}
 		for _, m := range want {
 			if err := w.WriteObject(m); err != nil {
 				t.Fatal(err)
 			}
 		}
-		r := newStream(&buf, io.Discard, nil, framing, 0)
+		r := New(&buf, io.Discard, nil, framing, 0)
 		for i := range want {
 			var m msg
 			if err := r.ReadObject(&m); err != nil {
@@ -202,8 +206,8 @@ func FuzzStreamRead(f *testing.F) {
 			framing = protocol.FramingNewline
 		}
 		var out bytes.Buffer
-		s := newStream(bytes.NewReader(in), &out, nil, framing, 1<<10)
-		s.answerBad = true
+		s := New(bytes.NewReader(in), &out, nil, framing, 1<<10)
+		s.AnswerBad = true
 		for i := 0; ; i++ {
 			if i > len(in)+1 {
 				t.Fatalf("more messages (%d) than input bytes", i)
@@ -220,7 +224,7 @@ func FuzzStreamRead(f *testing.F) {
 				t.Fatalf("nil message without error")
 			}
 		}
-		r := newStream(&out, io.Discard, nil, framing, 0)
+		r := New(&out, io.Discard, nil, framing, 0)
 		for {
 			frame, err := r.readFrame()
 			if err == io.EOF {
@@ -232,7 +236,7 @@ func FuzzStreamRead(f *testing.F) {
 			var resp struct {
 				JSONRPC string          `json:"jsonrpc"`
 				ID      json.RawMessage `json:"id"`
-				Error   *Error          `json:"error"`
+				Error   *protocol.Error          `json:"error"`
 			}
 			if err := json.Unmarshal(frame, &resp); err != nil || resp.Error == nil || resp.JSONRPC != "2.0" || !utf8.Valid(frame) {
 				t.Fatalf("bad answer %q (%v)", frame, err)

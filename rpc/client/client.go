@@ -1,7 +1,11 @@
-package rpc
+// Package client drives a `concord serve` subprocess over its stdin and
+// stdout: the Go client of docs/protocol.md, for tests, benchmarks and Go
+// hosts. Server errors come back as *protocol.Error.
+package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/concord-ctx/concord/rpc/internal/frame"
 	"github.com/concord-ctx/concord/rpc/protocol"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -19,7 +24,7 @@ import (
 
 // Client drives one `concord serve` subprocess over its stdin and stdout.
 // It is safe for concurrent use. Calls fail with jsonrpc2.ErrClosed once the
-// process has exited; server errors come back as *Error (use errors.As).
+// process has exited; server errors come back as *protocol.Error (use errors.As).
 type Client struct {
 	cmd   *exec.Cmd
 	conn  *jsonrpc2.Conn
@@ -40,8 +45,8 @@ type Client struct {
 	closeErr  error
 }
 
-// ClientOptions configure Start. The zero value is ready to use.
-type ClientOptions struct {
+// Options configure Start. The zero value is ready to use.
+type Options struct {
 	// Stderr receives the child's stderr (its logs) as it arrives. The pipe
 	// is always drained, so a chatty child never blocks; nil discards it
 	// (the last 64 KiB stay available through Client.Stderr).
@@ -49,7 +54,7 @@ type ClientOptions struct {
 	// Framing is protocol.FramingContentLength or protocol.FramingNewline; "" infers it from
 	// a --framing argument in args (default content-length).
 	Framing string
-	// MaxMessage caps one incoming message (default DefaultMaxMessage).
+	// MaxMessage caps one incoming message (default 16 MiB).
 	MaxMessage int64
 	// Grace is how long Close waits for a clean exit before killing the
 	// process (default 5s).
@@ -63,11 +68,11 @@ type ClientOptions struct {
 // Start launches bin with args (typically "serve" and flags) using default
 // options. ctx bounds the launch only; end the process with Close.
 func Start(ctx context.Context, bin string, args ...string) (*Client, error) {
-	return ClientOptions{}.Start(ctx, bin, args...)
+	return Options{}.Start(ctx, bin, args...)
 }
 
 // Start launches bin with args using these options.
-func (o ClientOptions) Start(ctx context.Context, bin string, args ...string) (*Client, error) {
+func (o Options) Start(ctx context.Context, bin string, args ...string) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -112,7 +117,7 @@ func (o ClientOptions) Start(ctx context.Context, bin string, args ...string) (*
 	// Only stdin is closed with the connection: the child's stdout stays
 	// readable until it exits, so its last replies are not lost and it never
 	// writes into a closed pipe.
-	s := newStream(outR, inW, inW, framing, o.MaxMessage)
+	s := frame.New(outR, inW, inW, framing, o.MaxMessage)
 	c.conn = jsonrpc2.NewConn(context.Background(), s, clientHandler{c}, jsonrpc2.SetLogger(discardLogger{}))
 	return c, nil
 }
@@ -156,7 +161,7 @@ func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	switch {
 	case req.Method == protocol.MethodBlocksChanged:
 		var p protocol.BlocksChangedParams
-		if onBlocks != nil && decodeParams(req.Params, &p) == nil {
+		if onBlocks != nil && decode(req.Params, &p) == nil {
 			onBlocks(p)
 		}
 	case req.Method == protocol.MethodReadSource && !req.Notif:
@@ -165,7 +170,7 @@ func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 			resp := &jsonrpc2.Response{ID: req.ID}
 			var p protocol.ReadSourceParams
 			var res protocol.ReadSourceResult
-			err := decodeParams(req.Params, &p)
+			err := decode(req.Params, &p)
 			switch {
 			case err != nil:
 			case onRead == nil:
@@ -234,7 +239,7 @@ func (c *Client) Stderr() string { return c.tail.String() }
 func (c *Client) exitNote() string {
 	select {
 	case <-c.exited:
-		return fmt.Sprintf(" (concord exited: %v; stderr: %s)", c.waitErr, clip(strings.TrimSpace(lastLines(c.tail.String(), 5)), 2000))
+		return fmt.Sprintf(" (concord exited: %v; stderr: %s)", c.waitErr, frame.Clip(strings.TrimSpace(lastLines(c.tail.String(), 5)), 2000))
 	default:
 		return ""
 	}
@@ -266,7 +271,7 @@ func (c *Client) Close() error {
 		}
 		c.out.Close()
 		if c.closeErr == nil && c.waitErr != nil {
-			c.closeErr = fmt.Errorf("concord: %w; stderr: %s", c.waitErr, clip(strings.TrimSpace(lastLines(c.tail.String(), 5)), 2000))
+			c.closeErr = fmt.Errorf("concord: %w; stderr: %s", c.waitErr, frame.Clip(strings.TrimSpace(lastLines(c.tail.String(), 5)), 2000))
 		}
 	})
 	return c.closeErr
@@ -317,3 +322,19 @@ func (h clientHandler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jso
 type discardLogger struct{}
 
 func (discardLogger) Printf(string, ...any) {}
+
+// decode reads a server request's params (absent params decode as {}).
+func decode(raw *json.RawMessage, v any) error {
+	if raw == nil {
+		return nil
+	}
+	return json.Unmarshal(*raw, v)
+}
+
+func fromWire(e *jsonrpc2.Error) *protocol.Error {
+	out := &protocol.Error{Code: e.Code, Message: e.Message}
+	if e.Data != nil {
+		out.Data = append(json.RawMessage(nil), *e.Data...)
+	}
+	return out
+}
