@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -15,13 +14,12 @@ import (
 	"time"
 
 	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/session"
 
 	"github.com/spf13/pflag"
 
-	"github.com/concord-ctx/concord/fileadapter"
 	"github.com/concord-ctx/concord/rpc"
 	"github.com/concord-ctx/concord/runtime"
-	"github.com/concord-ctx/concord/runtime/keyed"
 )
 
 type serveOptions struct {
@@ -113,7 +111,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	signal.Ignore(syscall.SIGPIPE)
 
 	status, err := rpc.Serve(ctx, stdin, stdout, rpc.Config{
-		NewSession: newSession(o, log),
+		NewSession: session.New(session.Options{PollInterval: o.pollInterval, Debounce: o.debounce, MaxSource: int64(o.maxSource)}),
 		Name:       "concord",
 		Version:    version,
 		Framing:    o.framing,
@@ -130,60 +128,6 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	return nil
 }
-
-// newSession wires a session's core: the manager, the file adapter for
-// file:// sources and the keyed adapter (readSource) for every other scheme.
-func newSession(o *serveOptions, log *slog.Logger) rpc.NewSessionFunc {
-	return func(ctx context.Context, cfg rpc.SessionConfig) (rpc.Core, string, error) {
-		m := runtime.New(runtime.Config{Policy: cfg.Policy, Locator: cfg.Locator, OnChange: cfg.Notify, Logger: cfg.Logger})
-		if len(cfg.Roots) == 0 {
-			// Keyed sources only: file URIs must be refused, not taken for keys.
-			m.AddAdapter(noFiles{})
-			m.AddAdapter(keyed.New(cfg.Fetch))
-			return m, protocol.WatchHooks, nil
-		}
-		fa, err := fileadapter.New(fileadapter.Config{
-			Roots:        cfg.Roots,
-			Mode:         cfg.Watch,
-			PollInterval: o.pollInterval,
-			Debounce:     o.debounce,
-			MaxBytes:     int64(o.maxSource),
-			Logger:       cfg.Logger,
-		}, m.Hint)
-		if err != nil {
-			m.Close()
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrInvalid) {
-				field := "roots"
-				for i, r := range cfg.Roots {
-					if strings.Contains(err.Error(), strconv.Quote(r)) {
-						field = fmt.Sprintf("roots[%d]", i)
-					}
-				}
-				return nil, "", rpc.FieldError(field, err.Error())
-			}
-			return nil, "", fmt.Errorf("start file watching: %w", err)
-		}
-		m.AddAdapter(fa)
-		m.AddAdapter(keyed.New(cfg.Fetch))
-		return m, fa.Mode(), nil
-	}
-}
-
-// noFiles serves the file scheme of a session without roots: it refuses
-// every file.
-type noFiles struct{}
-
-func (noFiles) Scheme() string { return "file" }
-func (noFiles) Normalize(uri string) (string, error) {
-	return "", fmt.Errorf("%s: %w (the session has no roots)", uri, runtime.ErrOutsideRoots)
-}
-func (noFiles) Read(context.Context, string) (runtime.Content, error) {
-	return runtime.Content{}, runtime.ErrOutsideRoots
-}
-func (noFiles) Stamp(context.Context, string) (string, error) { return "", runtime.ErrOutsideRoots }
-func (noFiles) Watch(string) error                            { return runtime.ErrOutsideRoots }
-func (noFiles) Unwatch(string)                                {}
-func (noFiles) Close() error                                  { return nil }
 
 // isTerminal reports whether f looks like a terminal: a character device
 // other than /dev/null (which a supervisor may well give us as stdin).
