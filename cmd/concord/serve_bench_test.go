@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concord-ctx/concord/internal/transcript"
 	"github.com/concord-ctx/concord/rpc/client"
 
 	"github.com/concord-ctx/concord/rpc/protocol"
@@ -66,7 +67,7 @@ func loadedSession(b *testing.B, n int) *benchSession {
 				content[l] = fmt.Sprintf("file %d line %d: some source text to hash and index", len(files), l+1)
 			}
 			files = append(files, content)
-			atomicWrite(b, filepath.Join(root, fmt.Sprintf("f%03d.txt", len(files)-1)), []byte(strings.Join(content, "\n")+"\n"))
+			transcript.AtomicWrite(b, filepath.Join(root, fmt.Sprintf("f%03d.txt", len(files)-1)), []byte(strings.Join(content, "\n")+"\n"))
 		}
 		f, k := len(files)-1, i%perFile
 		start := k*span + 1

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concord-ctx/concord/internal/transcript"
 	"github.com/concord-ctx/concord/rpc/client"
 
 	"github.com/concord-ctx/concord/rpc/protocol"
@@ -23,7 +24,7 @@ import (
 // startServe launches the real binary through the Go client.
 func startServe(t testing.TB, args ...string) *client.Client {
 	t.Helper()
-	var stderr lockedBuffer
+	var stderr transcript.LockedBuffer
 	c, err := client.Options{Stderr: &stderr}.Start(context.Background(), concordBin, append([]string{"serve"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ func TestWatchedEditNotifiesAndPatches(t *testing.T) {
 			})
 			root := tempRoot(t)
 			path := filepath.Join(root, "config.yaml")
-			atomicWrite(t, path, []byte("name: demo\nport: 8080\ndebug: false\n"))
+			transcript.AtomicWrite(t, path, []byte("name: demo\nport: 8080\ndebug: false\n"))
 			res := initialize(t, c, root, watch)
 			if watch == "poll" && res.Capabilities.Watch != "poll" {
 				t.Errorf("capabilities.watch = %q, want poll", res.Capabilities.Watch)
@@ -97,7 +98,7 @@ func TestWatchedEditNotifiesAndPatches(t *testing.T) {
 				Sources: []protocol.Source{{URI: fileURI(path), Range: &protocol.Range{Start: 1, End: 3}, Text: "name: demo\nport: 8080\ndebug: false"}}}, &obs); err != nil {
 				t.Fatal(err)
 			}
-			atomicWrite(t, path, []byte("name: demo\nport: 9090\ndebug: false\n"))
+			transcript.AtomicWrite(t, path, []byte("name: demo\nport: 9090\ndebug: false\n"))
 			select {
 			case h := <-hints:
 				if len(h.Agents) != 1 || h.Agents[0] != "main" {
@@ -200,7 +201,7 @@ func TestPipelinedOrder(t *testing.T) {
 	cmd := exec.Command(concordBin, "serve", "--framing=newline")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
-	var stderr lockedBuffer
+	var stderr transcript.LockedBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -256,7 +257,7 @@ func TestPipelinedOrder(t *testing.T) {
 func TestStdinCloseExitsPromptly(t *testing.T) {
 	root := tempRoot(t)
 	path := filepath.Join(root, "a.txt")
-	atomicWrite(t, path, []byte("one\ntwo\n"))
+	transcript.AtomicWrite(t, path, []byte("one\ntwo\n"))
 	cmd := exec.Command(concordBin, "serve", "--framing=newline")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -300,7 +301,7 @@ func TestServeTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer devnull.Close()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr transcript.LockedBuffer
 	if got := run(context.Background(), []string{"serve"}, devnull, &stdout, &stderr); got != 0 {
 		t.Errorf("serve < /dev/null: status %d, want 0 (stderr %s)", got, stderr.String())
 	}
@@ -309,7 +310,7 @@ func TestServeTerminal(t *testing.T) {
 		t.Skipf("no pseudo-terminal to test with: %v", err)
 	}
 	defer tty.Close()
-	stderr = lockedBuffer{}
+	stderr = transcript.LockedBuffer{}
 	if got := run(context.Background(), []string{"serve"}, tty, &stdout, &stderr); got != 2 {
 		t.Errorf("serve on a terminal: status %d, want 2", got)
 	}
@@ -318,7 +319,7 @@ func TestServeTerminal(t *testing.T) {
 	}
 	// With newline framing a person can type messages: it serves (until the
 	// context ends here; Ctrl-D in real life) and says so on stderr only.
-	stderr = lockedBuffer{}
+	stderr = transcript.LockedBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	if got := run(ctx, []string{"serve", "--framing=newline"}, tty, &stdout, &stderr); got != 0 {
