@@ -211,7 +211,7 @@ func (s *Stream) failCall(id json.RawMessage, e *protocol.Error, v any) bool {
 	frame, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
-		Error   *protocol.Error          `json:"error"`
+		Error   *protocol.Error `json:"error"`
 	}{"2.0", id, e})
 	if err != nil {
 		return false
@@ -231,7 +231,7 @@ func (s *Stream) bad(id json.RawMessage, e *protocol.Error) {
 	msg := struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
-		Error   *protocol.Error          `json:"error"`
+		Error   *protocol.Error `json:"error"`
 	}{"2.0", echoID(id), e}
 	data, err := json.Marshal(msg)
 	if err != nil {

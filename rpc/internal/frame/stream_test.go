@@ -121,7 +121,7 @@ func answers(t *testing.T, out []byte, framing string) (codes []int64, ids []str
 		}
 		var resp struct {
 			ID    json.RawMessage `json:"id"`
-			Error *protocol.Error          `json:"error"`
+			Error *protocol.Error `json:"error"`
 		}
 		if err := json.Unmarshal(frame, &resp); err != nil || resp.Error == nil {
 			t.Fatalf("answer %s is not an error response (%v)", frame, err)
@@ -236,7 +236,7 @@ func FuzzStreamRead(f *testing.F) {
 			var resp struct {
 				JSONRPC string          `json:"jsonrpc"`
 				ID      json.RawMessage `json:"id"`
-				Error   *protocol.Error          `json:"error"`
+				Error   *protocol.Error `json:"error"`
 			}
 			if err := json.Unmarshal(frame, &resp); err != nil || resp.Error == nil || resp.JSONRPC != "2.0" || !utf8.Valid(frame) {
 				t.Fatalf("bad answer %q (%v)", frame, err)
