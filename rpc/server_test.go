@@ -160,3 +160,55 @@ func TestReadSourceTimeoutInPlainWords(t *testing.T) {
 		t.Fatalf("sync after the timeout: %v", err)
 	}
 }
+
+// genCore's Generation blocks until released: the notifier is inside it.
+type genCore struct {
+	faultyCore
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (c genCore) Generation() uint64 {
+	close(c.entered)
+	<-c.release
+	return 1
+}
+
+// TestNotifierEndsWithServe: Serve returns only after the notifier
+// goroutine has (issue 10 bug 8: it outlived Serve).
+func TestNotifierEndsWithServe(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go io.Copy(io.Discard, outR)
+	core := genCore{entered: make(chan struct{}), release: make(chan struct{})}
+	notifyc := make(chan func([]string), 1)
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		Serve(context.Background(), inR, outW, Config{
+			NewSession: func(ctx context.Context, cfg SessionConfig) (Core, string, error) {
+				notifyc <- cfg.Notify
+				return core, protocol.WatchHooks, nil
+			},
+		})
+	}()
+	never, _ := io.Pipe() // this client reads nothing
+	conn := jsonrpc2.NewConn(context.Background(), frame.New(never, inW, inW, protocol.FramingContentLength, 0), jsonrpc2.HandlerWithError(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }))
+	if err := conn.Notify(context.Background(), protocol.MethodInitialize, protocol.InitializeParams{ProtocolVersion: 1, Roots: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	(<-notifyc)([]string{"a"})
+	<-core.entered
+	inW.Close() // the end of input: Serve winds down
+	select {
+	case <-returned:
+		t.Fatal("Serve returned while its notifier was still running")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(core.release)
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return once the notifier ended")
+	}
+}
