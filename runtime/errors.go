@@ -46,6 +46,12 @@ func fieldErr(field, format string, args ...any) error {
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
+// unavailable reports whether err says the source cannot be read now (as
+// opposed to a request the core must refuse).
+func unavailable(err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrBinary) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrUnreadable)
+}
+
 // errReason is the short reason a source could not be read, for notices.
 func errReason(err error) string {
 	switch {

@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"fmt"
+
 	"github.com/concord-ctx/concord/rpc/protocol"
 
 	"context"
@@ -170,10 +172,6 @@ func TestFileSourceErrors(t *testing.T) {
 	}{
 		{"file://" + filepath.Join(outside, "secret"), runtime.ErrOutsideRoots},
 		{"file://" + e.path("link"), runtime.ErrOutsideRoots},
-		{"file://" + e.path("bin.dat"), runtime.ErrBinary},
-		{"file://" + e.path("big.txt"), runtime.ErrTooLarge},
-		{"file://" + e.path("missing.txt"), runtime.ErrNotFound},
-		{"file://" + e.root, runtime.ErrUnreadable},
 	}
 	for _, tc := range tests {
 		_, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Anchor: "c",
@@ -184,6 +182,26 @@ func TestFileSourceErrors(t *testing.T) {
 	}
 	if st := e.m.Stats(); len(st.Blocks) != 0 || e.fa.Watched() != 0 {
 		t.Fatalf("refused observations left state: %+v watched=%d", st, e.fa.Watched())
+	}
+	// A file unavailable by the time the read is registered is tracked as
+	// an invalid block whose notice the next sync carries (issue 10 bug 4).
+	for i, tc := range []struct{ uri, notice string }{
+		{"file://" + e.path("bin.dat"), "(binary)"},
+		{"file://" + e.path("big.txt"), "(too large)"},
+		{"file://" + e.path("missing.txt"), "was deleted"},
+		{"file://" + e.root, "could not be re-read"},
+	} {
+		agent := fmt.Sprint("a", i)
+		o, err := e.m.Observe(context.Background(), runtime.Observation{Agent: agent, Anchor: "c",
+			Sources: []runtime.SourceRef{{URI: tc.uri, Text: "x"}}})
+		if err != nil || o.Status != runtime.Invalid {
+			t.Errorf("%s: %+v %v, want an invalid block", tc.uri, o, err)
+			continue
+		}
+		r := e.sync(agent)
+		if len(r.Blocks) != 1 || r.Blocks[0].Block != o.Block || !strings.Contains(r.Blocks[0].Notice, tc.notice) {
+			t.Errorf("%s: sync %+v, want the notice %q", tc.uri, r, tc.notice)
+		}
 	}
 }
 

@@ -386,8 +386,6 @@ func TestSourceErrors(t *testing.T) {
 		want error
 	}{
 		{"mem://outside/x", ErrOutsideRoots},
-		{"mem://proj/missing", ErrNotFound},
-		{"mem://proj/bin", ErrBinary},
 		{"nope://x/y", ErrUnknownScheme},
 		{"relative/path", ErrInvalidParams}, // the field is named: sources[0].uri
 	}
@@ -399,6 +397,29 @@ func TestSourceErrors(t *testing.T) {
 	}
 	if st := h.m.Stats(); len(st.Blocks) != 0 {
 		t.Fatalf("blocks registered on error: %+v", st)
+	}
+}
+
+// TestUnavailableAtObserve: a source already gone (or binary) when the
+// binding registers the read is tracked all the same: the block is invalid
+// at once and the next sync tells the model (issue 10 bug 4: observe failed
+// and the binding took that as "don't track", so the stale text stayed).
+func TestUnavailableAtObserve(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.mem.set("mem://proj/bin", "x")
+	h.mem.errs["mem://proj/bin"] = fmt.Errorf("read: %w", ErrBinary)
+	for _, tc := range []struct{ uri, notice string }{
+		{"mem://proj/missing", "was deleted"},
+		{"mem://proj/bin", "could not be re-read (binary)"},
+	} {
+		o, err := h.m.Observe(context.Background(), Observation{Agent: tc.uri, Anchor: "c", Sources: []SourceRef{{URI: tc.uri, Range: rng(1, 1), Text: "x"}}})
+		if err != nil || o.Block == "" || o.Status != Invalid {
+			t.Fatalf("%s: observe %+v %v, want an invalid block", tc.uri, o, err)
+		}
+		v := one(t, h.sync(tc.uri, 1))
+		if v.Block != o.Block || v.Status != Invalid || !strings.Contains(v.Notice, tc.notice) || len(v.Sources) != 0 {
+			t.Errorf("%s: sync %+v, want the notice %q", tc.uri, v, tc.notice)
+		}
 	}
 }
 

@@ -164,8 +164,12 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 		m.mu.Lock()
 		m.applyGone(src, stamp, err)
 		m.mu.Unlock()
-		if src.reporter != nil {
-			return nil // the client could not answer: trust its report
+		if src.reporter != nil || unavailable(err) {
+			// A keyed source: the client could not answer, trust its report.
+			// A file gone, binary, too large or unreadable by now: the
+			// model saw its text all the same, so the block is registered
+			// invalid and the next sync carries the notice (issue 10 bug 4).
+			return nil
 		}
 		return err
 	}

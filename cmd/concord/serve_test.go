@@ -339,18 +339,24 @@ func TestObserveErrorNamesTheFailingSource(t *testing.T) {
 	if err := os.WriteFile(good, []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(good+".bin", []byte("x\x00y\n"), 0o644); err != nil {
+	// A file missing or binary is tracked, not refused (issue 10 bug 4): a
+	// link out of the roots is the refusal that names one source of many.
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ok, bin, bad := protocol.Source{URI: fileURI(good), Text: "one"}, protocol.Source{URI: fileURI(good + ".bin"), Text: "x"}, protocol.Source{URI: fileURI(good) + "?x", Text: "one"}
+	if err := os.Symlink(outside, good+".out"); err != nil {
+		t.Fatal(err)
+	}
+	ok, bin, bad := protocol.Source{URI: fileURI(good), Text: "one"}, protocol.Source{URI: fileURI(good + ".out"), Text: "x"}, protocol.Source{URI: fileURI(good) + "?x", Text: "one"}
 	tests := []struct {
 		name    string
 		sources []protocol.Source
 		code    int64
 		want    map[string]string
 	}{
-		{"binary second, prefix first", []protocol.Source{ok, bin}, protocol.CodeUnavailable, map[string]string{"uri": bin.URI, "reason": "binary"}},
-		{"binary first", []protocol.Source{bin, ok}, protocol.CodeUnavailable, map[string]string{"uri": bin.URI, "reason": "binary"}},
+		{"outside second, prefix first", []protocol.Source{ok, bin}, protocol.CodeOutsideRoots, map[string]string{"uri": bin.URI}},
+		{"outside first", []protocol.Source{bin, ok}, protocol.CodeOutsideRoots, map[string]string{"uri": bin.URI}},
 		{"invalid uri second", []protocol.Source{ok, bad}, protocol.CodeInvalidParams, map[string]string{"uri": bad.URI, "field": "sources[1].uri"}},
 	}
 	c := startServe(t)
