@@ -8,55 +8,54 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/concord-ctx/concord/locator"
 )
 
+// locateOptions are locate's flag values.
+type locateOptions struct {
+	oldPath, newPath, lines, spanPath, before, after *string
+	asJSON, anchored, atEnd                          *bool
+	minSim, subRatio                                 *float64
+	minSubs, ctxLines                                *int
+	timeout                                          *time.Duration
+}
+
+func locateFlags() (*pflag.FlagSet, *locateOptions) {
+	fs := pflag.NewFlagSet("locate", pflag.ContinueOnError)
+	def := locator.DefaultParams()
+	return fs, &locateOptions{
+		oldPath:  fs.String("old", "", "the old file (as the agent read it)"),
+		newPath:  fs.String("new", "", "the new file (required)"),
+		lines:    fs.String("lines", "", "the old range, 1-based inclusive: A-B or A (required)"),
+		asJSON:   fs.Bool("json", false, "print the result as JSON"),
+		anchored: fs.Bool("anchored", false, "forget the old file but the span and its context (anchored mode)"),
+		spanPath: fs.String("span-file", "", "anchored mode without --old: the span's text as the agent saw it"),
+		before:   fs.String("before-file", "", "with --span-file: the lines just before the span"),
+		after:    fs.String("after-file", "", "with --span-file: the lines just after the span"),
+		atEnd:    fs.Bool("at-end", false, "with --span-file: the span ended the file"),
+		minSim:   fs.Float64("min-similarity", def.MinSimilarity, "local edit when the token similarity is at least this"),
+		subRatio: fs.Float64("substitution-ratio", def.SubstitutionRatio, "local edit when equal-length spans differ in at most max(min-substitutions, floor(tokens*ratio)) tokens"),
+		minSubs:  fs.Int("min-substitutions", def.MinSubstitutions, "see --substitution-ratio"),
+		ctxLines: fs.Int("context-lines", def.ContextLines, "context lines kept around the span in anchored mode"),
+		timeout:  fs.Duration("diff-timeout", 0, "line diff deadline (0: none, results independent of timing)"),
+	}
+}
+
 // runLocate is `concord locate`: the locator on two files, for users tuning
 // thresholds and for debugging golden cases. An Invalid verdict is a normal
 // answer (status 0); only bad input is an error.
 func runLocate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("locate", pflag.ContinueOnError)
+	fs, o := locateFlags()
 	fs.SetOutput(stderr)
+	fs.Usage = func() { printCommand(fs.Output(), "locate") }
 	def := locator.DefaultParams()
-	var (
-		oldPath  = fs.String("old", "", "the old file (as the agent read it)")
-		newPath  = fs.String("new", "", "the new file (required)")
-		lines    = fs.String("lines", "", "the old range, 1-based inclusive: A-B or A (required)")
-		asJSON   = fs.Bool("json", false, "print the result as JSON")
-		anchored = fs.Bool("anchored", false, "forget the old file but the span and its context (anchored mode)")
-		spanPath = fs.String("span-file", "", "anchored mode without --old: the span's text as the agent saw it")
-		before   = fs.String("before-file", "", "with --span-file: the lines just before the span")
-		after    = fs.String("after-file", "", "with --span-file: the lines just after the span")
-		atEnd    = fs.Bool("at-end", false, "with --span-file: the span ended the file")
-		minSim   = fs.Float64("min-similarity", def.MinSimilarity, "local edit when the token similarity is at least this")
-		subRatio = fs.Float64("substitution-ratio", def.SubstitutionRatio, "local edit when equal-length spans differ in at most max(min-substitutions, floor(tokens*ratio)) tokens")
-		minSubs  = fs.Int("min-substitutions", def.MinSubstitutions, "see --substitution-ratio")
-		ctxLines = fs.Int("context-lines", def.ContextLines, "context lines kept around the span in anchored mode")
-		timeout  = fs.Duration("diff-timeout", 0, "line diff deadline (0: none, results independent of timing)")
-	)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `concord locate: where does a line range now live in a changed file?
-
-Usage:
-  concord locate --old OLD --new NEW --lines A-B [--json] [thresholds]
-  concord locate --old OLD --new NEW --lines A-B --anchored
-  concord locate --span-file SPAN [--before-file F] [--after-file F] --new NEW --lines A-B
-
-Statuses: unchanged (same lines, same place), moved (same lines, new place),
-patched (a local edit: the new text at the new range), invalid (deleted,
-drifted, ambiguous or not found: re-read the file).
-
-Example:
-  concord locate --old testdata/locator/example/old.yaml \
-                 --new testdata/locator/example/new.yaml --lines 10-14
-
-Flags:
-`)
-		fmt.Fprint(fs.Output(), fs.FlagUsages())
-	}
+	oldPath, newPath, lines, asJSON, anchored := o.oldPath, o.newPath, o.lines, o.asJSON, o.anchored
+	spanPath, before, after, atEnd := o.spanPath, o.before, o.after, o.atEnd
+	minSim, subRatio, minSubs, ctxLines, timeout := o.minSim, o.subRatio, o.minSubs, o.ctxLines, o.timeout
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
