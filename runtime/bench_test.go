@@ -12,12 +12,11 @@ import (
 
 // benchWorld is 1,000 sources of 100 lines with 10 five-line blocks each.
 type benchWorld struct {
-	mem    *memStore
-	ids    []string
-	texts  [][]string
-	obs    []Observation
-	m      *Manager
-	agents int
+	mem   *memStore
+	ids   []string
+	texts [][]string
+	obs   []Observation
+	m     *Manager
 }
 
 func newBenchWorld(b *testing.B, files, blocksPerFile int) *benchWorld {

@@ -205,12 +205,11 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 		}
 		b.links[i] = l
 	}
-	var touched []*block
 	for _, l := range b.links {
 		// What the model saw: the tool's text, at the version verification
 		// established (before any raced-read repair, which is not yet shown).
 		l.shown, l.shownRng = l.text, l.rng
-		touched = append(touched, m.verifyLink(l)...)
+		m.verifyLink(l)
 	}
 	for _, l := range b.links {
 		l.src.links[l] = struct{}{}
@@ -242,12 +241,12 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 
 // verifyLink compares what the tool showed with the source's current text
 // and reconciles a mismatch (a read that raced a write).
-func (m *Manager) verifyLink(l *link) []*block {
+func (m *Manager) verifyLink(l *link) {
 	src := l.src
 	switch {
 	case src.state != statePresent:
 		if src.reporter != nil {
-			return nil // the client could not be asked: trust its report
+			return // the client could not be asked: trust its report
 		}
 		c := causeDeleted
 		if src.state == stateUnreadable {
@@ -256,9 +255,9 @@ func (m *Manager) verifyLink(l *link) []*block {
 		rc := m.newReconciler(src, "", nil, false)
 		rc.gone(l, c, src.readErr)
 		rc.finish(false)
-		return nil
+		return
 	case !src.known:
-		return nil // keyed source reported without full text: trust the report
+		return // keyed source reported without full text: trust the report
 	}
 	cur := src.getLines()
 	if l.whole {
@@ -266,7 +265,7 @@ func (m *Manager) verifyLink(l *link) []*block {
 		if slices.Equal(locator.SplitLines(l.text), cur) || slices.Equal(locator.SplitLines(l.text+"\n"), cur) {
 			l.text, l.version = wholeText(src.text), src.version
 			l.shown, l.shownVersion = l.text, l.version // the same content, canonical
-			return nil
+			return
 		}
 	} else if l.rng.End <= len(cur) && slices.Equal(spanLines(l.text, l.rng), cur[l.rng.Start-1:l.rng.End]) {
 		// The canonical form (lines joined by "\n") keeps text == lines at
@@ -277,14 +276,13 @@ func (m *Manager) verifyLink(l *link) []*block {
 		}
 		l.version = src.version
 		l.shown, l.shownVersion = l.text, l.version // the same content, canonical
-		return nil
+		return
 	}
 	m.count("raced")
 	rc := m.newReconciler(src, "", nil, false)
 	rc.prefix = "raced read: "
 	rc.link(l)
 	rc.finish(false)
-	return nil
 }
 
 // supersede retires older blocks of the same agent whose every link lies
@@ -344,8 +342,7 @@ func contained(ob, nb *block) bool {
 // unlink removes b's links from the source index, keeping a small audit
 // record (uri, lines, version) and dropping texts. Caller holds m.mu; the
 // caller syncs watches afterwards.
-func (m *Manager) unlink(b *block) []*source {
-	var srcs []*source
+func (m *Manager) unlink(b *block) {
 	for _, l := range b.links {
 		if l.src == nil {
 			continue
@@ -357,12 +354,10 @@ func (m *Manager) unlink(b *block) []*source {
 		} else {
 			ag.srcRefs[l.src]--
 		}
-		srcs = append(srcs, l.src)
+		m.unwatch = append(m.unwatch, l.src)
 		l.display = l.src.display
 		l.src, l.text, l.anchor = nil, "", nil
 	}
-	m.unwatch = append(m.unwatch, srcs...)
-	return srcs
 }
 
 // retireSuperseded runs when b leaves the context (released, or replaced by a

@@ -52,10 +52,6 @@ func runLocate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs, o := locateFlags()
 	fs.SetOutput(stderr)
 	fs.Usage = func() { printCommand(fs.Output(), "locate") }
-	def := locator.DefaultParams()
-	oldPath, newPath, lines, asJSON, anchored := o.oldPath, o.newPath, o.lines, o.asJSON, o.anchored
-	spanPath, before, after, atEnd := o.spanPath, o.before, o.after, o.atEnd
-	minSim, subRatio, minSubs, ctxLines, timeout := o.minSim, o.subRatio, o.minSubs, o.ctxLines, o.timeout
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
@@ -65,78 +61,22 @@ func runLocate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p := def
-	p.MinSimilarity, p.SubstitutionRatio, p.MinSubstitutions, p.ContextLines, p.DiffTimeout = *minSim, *subRatio, *minSubs, *ctxLines, *timeout
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	case *newPath == "":
-		return usageError{errors.New("--new is required")}
-	case *lines == "":
-		return usageError{errors.New("--lines is required")}
-	case *oldPath == "" && *spanPath == "":
-		return usageError{errors.New("one of --old or --span-file is required")}
-	case *oldPath != "" && *spanPath != "":
-		return usageError{errors.New("--old and --span-file exclude each other")}
-	case *spanPath == "" && (*before != "" || *after != "" || *atEnd):
-		return usageError{errors.New("--before-file, --after-file and --at-end go with --span-file")}
-	case p.MinSimilarity < 0 || p.MinSimilarity > 1:
-		return usageError{fmt.Errorf("--min-similarity %v: want 0..1", p.MinSimilarity)}
-	case p.SubstitutionRatio < 0 || p.SubstitutionRatio > 1:
-		return usageError{fmt.Errorf("--substitution-ratio %v: want 0..1", p.SubstitutionRatio)}
-	case p.MinSubstitutions < 0 || p.ContextLines < 0 || p.DiffTimeout < 0:
-		return usageError{errors.New("--min-substitutions, --context-lines and --diff-timeout must not be negative")}
 	}
-	r, err := locator.ParseRange(*lines)
+	p, r, err := o.check()
 	if err != nil {
 		return usageError{err}
 	}
-	if r.Start < 1 || r.End < r.Start {
-		// A verdict on an impossible range would only hide the typo.
-		return usageError{fmt.Errorf("--lines %q: want A-B with 1 <= A <= B", *lines)}
-	}
-	newText, err := readText(*newPath)
+	newText, err := readText(*o.newPath)
 	if err != nil {
 		return err
 	}
-
-	var res locator.Result
-	mode := "diff"
-	switch {
-	case *spanPath != "":
-		mode = "anchored"
-		a := locator.Anchor{Range: r, AtEnd: *atEnd}
-		for _, part := range []struct {
-			path string
-			dst  *[]string
-		}{{*spanPath, &a.Span}, {*before, &a.Before}, {*after, &a.After}} {
-			if part.path == "" {
-				continue
-			}
-			text, err := readText(part.path)
-			if err != nil {
-				return err
-			}
-			*part.dst = locator.SplitLines(text)
-		}
-		if len(a.Span) == 0 {
-			return fmt.Errorf("span file %s is empty", *spanPath)
-		}
-		res = locator.Relocate(a, newText, p)
-	default:
-		oldText, err := readText(*oldPath)
-		if err != nil {
-			return err
-		}
-		if *anchored {
-			mode = "anchored"
-			res = locator.Relocate(locator.NewAnchor(oldText, r, p.ContextLines), newText, p)
-		} else {
-			res = locator.Locate(oldText, newText, r, p)
-		}
+	res, mode, err := o.locate(newText, r, p)
+	if err != nil {
+		return err
 	}
-
-	if *asJSON {
+	if *o.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
@@ -146,10 +86,77 @@ func runLocate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			Mode   string         `json:"mode"`
 			Params locator.Params `json:"params"`
 			Result locator.Result `json:"result"`
-		}{*oldPath, *newPath, r, mode, p, res})
+		}{*o.oldPath, *o.newPath, r, mode, p, res})
 	}
-	printResult(stdout, *newPath, r, res)
+	printResult(stdout, *o.newPath, r, res)
 	return nil
+}
+
+// check validates the flags together and returns the thresholds and the
+// range; its errors are usage errors.
+func (o *locateOptions) check() (locator.Params, locator.Range, error) {
+	p := locator.DefaultParams()
+	p.MinSimilarity, p.SubstitutionRatio, p.MinSubstitutions, p.ContextLines, p.DiffTimeout = *o.minSim, *o.subRatio, *o.minSubs, *o.ctxLines, *o.timeout
+	switch {
+	case *o.newPath == "":
+		return p, locator.Range{}, errors.New("--new is required")
+	case *o.lines == "":
+		return p, locator.Range{}, errors.New("--lines is required")
+	case *o.oldPath == "" && *o.spanPath == "":
+		return p, locator.Range{}, errors.New("one of --old or --span-file is required")
+	case *o.oldPath != "" && *o.spanPath != "":
+		return p, locator.Range{}, errors.New("--old and --span-file exclude each other")
+	case *o.spanPath == "" && (*o.before != "" || *o.after != "" || *o.atEnd):
+		return p, locator.Range{}, errors.New("--before-file, --after-file and --at-end go with --span-file")
+	case p.MinSimilarity < 0 || p.MinSimilarity > 1:
+		return p, locator.Range{}, fmt.Errorf("--min-similarity %v: want 0..1", p.MinSimilarity)
+	case p.SubstitutionRatio < 0 || p.SubstitutionRatio > 1:
+		return p, locator.Range{}, fmt.Errorf("--substitution-ratio %v: want 0..1", p.SubstitutionRatio)
+	case p.MinSubstitutions < 0 || p.ContextLines < 0 || p.DiffTimeout < 0:
+		return p, locator.Range{}, errors.New("--min-substitutions, --context-lines and --diff-timeout must not be negative")
+	}
+	r, err := locator.ParseRange(*o.lines)
+	if err != nil {
+		return p, r, err
+	}
+	if r.Start < 1 || r.End < r.Start {
+		// A verdict on an impossible range would only hide the typo.
+		return p, r, fmt.Errorf("--lines %q: want A-B with 1 <= A <= B", *o.lines)
+	}
+	return p, r, nil
+}
+
+// locate runs the mode the flags chose: diff (--old), anchored (--old
+// --anchored) or anchored from span files (--span-file).
+func (o *locateOptions) locate(newText string, r locator.Range, p locator.Params) (locator.Result, string, error) {
+	if *o.spanPath == "" {
+		oldText, err := readText(*o.oldPath)
+		if err != nil {
+			return locator.Result{}, "", err
+		}
+		if *o.anchored {
+			return locator.Relocate(locator.NewAnchor(oldText, r, p.ContextLines), newText, p), "anchored", nil
+		}
+		return locator.Locate(oldText, newText, r, p), "diff", nil
+	}
+	a := locator.Anchor{Range: r, AtEnd: *o.atEnd}
+	for _, part := range []struct {
+		path string
+		dst  *[]string
+	}{{*o.spanPath, &a.Span}, {*o.before, &a.Before}, {*o.after, &a.After}} {
+		if part.path == "" {
+			continue
+		}
+		text, err := readText(part.path)
+		if err != nil {
+			return locator.Result{}, "", err
+		}
+		*part.dst = locator.SplitLines(text)
+	}
+	if len(a.Span) == 0 {
+		return locator.Result{}, "", fmt.Errorf("span file %s is empty", *o.spanPath)
+	}
+	return locator.Relocate(a, newText, p), "anchored", nil
 }
 
 // maxInput bounds what locate reads: it is a debugging tool, and the server
