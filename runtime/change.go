@@ -23,42 +23,41 @@ func (m *Manager) SourceChanged(ctx context.Context, ch Change) (ChangeResult, e
 	if src.reporter != nil && ch.Text == nil && ch.Version == "" {
 		return ChangeResult{}, fieldErr("version", "required for keyed sources without text")
 	}
-	res := ChangeResult{Blocks: []string{}}
+	changed, err := m.reread(ctx, src, ch)
+	if err != nil {
+		return ChangeResult{}, err
+	}
+	sort.Slice(changed, func(i, j int) bool { return changed[i].seq < changed[j].seq })
+	res := ChangeResult{Blocks: make([]string, 0, len(changed))}
+	for _, b := range changed {
+		res.Blocks = append(res.Blocks, b.id)
+	}
+	m.flushNotify("")
+	return res, nil
+}
+
+// reread reads a reported source again (when something depends on it) and
+// applies the result; it returns the blocks whose state changed.
+func (m *Manager) reread(ctx context.Context, src *source, ch Change) ([]*block, error) {
 	src.io.Lock()
+	defer src.io.Unlock()
 	if src.reporter != nil {
 		src.reporter.Report(src.id, ch.Version, ch.Text)
 	}
-	m.mu.Lock()
-	tracked := len(src.links) > 0
-	m.mu.Unlock()
+	var tracked bool
+	m.withLock(func() { tracked = len(src.links) > 0 })
 	if !tracked {
-		src.io.Unlock()
-		return res, nil
+		return nil, nil
 	}
 	stamp, _ := src.adapter.Stamp(ctx, src.id)
 	c, rerr := src.adapter.Read(ctx, src.id)
 	if rerr != nil && ctx.Err() != nil {
-		src.io.Unlock()
-		return ChangeResult{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 	if rerr == nil && ch.Text != nil && src.reporter == nil && normalizeText(*ch.Text) != normalizeText(c.Text) {
 		m.log.Debug("sourceChanged: reported text differs from the source; the source wins", "source", src.id)
 	}
-	m.mu.Lock()
-	var changed []*block
-	if rerr != nil {
-		changed = m.applyGone(src, stamp, rerr)
-	} else {
-		changed = m.applyContent(src, stamp, c)
-	}
-	sort.Slice(changed, func(i, j int) bool { return changed[i].seq < changed[j].seq })
-	for _, b := range changed {
-		res.Blocks = append(res.Blocks, b.id)
-	}
-	m.mu.Unlock()
-	src.io.Unlock()
-	m.flushNotify("")
-	return res, nil
+	return m.applyRead(src, stamp, c, rerr), nil
 }
 
 // Release drops blocks by id, or by the agent's anchors. Unknown block ids,

@@ -79,6 +79,25 @@ func (ix *index) release(req ReleaseRequest) (ReleaseResult, error) {
 	return res, nil
 }
 
+// source returns the entry for canonical id, creating it for adapter a.
+func (ix *index) source(id string, a Adapter) *source {
+	if s, ok := ix.sources[id]; ok {
+		return s
+	}
+	s := &source{id: id, adapter: a, display: id, links: map[*link]struct{}{}, scheme: a.Scheme()}
+	if s.scheme == "*" {
+		s.scheme = uriScheme(id)
+	}
+	if d, ok := a.(Displayer); ok {
+		s.display = d.Display(id)
+	}
+	if r, ok := a.(Reporter); ok {
+		s.reporter = r
+	}
+	ix.sources[id] = s
+	return s
+}
+
 // agent returns the agent's state, creating it.
 func (ix *index) agent(name string) *agentState {
 	ag := ix.agents[name]

@@ -106,6 +106,13 @@ func locked[T any](m *Manager, op func(ix *index) (T, error)) (T, error) {
 	return op(&m.index)
 }
 
+// withLock runs f under the lock: an index update between two pieces of I/O.
+func (m *Manager) withLock(f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f()
+}
+
 // AddAdapter plugs in a resource adapter. An adapter whose Scheme() is "*"
 // serves every scheme no other adapter serves.
 func (m *Manager) AddAdapter(a Adapter) {

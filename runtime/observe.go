@@ -13,13 +13,10 @@ import (
 // lookup finds the adapter and canonical id for uri and the source entry,
 // creating it. Normalize runs outside the lock (it may touch the file system).
 func (m *Manager) lookup(uri string) (*source, error) {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, ErrClosed
+	a, err := locked(m, func(*index) (Adapter, error) { return m.adapterForLocked(uri), nil })
+	if err != nil {
+		return nil, err
 	}
-	a := m.adapterForLocked(uri)
-	m.mu.Unlock()
 	if a == nil {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownScheme, uriScheme(uri))
 	}
@@ -29,21 +26,7 @@ func (m *Manager) lookup(uri string) (*source, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s, ok := m.sources[id]; ok {
-		return s, nil
-	}
-	s := &source{id: id, adapter: a, display: id, links: map[*link]struct{}{}, scheme: a.Scheme()}
-	if s.scheme == "*" {
-		s.scheme = uriScheme(id)
-	}
-	if d, ok := a.(Displayer); ok {
-		s.display = d.Display(id)
-	}
-	if r, ok := a.(Reporter); ok {
-		s.reporter = r
-	}
-	m.sources[id] = s
-	return s, nil
+	return m.source(id, a), nil
 }
 
 // Observe registers one tool observation. Events are acknowledged with
@@ -148,47 +131,42 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 		src.reporter.Report(src.id, ref.Version, text)
 	}
 	stamp, serr := src.adapter.Stamp(ctx, src.id)
-	m.mu.Lock()
-	fresh := serr == nil && stamp != "" && src.stamp == stamp && src.state == statePresent && (src.known || src.reporter != nil)
-	others := len(src.links) > 0
-	m.mu.Unlock()
-	if fresh {
+	var fresh, others bool
+	m.withLock(func() {
+		fresh = serr == nil && stamp != "" && src.stamp == stamp && src.state == statePresent && (src.known || src.reporter != nil)
+		others = len(src.links) > 0
+	})
+	switch {
+	case fresh:
 		return nil
-	}
-	if src.reporter != nil && !others {
+	case src.reporter != nil && !others:
 		// Nothing else depends on this source: take the client's word for
 		// the version instead of asking it to read again during observe.
-		m.mu.Lock()
-		m.applyUnknown(src, stamp, stamp)
-		m.mu.Unlock()
-		if ref.Range == nil && stamp == ref.Version {
-			m.mu.Lock()
-			m.applyContent(src, stamp, Content{Text: ref.Text, Version: ref.Version})
-			m.mu.Unlock()
-		}
+		m.withLock(func() {
+			m.applyUnknown(src, stamp, stamp)
+			if ref.Range == nil && stamp == ref.Version {
+				m.applyContent(src, stamp, Content{Text: ref.Text, Version: ref.Version})
+			}
+		})
 		return nil
 	}
 	c, err := src.adapter.Read(ctx, src.id)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		m.mu.Lock()
-		m.applyGone(src, stamp, err)
-		m.mu.Unlock()
-		if src.reporter != nil || unavailable(err) {
-			// A keyed source: the client could not answer, trust its report.
-			// A file gone, binary, too large or unreadable by now: the
-			// model saw its text all the same, so the block is registered
-			// invalid and the next sync carries the notice (issue 10 bug 4).
-			return nil
-		}
-		return err
+	switch {
+	case err == nil:
+		m.withLock(func() { m.applyContent(src, stamp, c) })
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
 	}
-	m.mu.Lock()
-	m.applyContent(src, stamp, c)
-	m.mu.Unlock()
-	return nil
+	m.withLock(func() { m.applyGone(src, stamp, err) })
+	if src.reporter != nil || unavailable(err) {
+		// A keyed source: the client could not answer, trust its report.
+		// A file gone, binary, too large or unreadable by now: the model
+		// saw its text all the same, so the block is registered invalid
+		// and the next sync carries the notice (issue 10 bug 4).
+		return nil
+	}
+	return err
 }
 
 // register builds the block, verifies each link against the source's current

@@ -14,15 +14,17 @@ import (
 func (m *Manager) verify(ctx context.Context, src *source, force bool) error {
 	src.io.Lock()
 	defer src.io.Unlock()
-	m.mu.Lock()
-	if m.closed || len(src.links) == 0 {
-		m.mu.Unlock()
+	var live, fresh bool
+	var prev string
+	m.withLock(func() {
+		live = !m.closed && len(src.links) > 0
+		prev = src.stamp
+		// An unchanged stamp means nothing new, unless the content was never read.
+		fresh = src.state != statePresent || src.known || src.reporter != nil
+	})
+	if !live {
 		return nil
 	}
-	prev := src.stamp
-	// An unchanged stamp means nothing new, unless the content was never read.
-	fresh := src.state != statePresent || src.known || src.reporter != nil
-	m.mu.Unlock()
 	stamp, serr := src.adapter.Stamp(ctx, src.id)
 	if !force && serr == nil && stamp != "" && stamp == prev && fresh {
 		return nil
@@ -31,14 +33,19 @@ func (m *Manager) verify(ctx context.Context, src *source, force bool) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	m.applyRead(src, stamp, c, err)
+	return nil
+}
+
+// applyRead applies the outcome of one Read of src under the lock and
+// returns the blocks whose state changed.
+func (m *Manager) applyRead(src *source, stamp string, c Content, err error) []*block {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
-		m.applyGone(src, stamp, err)
-		return nil
+		return m.applyGone(src, stamp, err)
 	}
-	m.applyContent(src, stamp, c)
-	return nil
+	return m.applyContent(src, stamp, c)
 }
 
 // verifyWorkers bounds the parallel stats of one verify pass: stat calls
