@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concord-ctx/concord/rpc"
+	"github.com/concord-ctx/concord/rpc/client"
+	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // The load and soak tests drive one real `concord serve` the way many agents of one session do,
@@ -73,20 +74,20 @@ func (w *loadWorkspace) edit(t testing.TB, rng *rand.Rand, n int) {
 }
 
 // span returns an observation of lines [start, start+size) of file f as the file is now.
-func (w *loadWorkspace) span(f, start, size int) rpc.Source {
+func (w *loadWorkspace) span(f, start, size int) protocol.Source {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	lines := w.files[f]
 	start = min(start, len(lines)-size+1)
-	return rpc.Source{URI: fileURI(w.path(f)), Range: &rpc.Range{Start: start, End: start + size - 1},
+	return protocol.Source{URI: fileURI(w.path(f)), Range: &protocol.Range{Start: start, End: start + size - 1},
 		Text: strings.Join(lines[start-1:start-1+size], "\n")}
 }
 
 // checkInvariant: after the editor stopped and a full sync, every block the server calls valid or
 // patched shows exactly the file's current lines at its range.
-func (w *loadWorkspace) checkInvariant(t testing.TB, c *rpc.Client, agent string) (checked int) {
-	var res rpc.SyncResult
-	if err := c.Call(context.Background(), rpc.MethodSync, rpc.SyncParams{Agent: agent, Turn: 1 << 20, Full: true}, &res); err != nil {
+func (w *loadWorkspace) checkInvariant(t testing.TB, c *client.Client, agent string) (checked int) {
+	var res protocol.SyncResult
+	if err := c.Call(context.Background(), protocol.MethodSync, protocol.SyncParams{Agent: agent, Turn: 1 << 20, Full: true}, &res); err != nil {
 		t.Fatalf("full sync %s: %v", agent, err)
 	}
 	w.mu.Lock()
@@ -164,15 +165,15 @@ func TestLoadManyAgents(t *testing.T) {
 			var lat []time.Duration
 			for i := range perAgent {
 				src := w.span(rng.IntN(20), 1+rng.IntN(380), 1+rng.IntN(12))
-				o := rpc.ObserveParams{Agent: agent, Turn: i/10 + 1, Anchor: fmt.Sprintf("call_%d", i), Sources: []rpc.Source{src}}
-				if err := c.Call(context.Background(), rpc.MethodObserve, o, nil); err != nil {
+				o := protocol.ObserveParams{Agent: agent, Turn: i/10 + 1, Anchor: fmt.Sprintf("call_%d", i), Sources: []protocol.Source{src}}
+				if err := c.Call(context.Background(), protocol.MethodObserve, o, nil); err != nil {
 					errs <- fmt.Errorf("%s observe %d: %w", agent, i, err)
 					return
 				}
 				if i%10 == 9 {
 					t0 := time.Now()
-					var res rpc.SyncResult
-					if err := c.Call(context.Background(), rpc.MethodSync, rpc.SyncParams{Agent: agent, Turn: i/10 + 1}, &res); err != nil {
+					var res protocol.SyncResult
+					if err := c.Call(context.Background(), protocol.MethodSync, protocol.SyncParams{Agent: agent, Turn: i/10 + 1}, &res); err != nil {
 						errs <- fmt.Errorf("%s sync %d: %w", agent, i, err)
 						return
 					}
@@ -222,17 +223,17 @@ func TestSoakFlatMemory(t *testing.T) {
 	var rssWarm int64
 	for i := range rounds {
 		src := w.span(rng.IntN(10), 1+rng.IntN(280), 1+rng.IntN(15))
-		o := rpc.ObserveParams{Agent: "main", Turn: i + 1, Anchor: fmt.Sprintf("call_%d", i), Sources: []rpc.Source{src}}
-		if err := c.Call(context.Background(), rpc.MethodObserve, o, nil); err != nil {
+		o := protocol.ObserveParams{Agent: "main", Turn: i + 1, Anchor: fmt.Sprintf("call_%d", i), Sources: []protocol.Source{src}}
+		if err := c.Call(context.Background(), protocol.MethodObserve, o, nil); err != nil {
 			t.Fatalf("round %d observe: %v", i, err)
 		}
 		if i%3 == 0 {
 			w.edit(t, rng, i)
-			if err := c.Call(context.Background(), rpc.MethodSourceChanged, rpc.SourceChangedParams{URI: src.URI, Agent: "main"}, nil); err != nil {
+			if err := c.Call(context.Background(), protocol.MethodSourceChanged, protocol.SourceChangedParams{URI: src.URI, Agent: "main"}, nil); err != nil {
 				t.Fatalf("round %d sourceChanged: %v", i, err)
 			}
 		}
-		if err := c.Call(context.Background(), rpc.MethodSync, rpc.SyncParams{Agent: "main", Turn: i + 1}, nil); err != nil {
+		if err := c.Call(context.Background(), protocol.MethodSync, protocol.SyncParams{Agent: "main", Turn: i + 1}, nil); err != nil {
 			t.Fatalf("round %d sync: %v", i, err)
 		}
 		if i%condenseEvery == condenseEvery-1 && i >= window {
@@ -244,7 +245,7 @@ func TestSoakFlatMemory(t *testing.T) {
 					old = append(old, fmt.Sprintf("call_%d", k))
 				}
 			}
-			if err := c.Call(context.Background(), rpc.MethodRelease, rpc.ReleaseParams{Agent: "main", Anchors: old}, nil); err != nil {
+			if err := c.Call(context.Background(), protocol.MethodRelease, protocol.ReleaseParams{Agent: "main", Anchors: old}, nil); err != nil {
 				t.Fatalf("round %d release: %v", i, err)
 			}
 		}
@@ -264,5 +265,17 @@ func TestSoakFlatMemory(t *testing.T) {
 	// Flat: a leak of even 1 kB per round would add 8 MB over the measured rounds at full size.
 	if limit := rssWarm + rssWarm/10 + 2048; rssEnd > limit {
 		t.Errorf("rss grew from %d kB to %d kB over %d rounds (limit %d kB)", rssWarm, rssEnd, rounds-warmup, limit)
+	}
+}
+
+// atomicWrite saves data the way editors do: a temp file in the same directory renamed over path.
+func atomicWrite(t testing.TB, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
 	}
 }
