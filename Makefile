@@ -5,13 +5,17 @@ BIN     := $(CURDIR)/bin/concord
 PKGS    := ./...
 BENCH   ?= .
 COUNT   ?= 6
+# The binary names its commit and date (`concord version`), also where GOFLAGS=-buildvcs=false.
+COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+DATE    := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
 .PHONY: all build test go-test py-test ts-test bench fuzz lint complexity reliability clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/concord
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/concord
 
 # Every test: Go (race detector on), the Python binding (real OpenHands SDK in a
 # 3.12 venv), the TypeScript binding (real OpenCode program).

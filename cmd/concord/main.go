@@ -36,8 +36,27 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		printUsage(stderr)
 		return 2
 	}
+	if wantsHelp(rest) {
+		// `concord X --help` and `concord help X` print the same text to the
+		// same place (stdout), from the command table.
+		printCommand(stdout, c.name)
+		return 0
+	}
 	err := c.run(ctx, rest, stdin, stdout, stderr)
 	return exitCode(cmd, err, stderr)
+}
+
+// wantsHelp reports a -h or --help among the flags (before a "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 // exitStatus is an error that carries the process status to return.

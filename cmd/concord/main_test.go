@@ -84,7 +84,10 @@ func TestRun(t *testing.T) {
 		{"help", []string{"help"}, 0, "Commands:", ""},
 		{"help serve shows flags and examples", []string{"help", "serve"}, 0, "--max-message", ""},
 		{"help locate shows its flags", []string{"help", "locate"}, 0, "--min-similarity", ""},
-		{"locate --help is the same help", []string{"locate", "--help"}, 0, "", "--span-file"},
+		{"locate --help is the same help, on stdout", []string{"locate", "--help"}, 0, "--span-file", ""},
+		{"help --help is help's help", []string{"help", "--help"}, 0, "concord help [command]", ""},
+		{"version -h", []string{"version", "-h"}, 0, "concord version", ""},
+		{"version names commit and build date", []string{"version"}, 0, ", commit ", ""},
 		{"help by alias", []string{"--help", "version"}, 0, "concord version", ""},
 		{"help unknown", []string{"help", "nope"}, 2, "", `unknown command "nope"`},
 		{"help unknown lists the commands", []string{"help", "nope"}, 2, "", "Run 'concord help' for the list of commands."},
@@ -93,7 +96,7 @@ func TestRun(t *testing.T) {
 		{"serve bad log level", []string{"serve", "--log-level=loud"}, 2, "", "--log-level"},
 		{"serve bad size", []string{"serve", "--max-message=lots"}, 2, "", "invalid size"},
 		{"serve missing policy file", []string{"serve", "--policy=/nonexistent/p.json"}, 1, "", "--policy"},
-		{"serve help", []string{"serve", "--help"}, 0, "", "Usage:"},
+		{"serve help, on stdout like help serve", []string{"serve", "--help"}, 0, "Usage:", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,6 +149,26 @@ func TestByteSize(t *testing.T) {
 		var b byteSize
 		if err := b.Set(in); err == nil {
 			t.Errorf("Set(%q) accepted", in)
+		}
+	}
+}
+
+// TestHelpGoesToStdout: every way of asking for help prints the same text on stdout and nothing on
+// stderr (issue 15: a subcommand's --help went to stderr while `concord help X` went to stdout).
+func TestHelpGoesToStdout(t *testing.T) {
+	for _, c := range commands() {
+		var viaHelp, viaHelpStderr bytes.Buffer
+		if code := run(context.Background(), []string{"help", c.name}, strings.NewReader(""), &viaHelp, &viaHelpStderr); code != 0 {
+			t.Fatalf("help %s: status %d", c.name, code)
+		}
+		for _, flag := range []string{"--help", "-h"} {
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), []string{c.name, flag}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+				t.Errorf("%s %s: status %d", c.name, flag, code)
+			}
+			if stdout.String() != viaHelp.String() || stderr.Len() != 0 || viaHelpStderr.Len() != 0 {
+				t.Errorf("%s %s: stdout %q, stderr %q; want help %s's text %q on stdout only", c.name, flag, stdout.String(), stderr.String(), c.name, viaHelp.String())
+			}
 		}
 	}
 }

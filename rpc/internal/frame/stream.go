@@ -288,6 +288,9 @@ func (s *Stream) readContentLengthFrame() ([]byte, error) {
 	return body, nil
 }
 
+// newlineHint answers a JSON line sent where a Content-Length header was expected.
+const newlineHint = "expected a Content-Length header, got a JSON message: this server reads LSP-style frames (Content-Length: N, a blank line, then N bytes of JSON); for one JSON message per line, start it with --framing=newline"
+
 // readHeaders reads one header block. It returns the Content-Length (-1
 // when missing) and the first header problem, or the reader's error.
 func (s *Stream) readHeaders() (length int64, headerErr string, err error) {
@@ -303,6 +306,12 @@ func (s *Stream) readHeaders() (length int64, headerErr string, err error) {
 		}
 		if !started && strings.TrimSpace(line) == "" && !tooLong {
 			continue // tolerate blank lines between frames
+		}
+		if !started && !tooLong && strings.HasPrefix(strings.TrimSpace(line), "{") {
+			// A JSON message where a header belongs: someone typed or piped
+			// newline-delimited JSON into the default framing. Answer at once
+			// with the fix instead of waiting for a header that never comes.
+			return -1, newlineHint, nil
 		}
 		started = true
 		if line == "" && !tooLong {

@@ -64,6 +64,7 @@ func TestStreamRead(t *testing.T) {
 			"Content-Length: 60\r\n\r\n" + `{"jsonrpc":"2.0","id":9,"method":"observe","params":{"text":"héllo wörld"}}` + cl(req),
 			[]string{"stats"}, []int64{protocol.CodeParseError, protocol.CodeParseError}, []string{"9", "null"}},
 		{"a header ending in Content-Length is no stray tail", protocol.FramingContentLength, 0, "X-Original-Content-Length: 3\r\n" + cl(req), []string{"stats"}, nil, nil},
+		{"a JSON line in Content-Length framing is answered with a hint at once", protocol.FramingContentLength, 0, req + "\n" + cl(req), []string{"stats"}, []int64{protocol.CodeParseError}, []string{"null"}},
 		{"missing Content-Length", protocol.FramingContentLength, 0, "X-Foo: 1\r\n\r\n" + cl(req), []string{"stats"}, []int64{protocol.CodeParseError}, []string{"null"}},
 		{"oversized is skipped, its id echoed", protocol.FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":2,"method":"observe","params":{"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"2"}},
 		{"oversized: id after the params", protocol.FramingContentLength, 50, cl(`{"jsonrpc":"2.0","method":"observe","params":{"id":9,"t":"`+strings.Repeat("}", 100)+`"},"id":"r-3"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{`"r-3"`}},
