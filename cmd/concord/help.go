@@ -29,12 +29,6 @@ var commands = []struct {
 		func() *pflag.FlagSet { fs, _ := serveFlags(); return fs }},
 	{"locate", "relocate a line range in a changed file (the locator, standalone)",
 		"concord locate [flags]", "  concord help locate shows its flags", nil},
-	{"bench", "run ConcordBench, the race benchmark (one Markdown row per mode)",
-		"concord bench [flags]",
-		`  # the deterministic scripted agent on synthetic tasks (no network):
-  concord bench
-  concord help bench shows every flag`,
-		func() *pflag.FlagSet { fs, _ := benchFlags(); return fs }},
 	{"version", "print the version and the protocol version",
 		"concord version", "  concord version", versionFlags},
 	{"help", "show help for a command",

@@ -40,8 +40,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runVersion(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		err = runHelp(ctx, rest, stdout, stderr)
-	case "bench":
-		err = runBench(ctx, rest, stdout, stderr)
 	// New subcommands go here, one case each, and a line in the
 	// commands table of help.go.
 	default:

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
 )
 
 func scriptedTask() tasks.Task {

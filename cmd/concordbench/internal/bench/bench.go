@@ -17,10 +17,10 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/agent"
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/race"
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
-	"github.com/concord-ctx/concord/cmd/concord/internal/tokens"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/agent"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/race"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/tokens"
 )
 
 // Modes, in table order.
@@ -39,7 +39,9 @@ var AllModes = []string{ModeNaive, ModeAlert, ModeDiff, ModeConcord, ModeOracle}
 type Config struct {
 	Modes      []string
 	Agent      agent.Agent
-	ConcordBin string // the concord binary (concord mode)
+	// ConcordBin is the concord binary the concord mode drives as a
+	// subprocess; "" runs the same server in this process.
+	ConcordBin string
 	// ConcordLocal is the policy for local edits sent in initialize
 	// (patch, refresh, annotate, suppress; "" keeps the server's default).
 	ConcordLocal string
@@ -107,9 +109,6 @@ func Run(ctx context.Context, cfg Config, ts []tasks.Task) (*Report, error) {
 	for _, m := range cfg.Modes {
 		if !validMode(m) {
 			return nil, fmt.Errorf("bench: unknown mode %q (want one of %v)", m, AllModes)
-		}
-		if m == ModeConcord && cfg.ConcordBin == "" {
-			return nil, fmt.Errorf("bench: concord mode needs the concord binary")
 		}
 	}
 	root, err := makeRoot(cfg.TempDir)

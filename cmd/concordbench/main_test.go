@@ -5,14 +5,43 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// concordBin is the real plugin binary, built once by TestMain: the tests
+// drive it as a subprocess (--concord-bin), as a binding does.
+var concordBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "concordbench-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	concordBin = filepath.Join(dir, "concord")
+	build := exec.Command("go", "build", "-o", concordBin, "github.com/concord-ctx/concord/cmd/concord")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building concord:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // benchRow returns the cells of a mode's table row.
 func benchRow(t *testing.T, table, mode string) []string {
@@ -216,15 +245,20 @@ func TestBenchOpenAIAgent(t *testing.T) {
 	}
 }
 
-// `concord bench` is reachable through the command dispatch.
-func TestBenchDispatch(t *testing.T) {
+// The exit statuses: 2 for a usage error, 0 for --help and a good run.
+func TestRunStatus(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"bench", "--nope"}, strings.NewReader(""), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "unknown flag: --nope") {
-		t.Fatalf("bench --nope: status %d, stderr %q", code, stderr.String())
+	if code := run(context.Background(), []string{"--nope"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "unknown flag: --nope") {
+		t.Fatalf("--nope: status %d, stderr %q", code, stderr.String())
 	}
 	stdout.Reset()
 	stderr.Reset()
-	if code := run(context.Background(), []string{"bench", "--quiet", "--n", "2", "--modes", "oracle"}, strings.NewReader(""), &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "| oracle | 2/2 |") {
-		t.Fatalf("bench: status %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	if code := run(context.Background(), []string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "Examples:") || !strings.Contains(stderr.String(), "--svg") {
+		t.Fatalf("--help: status %d, stderr %q", code, stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(context.Background(), []string{"--quiet", "--n", "2", "--modes", "oracle"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "| oracle | 2/2 |") {
+		t.Fatalf("run: status %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 }

@@ -1,3 +1,8 @@
+// Command concordbench is ConcordBench, the race benchmark of Concord: it
+// runs the workloads with the scripted reader (or a real model) in every
+// mode and prints one Markdown table per workload. It is its own command so
+// the plugin binary every agent session launches (`concord serve`) does not
+// carry the bench, its tokenizer tables or its HTTP client.
 package main
 
 import (
@@ -6,25 +11,72 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench"
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/agent"
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/agent"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
 )
 
-const benchUsage = `Usage: concord bench [flags]
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
-ConcordBench, the race benchmark: each task's paragraphs become a workspace,
-mutated evidence is planted and restored out of band right after the agent
-has seen it, and every mode (naive, alert, diff, concord, oracle) runs on the
-same tasks. Prints a Markdown table (one row per mode) on stdout.
+// run maps runBench's error to the exit status: 0 ok (or --help), 1
+// failure, 2 usage error.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := runBench(ctx, args, stdout, stderr)
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, pflag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "concordbench: %v\nRun 'concordbench --help' for usage.\n", ue.err)
+		return 2
+	}
+	fmt.Fprintf(stderr, "concordbench: %v\n", err)
+	return 1
+}
+
+// usageError is a command-line mistake: status 2, with a hint.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+const benchUsage = `Usage: concordbench [flags]
+
+ConcordBench, the race benchmark: each task's files become a workspace,
+files change out of band after the agent has seen them, and every mode
+(naive, alert, diff, concord, oracle) runs on the same tasks. Prints a
+Markdown table (one row per mode) on stdout.
+
+The concord mode runs the Concord server in this process by default,
+wired exactly as 'concord serve' wires it; --concord-bin drives a real
+'concord serve' subprocess instead.
 
 Tasks: by default synthetic multi-hop tasks generated from --seed (no
 download); --tasks reads HotpotQA JSON or JSONL. --n picks the first N tasks
 after a stable sort by SHA-256 of id and question (0 = all).
+
+Examples:
+  # the embedded default, deterministic, no network (from a fresh clone):
+  go run ./cmd/concordbench
+  # HotpotQA's dev set (JSON or JSONL), every example:
+  concordbench --tasks hotpot_dev_distractor_v1.json --n 0
+  # every task's trace as JSON, and a chart:
+  concordbench --out bench.json --svg bench.svg
+  # drive a built concord binary as a subprocess, as a binding does:
+  go build -o bin/concord ./cmd/concord && concordbench --concord-bin bin/concord
+  # a real model on any OpenAI-compatible endpoint:
+  OPENAI_API_KEY=... concordbench --agent openai --model gpt-4o-mini --n 10
 
 Flags:
 `
@@ -43,10 +95,10 @@ type benchOptions struct {
 	quiet                              bool
 }
 
-// benchFlags defines bench's flags (help.go can list them too).
+// benchFlags defines the flags.
 func benchFlags() (*pflag.FlagSet, *benchOptions) {
 	o := &benchOptions{}
-	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	fs := pflag.NewFlagSet("concordbench", pflag.ContinueOnError)
 	fs.StringVar(&o.agent, "agent", "scripted", "agent: scripted (deterministic, no model) or openai (any OpenAI-compatible endpoint)")
 	fs.StringVar(&o.baseURL, "base-url", "https://api.openai.com/v1", "openai agent: chat-completions base URL")
 	fs.StringVar(&o.model, "model", "gpt-4o-mini", "openai agent: model name")
@@ -60,14 +112,14 @@ func benchFlags() (*pflag.FlagSet, *benchOptions) {
 	fs.IntVar(&o.parallel, "parallel", 2, "tasks run at once")
 	fs.StringVar(&o.out, "out", "", "write every task's trace and metrics as JSON to this file")
 	fs.StringVar(&o.svg, "svg", "", "write a recovered-vs-tokens chart (SVG) to this file")
-	fs.StringVar(&o.concordBin, "concord-bin", "", "concord binary for the concord mode (default: this executable)")
+	fs.StringVar(&o.concordBin, "concord-bin", "", "drive this concord binary (concord serve) as a subprocess in the concord mode (default: the same server in this process)")
 	fs.StringVar(&o.concordLocal, "concord-local", "", "concord mode: policy for local edits (patch, refresh, annotate, suppress; default: the server's)")
-	fs.StringVar(&o.serverLog, "server-log", "", "append concord serve's stderr to this file")
+	fs.StringVar(&o.serverLog, "server-log", "", "append the concord server's log (the subprocess's stderr) to this file")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
 	return fs, o
 }
 
-// runBench is `concord bench`.
+// runBench is the whole command.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, o := benchFlags()
 	fs.SetOutput(stderr)
@@ -100,7 +152,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "openai":
 		key := os.Getenv(o.keyEnv)
 		if key == "" {
-			fmt.Fprintf(stderr, "concord bench: %s is not set; calling %s without an API key\n", o.keyEnv, o.baseURL)
+			fmt.Fprintf(stderr, "concordbench: %s is not set; calling %s without an API key\n", o.keyEnv, o.baseURL)
 		}
 		cfg.Agent = &agent.OpenAI{BaseURL: o.baseURL, Model: o.model, APIKey: key, Temperature: o.temperature, Retries: 4}
 	default:
@@ -127,19 +179,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	ts = tasks.Subset(ts, o.n)
 
-	for _, m := range cfg.Modes {
-		if m == bench.ModeConcord {
-			bin := o.concordBin
-			if bin == "" {
-				exe, err := os.Executable()
-				if err != nil {
-					return fmt.Errorf("find the concord binary (use --concord-bin): %w", err)
-				}
-				bin = exe
-			}
-			cfg.ConcordBin = bin
-		}
-	}
+	cfg.ConcordBin = o.concordBin
 	if o.serverLog != "" {
 		f, err := os.OpenFile(o.serverLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {

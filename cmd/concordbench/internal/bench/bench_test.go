@@ -15,9 +15,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/agent"
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
-	"github.com/concord-ctx/concord/cmd/concord/internal/tokens"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/agent"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/tokens"
 )
 
 var (
@@ -208,7 +208,6 @@ func TestRunRejects(t *testing.T) {
 	}{
 		{Config{Modes: []string{"naive"}}, "no agent"},
 		{Config{Modes: []string{"fast"}, Agent: agent.Scripted{}}, "unknown mode"},
-		{Config{Modes: []string{"concord"}, Agent: agent.Scripted{}}, "needs the concord binary"},
 	}
 	for _, tc := range cases {
 		_, err := Run(context.Background(), tc.cfg, ts)
@@ -223,6 +222,27 @@ func TestRunRejects(t *testing.T) {
 	}
 	if rep.Modes[0].Summary.Errors != 1 || rep.Modes[0].Summary.Recovered != 0 {
 		t.Fatalf("summary %+v", rep.Modes[0].Summary)
+	}
+}
+
+// The in-process server is the subprocess's twin: same views, same numbers.
+func TestInProcessMatchesSubprocess(t *testing.T) {
+	ts := tasks.Synthetic(6, 4)
+	var sums []Summary
+	for _, bin := range []string{concordBin(t), ""} {
+		rep, err := Run(context.Background(), Config{Modes: []string{ModeConcord}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t), ConcordBin: bin}, ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Modes[0].Tasks {
+			if r.Error != "" {
+				t.Fatalf("bin %q: %s: %s", bin, r.ID, r.Error)
+			}
+		}
+		sums = append(sums, rep.Modes[0].Summary)
+	}
+	if sums[0] != sums[1] || sums[1].Recovered != len(ts) {
+		t.Fatalf("subprocess %+v\nin-process %+v", sums[0], sums[1])
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
 )
 
 // Workspace is one task's directory.

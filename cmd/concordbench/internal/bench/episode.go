@@ -7,10 +7,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/agent"
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/race"
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
-	"github.com/concord-ctx/concord/cmd/concord/internal/tokens"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/agent"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/race"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/tokens"
 )
 
 // TaskResult is one task in one mode, with its trace.

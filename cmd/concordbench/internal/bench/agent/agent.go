@@ -6,7 +6,7 @@ package agent
 import (
 	"context"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
 )
 
 // Message is one chat message.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
 )
 
 func testTask() tasks.Task {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
 )
 
 // Scripted is a deterministic reader. It needs no model: every decision is

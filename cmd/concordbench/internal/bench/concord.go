@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/race"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/race"
 	"github.com/concord-ctx/concord/rpc"
 )
 
@@ -14,7 +14,7 @@ import (
 // runs before each model call, and stale tool messages are replaced by the
 // repaired text or the notice.
 type concordSession struct {
-	c     *rpc.Client
+	c     caller
 	ws    *race.Workspace
 	kinds map[string]string // anchor -> tool name, to re-render in the tool's format
 }
@@ -22,7 +22,7 @@ type concordSession struct {
 const benchAgent = "main"
 
 func startConcord(ctx context.Context, cfg Config, ws *race.Workspace) (*concordSession, error) {
-	c, err := rpc.ClientOptions{Stderr: cfg.ServerLog}.Start(ctx, cfg.ConcordBin, "serve")
+	c, err := dial(ctx, cfg.ConcordBin, cfg.ServerLog)
 	if err != nil {
 		return nil, fmt.Errorf("concord mode: %w", err)
 	}
