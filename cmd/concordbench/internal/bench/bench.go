@@ -37,8 +37,8 @@ var AllModes = []string{ModeNaive, ModeAlert, ModeDiff, ModeConcord, ModeOracle}
 
 // Config is one benchmark run.
 type Config struct {
-	Modes      []string
-	Agent      agent.Agent
+	Modes []string
+	Agent agent.Agent
 	// ConcordBin is the concord binary the concord mode drives as a
 	// subprocess; "" runs the same server in this process.
 	ConcordBin string
