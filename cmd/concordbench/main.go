@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -93,6 +94,8 @@ type benchOptions struct {
 	out, svg, concordBin, concordLocal string
 	serverLog                          string
 	quiet                              bool
+	workloads, price, placement        string
+	sessions                           int
 }
 
 // benchFlags defines the flags.
@@ -108,6 +111,10 @@ func benchFlags() (*pflag.FlagSet, *benchOptions) {
 	fs.IntVar(&o.n, "n", 40, "number of tasks (first N after a stable sort by hash of id and question; 0 = all)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the synthetic tasks")
 	fs.StringVar(&o.modes, "modes", strings.Join(bench.AllModes, ","), "comma-separated modes to run")
+	fs.StringVar(&o.workloads, "workload", strings.Join(tasks.DefaultWorkloads, ","), "comma-separated workloads: "+strings.Join(tasks.Workloads, ", ")+" (all = every one)")
+	fs.IntVar(&o.sessions, "sessions", 6, "long workload: number of coding sessions")
+	fs.StringVar(&o.price, "price", "anthropic", "prompt-cache price model of the input cost: "+bench.PriceNames())
+	fs.StringVar(&o.placement, "placement", "", "concord mode: repair placement sent in initialize (inplace, tail, auto; default: the server's)")
 	fs.IntVar(&o.maxSteps, "max-steps", 20, "model calls per task before giving up")
 	fs.IntVar(&o.parallel, "parallel", 2, "tasks run at once")
 	fs.StringVar(&o.out, "out", "", "write every task's trace and metrics as JSON to this file")
@@ -136,7 +143,36 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
-	cfg := bench.Config{MaxSteps: o.maxSteps, Parallel: o.parallel, ConcordLocal: o.concordLocal}
+	cfg := bench.Config{MaxSteps: o.maxSteps, Parallel: o.parallel, ConcordLocal: o.concordLocal, ConcordPlacement: o.placement}
+	price, err := bench.LookupPrice(o.price)
+	if err != nil {
+		return usageError{fmt.Errorf("--price: %w", err)}
+	}
+	cfg.Price = price
+	var wlNames []string
+	for _, w := range strings.Split(o.workloads, ",") {
+		switch w = strings.TrimSpace(w); w {
+		case "":
+		case "all":
+			wlNames = append(wlNames, tasks.Workloads...)
+		default:
+			if !slices.Contains(tasks.Workloads, w) {
+				return usageError{fmt.Errorf("--workload %q: want one of %s", w, strings.Join(tasks.Workloads, ", "))}
+			}
+			wlNames = append(wlNames, w)
+		}
+	}
+	if len(wlNames) == 0 {
+		return usageError{errors.New("--workload is empty")}
+	}
+	if o.agent != "scripted" && slices.Contains(wlNames, "long") {
+		// A session's outside writes follow the scripted plan's steps.
+		if !fs.Changed("workload") {
+			wlNames = slices.DeleteFunc(wlNames, func(w string) bool { return w == "long" })
+		} else {
+			return usageError{errors.New("--workload long needs --agent scripted (its outside writes follow the scripted plan)")}
+		}
+	}
 	for _, m := range strings.Split(o.modes, ",") {
 		if m = strings.TrimSpace(m); m != "" {
 			cfg.Modes = append(cfg.Modes, m)
@@ -162,7 +198,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var ts []tasks.Task
 	var skipped []tasks.Skip
 	if o.taskFile != "" {
-		var err error
 		ts, skipped, err = tasks.LoadHotpot(o.taskFile)
 		if err != nil {
 			return err
@@ -178,6 +213,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ts = tasks.Synthetic(o.seed, count)
 	}
 	ts = tasks.Subset(ts, o.n)
+	var wls []bench.Workload
+	for _, name := range wlNames {
+		wt, err := tasks.ForWorkload(name, ts, o.seed, o.sessions)
+		if err != nil {
+			return err
+		}
+		wl := bench.Workload{Name: name, Tasks: wt}
+		if name != "long" {
+			wl.Skipped = skipped
+		}
+		wls = append(wls, wl)
+	}
 
 	cfg.ConcordBin = o.concordBin
 	if o.serverLog != "" {
@@ -192,11 +239,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Progress = bench.NewProgress(stderr, writerIsTerminal(stderr)).Update
 	}
 
-	rep, err := bench.Run(ctx, cfg, ts)
+	if cfg.MaxSteps == 20 && slices.Contains(wlNames, "long") {
+		cfg.MaxSteps = 100 // a session plans up to 60 calls, plus re-reads
+	}
+	rep, err := bench.Run(ctx, cfg, wls)
 	if err != nil {
 		return err
 	}
-	rep.Skipped = skipped
 	if err := rep.WriteTable(stdout); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
@@ -209,6 +258,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := writeFile(o.svg, rep.WriteSVG); err != nil {
 			return err
 		}
+	}
+	// Failed runs must not pass for a result: the first cause goes to
+	// stderr, and a run where nothing worked fails the command.
+	if failed, runs, first := rep.Errors(); failed > 0 {
+		if failed == runs {
+			return fmt.Errorf("every task run failed (%d); the first: %s", runs, first)
+		}
+		fmt.Fprintf(stderr, "concordbench: %d of %d task runs failed; the first: %s\n", failed, runs, first)
 	}
 	return nil
 }

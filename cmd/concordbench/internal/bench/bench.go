@@ -25,15 +25,22 @@ import (
 
 // Modes, in table order.
 const (
-	ModeNaive   = "naive"
-	ModeAlert   = "alert"
-	ModeDiff    = "diff"
-	ModeConcord = "concord"
-	ModeOracle  = "oracle"
+	ModeNaive    = "naive"
+	ModeResend   = "resend"   // Aider: the files in the chat re-sent each call
+	ModeMask     = "mask"     // OpenHands: old observations masked
+	ModeReminder = "reminder" // Claude Code: a reminder with the changed lines
+	ModeAlert    = "alert"
+	ModeDiff     = "diff"
+	ModeConcord  = "concord"
+	ModeOracle   = "oracle"
 )
 
 // AllModes lists every mode in table order.
-var AllModes = []string{ModeNaive, ModeAlert, ModeDiff, ModeConcord, ModeOracle}
+var AllModes = []string{ModeNaive, ModeResend, ModeMask, ModeReminder, ModeAlert, ModeDiff, ModeConcord, ModeOracle}
+
+// MaskWindow is OpenHands' default attention window of the
+// ObservationMaskingCondenser: observations among the last 100 events stay.
+const MaskWindow = 100
 
 // Config is one benchmark run.
 type Config struct {
@@ -45,22 +52,41 @@ type Config struct {
 	// ConcordLocal is the policy for local edits sent in initialize
 	// (patch, refresh, annotate, suppress; "" keeps the server's default).
 	ConcordLocal string
-	MaxSteps     int
-	Parallel     int
-	Counter      *tokens.Counter
-	TempDir      string    // parent of the workspaces ("" = os.TempDir)
-	ServerLog    io.Writer // concord serve's stderr (nil: discarded)
+	// ConcordPlacement is the repair placement (inplace, tail, auto) sent
+	// in initialize when set.
+	ConcordPlacement string
+	// Price is the prompt-cache price model (zero: none).
+	Price     Price
+	MaxSteps  int
+	Parallel  int
+	Counter   *tokens.Counter
+	TempDir   string    // parent of the workspaces ("" = os.TempDir)
+	ServerLog io.Writer // concord serve's stderr (nil: discarded)
 	// Progress, when set, is called after each finished task.
 	Progress func(done, total int)
 }
 
+// Workload is one workload's tasks.
+type Workload struct {
+	Name    string
+	Tasks   []tasks.Task
+	Skipped []tasks.Skip
+}
+
 // Report is the whole run.
 type Report struct {
-	Agent    string       `json:"agent"`
-	Encoding string       `json:"encoding"`
-	Tasks    int          `json:"tasks"`
-	Skipped  []tasks.Skip `json:"skipped,omitempty"`
-	Modes    []ModeResult `json:"modes"`
+	Agent     string           `json:"agent"`
+	Encoding  string           `json:"encoding"`
+	Price     Price            `json:"price"`
+	Workloads []WorkloadReport `json:"workloads"`
+}
+
+// WorkloadReport is one workload, every mode.
+type WorkloadReport struct {
+	Name    string       `json:"name"`
+	Tasks   int          `json:"tasks"`
+	Skipped []tasks.Skip `json:"skipped,omitempty"`
+	Modes   []ModeResult `json:"modes"`
 }
 
 // ModeResult is one mode over every task.
@@ -74,7 +100,8 @@ type ModeResult struct {
 type Summary struct {
 	Tasks            int     `json:"tasks"`
 	Recovered        int     `json:"recovered"`
-	Raced            int     `json:"raced"` // tasks where the agent saw a mutation
+	RecoveredFirst   int     `json:"recovered_first_copy"`
+	Raced            int     `json:"raced"` // tasks where the agent saw a write it had to catch
 	Errors           int     `json:"errors"`
 	AvgSteps         float64 `json:"avg_steps"`
 	ReadsPerTask     float64 `json:"reads_per_task"`
@@ -85,11 +112,22 @@ type Summary struct {
 	CountedPrompt    int     `json:"counted_prompt_tokens"` // our BPE count, the base of reuse
 	ReusedTokens     int     `json:"reused_prefix_tokens"`
 	ReusePercent     float64 `json:"reused_prefix_percent"`
+	RewriteCalls     int     `json:"rewrite_calls"`
+	RewritePercent   float64 `json:"rewrite_calls_percent"` // of the calls after a task's first
+	CacheRead        int     `json:"cache_read_tokens"`
+	CacheWrite       int     `json:"cache_write_tokens"`
+	CacheHitPercent  float64 `json:"cache_hit_percent"`
+	InputCost        float64 `json:"input_cost"` // plain-input-token units, cache priced
+	CostPerTask      float64 `json:"input_cost_per_task"`
+	CostVsNaive      float64 `json:"cost_vs_naive,omitempty"`
+	CostVsOracle     float64 `json:"cost_vs_oracle,omitempty"`
+	FirstCopy        bool    `json:"first_copy_reader"` // RecoveredFirst is measured (scripted agent)
 	ProviderCached   int     `json:"provider_cached_tokens,omitempty"`
+	FirstError       string  `json:"first_error,omitempty"`
 }
 
-// Run plays every mode on every task.
-func Run(ctx context.Context, cfg Config, ts []tasks.Task) (*Report, error) {
+// Run plays every mode on every task of every workload.
+func Run(ctx context.Context, cfg Config, wls []Workload) (*Report, error) {
 	if cfg.Agent == nil {
 		return nil, fmt.Errorf("bench: no agent")
 	}
@@ -105,6 +143,9 @@ func Run(ctx context.Context, cfg Config, ts []tasks.Task) (*Report, error) {
 	}
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 1
+	}
+	if cfg.Price.Name == "" {
+		cfg.Price = Prices["none"]
 	}
 	for _, m := range cfg.Modes {
 		if !validMode(m) {
@@ -122,25 +163,30 @@ func Run(ctx context.Context, cfg Config, ts []tasks.Task) (*Report, error) {
 		}
 	}
 
-	rep := &Report{Agent: cfg.Agent.Name(), Encoding: tokens.Encoding, Tasks: len(ts)}
-	results := make([][]TaskResult, len(cfg.Modes))
-	for i := range results {
-		results[i] = make([]TaskResult, len(ts))
+	rep := &Report{Agent: cfg.Agent.Name(), Encoding: tokens.Encoding, Price: cfg.Price}
+	results := make([][][]TaskResult, len(wls))
+	total := 0
+	for wi, wl := range wls {
+		results[wi] = make([][]TaskResult, len(cfg.Modes))
+		for mi := range cfg.Modes {
+			results[wi][mi] = make([]TaskResult, len(wl.Tasks))
+			total += len(wl.Tasks)
+		}
 	}
-	type job struct{ mi, ti int }
+	type job struct{ wi, mi, ti int }
 	jobs := make(chan job)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	done, total := 0, len(ts)*len(cfg.Modes)
+	done := 0
 	for w := 0; w < cfg.Parallel; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				dir := filepath.Join(root, cfg.Modes[j.mi], fmt.Sprintf("ws-%06d", j.ti))
-				r := runEpisode(ctx, cfg, dir, cfg.Modes[j.mi], ts[j.ti])
+				dir := filepath.Join(root, cfg.Modes[j.mi], fmt.Sprintf("%s-%06d", wls[j.wi].Name, j.ti))
+				r := runEpisode(ctx, cfg, dir, cfg.Modes[j.mi], wls[j.wi].Tasks[j.ti])
 				mu.Lock()
-				results[j.mi][j.ti] = r
+				results[j.wi][j.mi][j.ti] = r
 				done++
 				if cfg.Progress != nil {
 					cfg.Progress(done, total)
@@ -150,12 +196,14 @@ func Run(ctx context.Context, cfg Config, ts []tasks.Task) (*Report, error) {
 		}()
 	}
 feed:
-	for mi := range cfg.Modes {
-		for ti := range ts {
-			select {
-			case jobs <- job{mi, ti}:
-			case <-ctx.Done():
-				break feed
+	for wi, wl := range wls {
+		for mi := range cfg.Modes {
+			for ti := range wl.Tasks {
+				select {
+				case jobs <- job{wi, mi, ti}:
+				case <-ctx.Done():
+					break feed
+				}
 			}
 		}
 	}
@@ -164,10 +212,57 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	for mi, m := range cfg.Modes {
-		rep.Modes = append(rep.Modes, ModeResult{Mode: m, Summary: summarize(results[mi]), Tasks: results[mi]})
+	_, scripted := cfg.Agent.(agent.Scripted)
+	for wi, wl := range wls {
+		wr := WorkloadReport{Name: wl.Name, Tasks: len(wl.Tasks), Skipped: wl.Skipped}
+		for mi, m := range cfg.Modes {
+			s := summarize(results[wi][mi])
+			s.FirstCopy = scripted
+			wr.Modes = append(wr.Modes, ModeResult{Mode: m, Summary: s, Tasks: results[wi][mi]})
+		}
+		relativeCosts(wr.Modes)
+		rep.Workloads = append(rep.Workloads, wr)
 	}
 	return rep, nil
+}
+
+// relativeCosts fills each mode's cost against naive's and oracle's.
+func relativeCosts(ms []ModeResult) {
+	var naive, oracle float64
+	for _, m := range ms {
+		switch m.Mode {
+		case ModeNaive:
+			naive = m.Summary.InputCost
+		case ModeOracle:
+			oracle = m.Summary.InputCost
+		}
+	}
+	for i := range ms {
+		if naive > 0 {
+			ms[i].Summary.CostVsNaive = ms[i].Summary.InputCost / naive
+		}
+		if oracle > 0 {
+			ms[i].Summary.CostVsOracle = ms[i].Summary.InputCost / oracle
+		}
+	}
+}
+
+// Errors counts the failed task runs of a report and returns the first.
+func (r *Report) Errors() (failed, runs int, first string) {
+	for _, w := range r.Workloads {
+		for _, m := range w.Modes {
+			for _, t := range m.Tasks {
+				runs++
+				if t.Error != "" {
+					failed++
+					if first == "" {
+						first = fmt.Sprintf("%s/%s %s: %s", w.Name, m.Mode, t.ID, t.Error)
+					}
+				}
+			}
+		}
+	}
+	return failed, runs, first
 }
 
 // makeRoot creates the run's directory. Its random part is fixed-width
@@ -201,14 +296,25 @@ func validMode(m string) bool {
 
 func summarize(rs []TaskResult) Summary {
 	s := Summary{Tasks: len(rs)}
-	steps, reads := 0, 0
+	steps, reads, later := 0, 0, 0
 	for _, r := range rs {
 		if r.Recovered {
 			s.Recovered++
 		}
+		if r.RecoveredFirst {
+			s.RecoveredFirst++
+		}
 		if r.Error != "" {
 			s.Errors++
+			if s.FirstError == "" {
+				s.FirstError = r.ID + ": " + r.Error
+			}
 		}
+		s.RewriteCalls += r.RewriteCalls
+		later += max(r.Steps-1, 0)
+		s.CacheRead += r.CacheRead
+		s.CacheWrite += r.CacheWrite
+		s.InputCost += r.InputCost
 		for _, x := range r.Restores {
 			if x.Seen {
 				s.Raced++
@@ -231,6 +337,13 @@ func summarize(rs []TaskResult) Summary {
 	}
 	if s.CountedPrompt > 0 {
 		s.ReusePercent = 100 * float64(s.ReusedTokens) / float64(s.CountedPrompt)
+		s.CacheHitPercent = 100 * float64(s.CacheRead) / float64(s.CountedPrompt)
+	}
+	if later > 0 {
+		s.RewritePercent = 100 * float64(s.RewriteCalls) / float64(later)
+	}
+	if n := float64(len(rs)); n > 0 {
+		s.CostPerTask = s.InputCost / n
 	}
 	return s
 }

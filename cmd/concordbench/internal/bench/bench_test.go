@@ -84,12 +84,12 @@ func run(t *testing.T, ts []tasks.Task, modes ...string) map[string]ModeResult {
 			cfg.ConcordBin = concordBin(t)
 		}
 	}
-	rep, err := Run(context.Background(), cfg, ts)
+	rep, err := Run(context.Background(), cfg, hot(ts))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]ModeResult{}
-	for _, m := range rep.Modes {
+	for _, m := range rep.Workloads[0].Modes {
 		for _, r := range m.Tasks {
 			if r.Error != "" {
 				t.Fatalf("%s %s: %s", m.Mode, r.ID, r.Error)
@@ -99,6 +99,8 @@ func run(t *testing.T, ts []tasks.Task, modes ...string) map[string]ModeResult {
 	}
 	return out
 }
+
+func hot(ts []tasks.Task) []Workload { return []Workload{{Name: "hotpot", Tasks: ts}} }
 
 func anyOutput(r TaskResult, tool, substr string) bool {
 	for _, s := range r.Trace {
@@ -187,11 +189,11 @@ func TestDeterministic(t *testing.T) {
 	c := sharedCounter(t)
 	var sums []Summary
 	for _, par := range []int{1, 3} {
-		rep, err := Run(context.Background(), Config{Modes: []string{ModeNaive, ModeDiff}, Agent: agent.Scripted{}, Parallel: par, Counter: c}, ts)
+		rep, err := Run(context.Background(), Config{Modes: []string{ModeNaive, ModeDiff}, Agent: agent.Scripted{}, Parallel: par, Counter: c}, hot(ts))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range rep.Modes {
+		for _, m := range rep.Workloads[0].Modes {
 			sums = append(sums, m.Summary)
 		}
 	}
@@ -210,18 +212,18 @@ func TestRunRejects(t *testing.T) {
 		{Config{Modes: []string{"fast"}, Agent: agent.Scripted{}}, "unknown mode"},
 	}
 	for _, tc := range cases {
-		_, err := Run(context.Background(), tc.cfg, ts)
+		_, err := Run(context.Background(), tc.cfg, hot(ts))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("err = %v, want %q", err, tc.want)
 		}
 	}
 	// A concord binary that is not there fails the task runs, not the process.
-	rep, err := Run(context.Background(), Config{Modes: []string{"concord"}, Agent: agent.Scripted{}, ConcordBin: filepath.Join(t.TempDir(), "nope"), Counter: sharedCounter(t)}, ts)
+	rep, err := Run(context.Background(), Config{Modes: []string{"concord"}, Agent: agent.Scripted{}, ConcordBin: filepath.Join(t.TempDir(), "nope"), Counter: sharedCounter(t)}, hot(ts))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Modes[0].Summary.Errors != 1 || rep.Modes[0].Summary.Recovered != 0 {
-		t.Fatalf("summary %+v", rep.Modes[0].Summary)
+	if rep.Workloads[0].Modes[0].Summary.Errors != 1 || rep.Workloads[0].Modes[0].Summary.Recovered != 0 {
+		t.Fatalf("summary %+v", rep.Workloads[0].Modes[0].Summary)
 	}
 }
 
@@ -230,16 +232,16 @@ func TestInProcessMatchesSubprocess(t *testing.T) {
 	ts := tasks.Synthetic(6, 4)
 	var sums []Summary
 	for _, bin := range []string{concordBin(t), ""} {
-		rep, err := Run(context.Background(), Config{Modes: []string{ModeConcord}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t), ConcordBin: bin}, ts)
+		rep, err := Run(context.Background(), Config{Modes: []string{ModeConcord}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t), ConcordBin: bin}, hot(ts))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range rep.Modes[0].Tasks {
+		for _, r := range rep.Workloads[0].Modes[0].Tasks {
 			if r.Error != "" {
 				t.Fatalf("bin %q: %s: %s", bin, r.ID, r.Error)
 			}
 		}
-		sums = append(sums, rep.Modes[0].Summary)
+		sums = append(sums, rep.Workloads[0].Modes[0].Summary)
 	}
 	if sums[0] != sums[1] || sums[1].Recovered != len(ts) {
 		t.Fatalf("subprocess %+v\nin-process %+v", sums[0], sums[1])
@@ -248,7 +250,7 @@ func TestInProcessMatchesSubprocess(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	ts := tasks.Synthetic(2, 4)
-	rep, err := Run(context.Background(), Config{Modes: []string{ModeNaive, ModeOracle}, Agent: agent.Scripted{}, Counter: sharedCounter(t)}, ts)
+	rep, err := Run(context.Background(), Config{Modes: []string{ModeNaive, ModeOracle}, Agent: agent.Scripted{}, Counter: sharedCounter(t)}, hot(ts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,8 +275,8 @@ func TestOutputs(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Modes) != 2 || len(back.Modes[0].Tasks) != 4 || len(back.Modes[0].Tasks[0].Trace) == 0 {
-		t.Fatalf("JSON lost the traces: %+v", back.Modes)
+	if len(back.Workloads[0].Modes) != 2 || len(back.Workloads[0].Modes[0].Tasks) != 4 || len(back.Workloads[0].Modes[0].Tasks[0].Trace) == 0 {
+		t.Fatalf("JSON lost the traces: %+v", back.Workloads[0].Modes)
 	}
 	var svg bytes.Buffer
 	if err := rep.WriteSVG(&svg); err != nil {
@@ -346,11 +348,11 @@ func TestConcordNoticePath(t *testing.T) {
 	ts := tasks.Synthetic(4, 6)
 	cfg := Config{Modes: []string{ModeNaive, ModeConcord}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t),
 		ConcordBin: concordBin(t), ConcordLocal: "suppress"}
-	rep, err := Run(context.Background(), cfg, ts)
+	rep, err := Run(context.Background(), cfg, hot(ts))
 	if err != nil {
 		t.Fatal(err)
 	}
-	naive, conc := rep.Modes[0], rep.Modes[1]
+	naive, conc := rep.Workloads[0].Modes[0], rep.Workloads[0].Modes[1]
 	for i, c := range conc.Tasks {
 		if c.Error != "" {
 			t.Fatalf("%s: %s", c.ID, c.Error)

@@ -21,17 +21,25 @@ type concordSession struct {
 
 const benchAgent = "main"
 
+// initParams is initialize's params plus the repair placement policy
+// (inplace, tail, auto), sent only when set: the hook for cache-aware
+// repair, which adds the field to the protocol.
+type initParams struct {
+	rpc.InitializeParams
+	Placement string `json:"placement,omitempty"`
+}
+
 func startConcord(ctx context.Context, cfg Config, ws *race.Workspace) (*concordSession, error) {
 	c, err := dial(ctx, cfg.ConcordBin, cfg.ServerLog)
 	if err != nil {
 		return nil, fmt.Errorf("concord mode: %w", err)
 	}
-	params := rpc.InitializeParams{
+	params := initParams{InitializeParams: rpc.InitializeParams{
 		ProtocolVersion: rpc.ProtocolVersion,
 		ClientInfo:      &rpc.Info{Name: "concord-bench", Version: "1"},
 		Roots:           []string{ws.Dir},
 		Watch:           rpc.WatchAuto,
-	}
+	}, Placement: cfg.ConcordPlacement}
 	if cfg.ConcordLocal != "" {
 		params.Policy = &rpc.PolicyConfig{Global: rpc.Policy{Local: cfg.ConcordLocal}}
 	}
@@ -57,6 +65,14 @@ func (s *concordSession) observe(ctx context.Context, turn int, anchor string, r
 			Text:    strings.Join(res.Read.Lines, "\n"),
 			Version: res.Read.Version,
 		}}
+	case res.Edit != nil:
+		kind = race.ToolEdit
+		srcs = []rpc.Source{{
+			URI:     s.ws.URI(res.Edit.File),
+			Range:   &rpc.Range{Start: res.Edit.Start, End: res.Edit.End},
+			Text:    strings.Join(res.Edit.Lines, "\n"),
+			Version: res.Edit.Version,
+		}}
 	case len(res.Hits) > 0:
 		kind = race.ToolGrep
 		for _, h := range res.Hits {
@@ -70,6 +86,15 @@ func (s *concordSession) observe(ctx context.Context, turn int, anchor string, r
 		return fmt.Errorf("concord observe %s: %w", anchor, err)
 	}
 	s.kinds[anchor] = kind
+	return nil
+}
+
+// changed reports a write an agent made with its own tool (sourceChanged).
+func (s *concordSession) changed(ctx context.Context, agentID, file string) error {
+	var out rpc.SourceChangedResult
+	if err := s.c.Call(ctx, rpc.MethodSourceChanged, rpc.SourceChangedParams{URI: s.ws.URI(file), Agent: agentID}, &out); err != nil {
+		return fmt.Errorf("concord sourceChanged %s: %w", file, err)
+	}
 	return nil
 }
 
@@ -87,9 +112,9 @@ func (s *concordSession) sync(ctx context.Context, turn int, views map[string]st
 		case "patched":
 			views[b.Anchor] = s.render(b.Anchor, b.Sources)
 		case "stale":
-			views[b.Anchor] = s.render(b.Anchor, b.Sources) + "\n" + b.Notice
+			views[b.Anchor] = s.render(b.Anchor, b.Sources) + "\n" + s.ws.Neutral(b.Notice)
 		default: // invalid, superseded: the notice alone
-			views[b.Anchor] = b.Notice
+			views[b.Anchor] = s.ws.Neutral(b.Notice)
 		}
 		tr = append(tr, ViewTrace{Anchor: b.Anchor, Status: b.Status, Reason: b.Reason, Shown: views[b.Anchor]})
 	}
@@ -111,6 +136,8 @@ func (s *concordSession) render(anchor string, srcs []rpc.Source) string {
 			for i, l := range lines {
 				parts = append(parts, race.RenderHit(rel, start+i, l))
 			}
+		case race.ToolEdit:
+			parts = append(parts, race.RenderEdit(s.ws.DisplayPath(s.rel(src.URI)), start, lines))
 		default:
 			parts = append(parts, race.RenderRead(start, lines))
 		}

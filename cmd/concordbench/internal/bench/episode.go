@@ -2,9 +2,13 @@ package bench
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/agent"
@@ -20,12 +24,18 @@ type TaskResult struct {
 	Gold             string         `json:"gold"`
 	Answer           string         `json:"answer"`
 	Recovered        bool           `json:"recovered"`
+	AnswerFirst      string         `json:"answer_first_copy,omitempty"` // the first-copy reader's answer (scripted agent)
+	RecoveredFirst   bool           `json:"recovered_first_copy"`
 	Steps            int            `json:"steps"` // model calls
 	Reads            int            `json:"reads"` // read_file calls
 	PromptTokens     int            `json:"prompt_tokens"`
 	CompletionTokens int            `json:"completion_tokens"`
 	CountedPrompt    int            `json:"counted_prompt_tokens"`
 	ReusedTokens     int            `json:"reused_prefix_tokens"`
+	CacheRead        int            `json:"cache_read_tokens"`
+	CacheWrite       int            `json:"cache_write_tokens"`
+	InputCost        float64        `json:"input_cost"` // in plain input tokens
+	RewriteCalls     int            `json:"rewrite_calls"`
 	ProviderCached   int            `json:"provider_cached_tokens,omitempty"`
 	Restores         []race.Restore `json:"restores"`
 	ConcordStats     map[string]any `json:"concord_stats,omitempty"`
@@ -39,7 +49,12 @@ type StepTrace struct {
 	PromptTokens     int         `json:"prompt_tokens"`
 	CompletionTokens int         `json:"completion_tokens"`
 	ReusedTokens     int         `json:"reused_prefix_tokens"`
+	CacheRead        int         `json:"cache_read_tokens"`
+	CacheWrite       int         `json:"cache_write_tokens"`
+	InputCost        float64     `json:"input_cost"`
+	Rewrite          bool        `json:"rewrote_earlier_message,omitempty"`
 	Views            []ViewTrace `json:"concord_views,omitempty"`
+	InFlight         []string    `json:"in_flight_writes,omitempty"` // files written after this call's sync
 	Content          string      `json:"content,omitempty"`
 	Calls            []CallTrace `json:"calls"`
 }
@@ -74,22 +89,34 @@ type episode struct {
 	msgs  []agent.Message
 	views map[string]string // tool call id -> content shown instead (concord)
 
-	alerts     []string       // alert mode: paths restored since the last tool output
-	undiffed   []race.Restore // diff mode: seen restores no diff has shown yet
+	alerts   []string       // alert mode: paths restored since the last tool output
+	undiffed []race.Restore // diff mode: seen changes no diff has shown yet
+	// known is what the agent last saw of each file it read or edited in
+	// full (reminder mode compares the disk with it before each call).
+	known map[string]string
+	chat  []string // resend: files in the chat, in the order added
+	// inflight are session events due after the next sync; outside are
+	// the session's outside writes so far.
+	inflight   []tasks.Event
+	outside    []race.Restore
 	prevPrompt []int
+	prevMsgs   []string
 	ids        map[string]bool
 	res        TaskResult
 }
 
 // runEpisode plays task t in mode; dir (created, then removed) is its workspace.
 func runEpisode(ctx context.Context, cfg Config, dir, mode string, t tasks.Task) TaskResult {
-	e := &episode{cfg: cfg, mode: mode, task: t, views: map[string]string{}}
+	e := &episode{cfg: cfg, mode: mode, task: t, views: map[string]string{}, known: map[string]string{}}
 	e.res = TaskResult{ID: t.ID, Question: t.Question, Gold: t.Answer}
 	if err := e.run(ctx, dir); err != nil {
 		e.res.Error = err.Error()
 	}
 	e.res.Recovered = e.res.Error == "" && tasks.ExactMatch(e.res.Answer, t.Answer)
-	e.res.Restores = e.ctl.Log()
+	e.res.RecoveredFirst = e.res.Error == "" && e.res.AnswerFirst != "" && tasks.ExactMatch(e.res.AnswerFirst, t.Answer)
+	if e.ctl != nil {
+		e.res.Restores = append(e.ctl.Log(), e.outside...)
+	}
 	return e.res
 }
 
@@ -104,9 +131,21 @@ func (e *episode) run(ctx context.Context, dir string) error {
 		return err
 	}
 	e.ctl = race.NewController(e.ws)
+	e.ctl.Schedule(e.task.Race, int(seedOf(e.task.ID)))
 	if e.mode != ModeOracle {
 		if err := e.ctl.Arm(e.task.Mutations); err != nil {
 			return err
+		}
+	} else {
+		// No race: the files are in their final state from the start.
+		if err := e.ctl.Final(e.task.Mutations); err != nil {
+			return err
+		}
+		// No race: the outside writes of a session are on disk before it starts.
+		for _, ev := range e.task.Events {
+			if _, err := e.apply(ev); err != nil {
+				return err
+			}
 		}
 	}
 	if e.mode == ModeConcord {
@@ -121,14 +160,19 @@ func (e *episode) run(ctx context.Context, dir string) error {
 			}
 		}()
 	}
-	e.tools = agent.Tools(e.mode == ModeDiff)
+	coding := len(e.task.Plan) > 0
+	e.tools = agent.Tools(coding, e.mode == ModeDiff)
 	e.msgs = []agent.Message{
-		{Role: "system", Content: agent.SystemPrompt(e.mode == ModeDiff)},
+		{Role: "system", Content: agent.SystemPrompt(coding, e.mode == ModeDiff)},
 		{Role: "user", Content: agent.UserPrompt(e.task)},
 	}
+	_, scripted := e.cfg.Agent.(agent.Scripted)
 	sess := e.cfg.Agent.Session(e.task)
 	for step := 1; step <= e.cfg.MaxSteps; step++ {
 		tr := StepTrace{Step: step}
+		if e.mode == ModeReminder {
+			e.remind()
+		}
 		if e.cc != nil {
 			vs, err := e.cc.sync(ctx, step, e.views)
 			if err != nil {
@@ -137,9 +181,16 @@ func (e *episode) run(ctx context.Context, dir string) error {
 			tr.Views = vs
 		}
 		prompt := e.prompt()
+		// Writes in flight: after the sync, before the reply.
+		if err := e.landInFlight(&tr); err != nil {
+			return err
+		}
 		seq := promptTokens(e.cfg.Counter, e.tools, prompt)
 		reused := tokens.CommonPrefix(e.prevPrompt, seq)
-		e.prevPrompt = seq
+		rendered := renderAll(prompt)
+		tr.Rewrite = rewrote(e.prevMsgs, rendered)
+		e.prevPrompt, e.prevMsgs = seq, rendered
+		tr.CacheRead, tr.CacheWrite, tr.InputCost = e.cfg.Price.CallCost(len(seq), reused)
 		reply, err := sess.Next(ctx, prompt, e.tools)
 		if err != nil {
 			return fmt.Errorf("step %d: %w", step, err)
@@ -152,6 +203,12 @@ func (e *episode) run(ctx context.Context, dir string) error {
 		tr.PromptTokens, tr.CompletionTokens, tr.ReusedTokens = len(seq), completionTokens(e.cfg.Counter, msg), reused
 		e.res.CountedPrompt += len(seq)
 		e.res.ReusedTokens += reused
+		e.res.CacheRead += tr.CacheRead
+		e.res.CacheWrite += tr.CacheWrite
+		e.res.InputCost += tr.InputCost
+		if tr.Rewrite {
+			e.res.RewriteCalls++
+		}
 		if u := reply.Usage; u != nil {
 			tr.PromptTokens, tr.CompletionTokens = u.PromptTokens, u.CompletionTokens
 			e.res.ProviderCached += u.CachedTokens
@@ -186,6 +243,11 @@ func (e *episode) run(ctx context.Context, dir string) error {
 		e.res.Trace = append(e.res.Trace, tr)
 		if answered {
 			e.res.Answer = final
+			if scripted {
+				// The second reader makes the same calls and reads the
+				// same context differently.
+				e.res.AnswerFirst = agent.ExtractFirst(e.task.Probe, prompt)
+			}
 			return nil
 		}
 	}
@@ -196,7 +258,148 @@ func (e *episode) run(ctx context.Context, dir string) error {
 	return nil
 }
 
-// prompt is the history as the model sees it now (Concord's views applied).
+// seedOf is a stable small number per task (the edits schedule's choice).
+func seedOf(id string) uint32 {
+	h := sha256.Sum256([]byte(id))
+	return binary.BigEndian.Uint32(h[:4]) >> 1
+}
+
+// landInFlight applies the writes due between this call's sync and its
+// reply: the race's deferred restores and a session's in-flight events.
+func (e *episode) landInFlight(tr *StepTrace) error {
+	rs, err := e.ctl.InFlight()
+	if err != nil {
+		return err
+	}
+	for _, ev := range e.inflight {
+		r, err := e.apply(ev)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, r)
+	}
+	e.inflight = nil
+	for _, r := range rs {
+		tr.InFlight = append(tr.InFlight, r.File)
+	}
+	e.note(rs)
+	return e.reportWrites(context.Background(), rs)
+}
+
+// apply makes a session's outside write: Old becomes New in File.
+func (e *episode) apply(ev tasks.Event) (race.Restore, error) {
+	p := e.ws.Abs(ev.File)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return race.Restore{}, fmt.Errorf("outside write %s: %w", ev.File, err)
+	}
+	before := string(b)
+	if strings.Count(before, ev.Old) != 1 {
+		return race.Restore{}, fmt.Errorf("outside write %s: %q is not on disk exactly once", ev.File, ev.Old)
+	}
+	after := strings.Replace(before, ev.Old, ev.New, 1)
+	if err := os.WriteFile(p, []byte(after), 0o644); err != nil {
+		return race.Restore{}, fmt.Errorf("outside write %s: %w", ev.File, err)
+	}
+	_, seen := e.known[ev.File]
+	r := race.Restore{File: ev.File, Seen: seen, Reason: "outside-" + ev.Kind, Before: before, After: after}
+	e.outside = append(e.outside, r)
+	return r, nil
+}
+
+// planDone runs a session's events due after plan step id ("p<i>").
+func (e *episode) planDone(id string) ([]race.Restore, error) {
+	i, err := strconv.Atoi(strings.TrimPrefix(id, "p"))
+	if err != nil || !strings.HasPrefix(id, "p") || e.mode == ModeOracle {
+		return nil, nil
+	}
+	var rs []race.Restore
+	for _, ev := range e.task.Events {
+		if ev.After != i {
+			continue
+		}
+		if ev.InFlight {
+			e.inflight = append(e.inflight, ev)
+			continue
+		}
+		r, err := e.apply(ev)
+		if err != nil {
+			return rs, err
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+// reportWrites tells Concord of writes another agent made with its own
+// tool (concurrent), as that agent's binding does.
+func (e *episode) reportWrites(ctx context.Context, rs []race.Restore) error {
+	if e.cc == nil {
+		return nil
+	}
+	for _, r := range rs {
+		if r.By != "" {
+			if err := e.cc.changed(ctx, r.By, r.File); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// remind appends Claude Code's reminder for every file the agent read
+// whose content changed since it last saw it: the changed lines, with
+// their numbers. The old tool output stays as it was.
+func (e *episode) remind() {
+	var b strings.Builder
+	for _, f := range sortedKeys(e.known) {
+		cur, err := os.ReadFile(e.ws.Abs(f))
+		now := string(cur)
+		if err == nil && now == e.known[f] {
+			continue
+		}
+		path := e.ws.DisplayPath(f)
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		if err != nil {
+			if e.known[f] != deleted {
+				fmt.Fprintf(&b, "<system-reminder>\nNote: %s was deleted, either by the user or by a linter.\n</system-reminder>", path)
+				e.known[f] = deleted
+			}
+			continue
+		}
+		start, _, nw := hunk(e.known[f], now)
+		fmt.Fprintf(&b, "<system-reminder>\nNote: %s was modified, either by the user or by a linter. This change was intentional, so make sure to take it into account as you proceed. Here are the relevant changes (shown with line numbers):\n%s\n</system-reminder>",
+			path, race.RenderRead(start, nw))
+		e.known[f] = now
+	}
+	if b.Len() > 0 {
+		e.msgs = append(e.msgs, agent.Message{Role: "user", Content: b.String()})
+	}
+}
+
+// deleted marks a known file that is gone (a recreate is then a change).
+const deleted = "\x00deleted"
+
+// hunk is the changed region of two texts as lines: the first changed
+// line (1-based), the old lines and the new lines between the common
+// prefix and suffix.
+func hunk(before, after string) (int, []string, []string) {
+	a, b := race.Lines(before), race.Lines(after)
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	s := 0
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	return p + 1, a[p : len(a)-s], b[p : len(b)-s]
+}
+
+// prompt is the history as the model sees it now: Concord's views, masked
+// observations, resent files.
 func (e *episode) prompt() []agent.Message {
 	out := make([]agent.Message, len(e.msgs))
 	copy(out, e.msgs)
@@ -205,7 +408,62 @@ func (e *episode) prompt() []agent.Message {
 			out[i].Content = v
 		}
 	}
+	switch e.mode {
+	case ModeMask:
+		// OpenHands' ObservationMaskingCondenser: observations outside the
+		// last MaskWindow events are replaced by a placeholder. Events are
+		// the messages after the system prompt, one per tool call.
+		var events []int // message index of each event (-1: an action)
+		for i, m := range out[1:] {
+			if m.Role == "assistant" {
+				for range max(len(m.ToolCalls), 1) {
+					events = append(events, -1)
+				}
+				continue
+			}
+			if m.Role == "tool" {
+				events = append(events, i+1)
+			} else {
+				events = append(events, -1)
+			}
+		}
+		for k, mi := range events {
+			if mi >= 0 && k < len(events)-MaskWindow {
+				out[mi].Content = agent.Masked
+			}
+		}
+	case ModeResend:
+		if block := e.chatFiles(); block != "" {
+			out = append(out, agent.Message{Role: "user", Content: block})
+		}
+	}
 	return out
+}
+
+// chatFiles is Aider's files block: the current content of every file in
+// the chat, re-read from disk for each call.
+func (e *episode) chatFiles() string {
+	var b strings.Builder
+	for _, f := range e.chat {
+		c, err := os.ReadFile(e.ws.Abs(f))
+		if err != nil {
+			continue // deleted: Aider drops it from the chat
+		}
+		if b.Len() == 0 {
+			b.WriteString("Current content of the files in the chat (the earlier copies are out of date):\n")
+		}
+		fmt.Fprintf(&b, "\n%s\n```\n%s```\n", e.ws.DisplayPath(f), c)
+	}
+	return b.String()
+}
+
+func (e *episode) addChat(f string) {
+	for _, x := range e.chat {
+		if x == f {
+			return
+		}
+	}
+	e.chat = append(e.chat, f)
 }
 
 func (e *episode) note(rs []race.Restore) {
@@ -230,6 +488,9 @@ func (e *episode) answer(ans string) (out string, ok bool, err error) {
 		return "", false, err
 	}
 	e.note(rs)
+	if err := e.reportWrites(context.Background(), rs); err != nil {
+		return "", false, err
+	}
 	switch {
 	case e.mode == ModeDiff && len(e.undiffed) > 0:
 		return "[blocked] files changed after you saw them; call diff before answering.", false, nil
@@ -263,6 +524,7 @@ func (e *episode) tool(ctx context.Context, step int, tc agent.ToolCall) (CallTr
 	var out string
 	var res race.Result
 	accepted, final := false, ""
+	coding := len(e.task.Plan) > 0
 	switch {
 	case perr != nil:
 		out = "error: " + perr.Error()
@@ -279,19 +541,38 @@ func (e *episode) tool(ctx context.Context, step int, tc agent.ToolCall) (CallTr
 		}
 		e.note(rs)
 		ct.Restores = append(ct.Restores, rs...)
-		out = renderDiff(e.undiffed)
+		out = e.renderDiff(e.undiffed)
+		for _, r := range e.undiffed {
+			e.seeFile(r.File)
+		}
 		e.undiffed = nil
-	case call.Name == race.ToolGlob || call.Name == race.ToolGrep || call.Name == race.ToolRead:
+	case call.Name == race.ToolGlob || call.Name == race.ToolGrep || call.Name == race.ToolRead ||
+		(coding && (call.Name == race.ToolEdit || call.Name == race.ToolRun)):
 		rs, err := e.ctl.Before(call)
 		if err != nil {
 			return ct, "", false, err
 		}
 		e.note(rs)
+		if err := e.reportWrites(ctx, rs); err != nil {
+			return ct, "", false, err
+		}
 		ct.Restores = append(ct.Restores, rs...)
 		res = e.ws.Exec(call)
 		out = res.Output
-		if call.Name == race.ToolRead && res.Read != nil {
+		switch {
+		case res.Read != nil:
 			e.res.Reads++
+			e.seeFile(res.Read.File)
+			if e.mode == ModeResend {
+				e.addChat(res.Read.File)
+				out = fmt.Sprintf("Added %s to the chat.", e.ws.DisplayPath(res.Read.File))
+			}
+		case res.Edit != nil:
+			e.seeFile(res.Edit.File)
+			if e.mode == ModeResend {
+				e.addChat(res.Edit.File)
+				out = fmt.Sprintf("Applied edit to %s", e.ws.DisplayPath(res.Edit.File))
+			}
 		}
 	default:
 		out = fmt.Sprintf("error: unknown tool %q", tc.Name)
@@ -299,10 +580,15 @@ func (e *episode) tool(ctx context.Context, step int, tc agent.ToolCall) (CallTr
 	if e.mode == ModeAlert && !(call.Name == race.ToolAnswer) {
 		out = e.flushAlerts(out)
 	}
-	// A binding observes the result as soon as the tool returns; the race's
-	// out-of-band restore comes after, so Concord learns of it as a real
-	// change on disk.
+	// A binding observes the result as soon as the tool returns (and
+	// reports its own write first); the race's out-of-band restore comes
+	// after, so Concord learns of it as a real change on disk.
 	if e.cc != nil {
+		if res.Edit != nil {
+			if err := e.cc.changed(ctx, benchAgent, res.Edit.File); err != nil {
+				return ct, "", false, err
+			}
+		}
 		if err := e.cc.observe(ctx, step, tc.ID, res); err != nil {
 			return ct, "", false, err
 		}
@@ -312,15 +598,30 @@ func (e *episode) tool(ctx context.Context, step int, tc agent.ToolCall) (CallTr
 	if err != nil {
 		return ct, "", false, err
 	}
+	more, err := e.planDone(tc.ID)
+	if err != nil {
+		return ct, "", false, err
+	}
+	rs = append(rs, more...)
 	e.note(rs)
+	if err := e.reportWrites(ctx, rs); err != nil {
+		return ct, "", false, err
+	}
 	ct.Restores = append(ct.Restores, rs...)
 	ct.Output = out
 	e.msgs = append(e.msgs, agent.Message{Role: "tool", ToolCallID: tc.ID, Content: out})
 	return ct, final, accepted, nil
 }
 
-// renderDiff shows restored patches: - what the agent saw, + what is on disk.
-func renderDiff(rs []race.Restore) string {
+// seeFile records that the agent now knows f as it is on disk.
+func (e *episode) seeFile(f string) {
+	if b, err := os.ReadFile(e.ws.Abs(f)); err == nil {
+		e.known[f] = string(b)
+	}
+}
+
+// renderDiff shows changes: - what the agent saw, + what is on disk.
+func (e *episode) renderDiff(rs []race.Restore) string {
 	if len(rs) == 0 {
 		return "no changes since you last saw the files"
 	}
@@ -329,12 +630,52 @@ func renderDiff(rs []race.Restore) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
+		if r.After == "" {
+			fmt.Fprintf(&b, "--- %s (as you saw it)\n+++ %s (deleted)", r.File, r.File)
+			continue
+		}
 		fmt.Fprintf(&b, "--- %s (as you saw it)\n+++ %s (on disk now)", r.File, r.File)
-		for j, l := range r.Lines {
-			fmt.Fprintf(&b, "\n@@ line %d @@\n-%s\n+%s", l, r.Mutated[j], r.Original[j])
+		start, old, nw := hunk(r.Before, r.After)
+		fmt.Fprintf(&b, "\n@@ line %d @@", start)
+		for _, l := range old {
+			fmt.Fprintf(&b, "\n-%s", l)
+		}
+		for _, l := range nw {
+			fmt.Fprintf(&b, "\n+%s", l)
 		}
 	}
 	return b.String()
+}
+
+// renderAll renders each message as the token count sees it.
+func renderAll(msgs []agent.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = renderMessage(m)
+	}
+	return out
+}
+
+// rewrote: some message the previous call sent is different now (or gone).
+func rewrote(prev, cur []string) bool {
+	if len(prev) > len(cur) {
+		return true
+	}
+	for i := range prev {
+		if prev[i] != cur[i] {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }
 
 // Special-token stand-ins: chat templates wrap each message in markers that

@@ -83,11 +83,14 @@ func serveInProcess(stderr io.Writer) *inProcess {
 		return fromSrv.Close()
 	}}
 	p.conn = jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(rwc, jsonrpc2.VSCodeObjectCodec{}),
-		jsonrpc2.HandlerWithError(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) {
+		jsonrpc2.HandlerWithError(func(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
 			// blocksChanged hints need no answer; the bench syncs before
 			// every call anyway. readSource is for keyed sources, unused.
+			if req.Notif {
+				return nil, nil
+			}
 			return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "bench client handles no requests"}
-		}))
+		}), jsonrpc2.SetLogger(discard{}))
 	return p
 }
 
@@ -141,3 +144,7 @@ func newSession(_ context.Context, cfg rpc.SessionConfig) (rpc.Core, string, err
 	m.AddAdapter(keyed.New(cfg.Fetch))
 	return m, fa.Mode(), nil
 }
+
+type discard struct{}
+
+func (discard) Printf(string, ...any) {}
