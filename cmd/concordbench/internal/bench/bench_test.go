@@ -368,3 +368,109 @@ func TestConcordNoticePath(t *testing.T) {
 		}
 	}
 }
+
+// inflight: a write that lands after a sync reaches the model on the very
+// next call, through Concord; naive never shows it.
+func TestInFlightNextCallShowsIt(t *testing.T) {
+	base := tasks.Synthetic(8, 4)
+	ts, err := tasks.ForWorkload("inflight", base, 8, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Modes: []string{ModeNaive, ModeConcord}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t)}
+	rep, err := Run(context.Background(), cfg, []Workload{{Name: "inflight", Tasks: ts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range rep.Workloads[0].Modes {
+		for _, r := range m.Tasks {
+			at := -1
+			for i, s := range r.Trace {
+				if len(s.InFlight) > 0 {
+					at = i
+				}
+			}
+			if at < 0 || at+1 >= len(r.Trace) {
+				t.Fatalf("%s %s: no in-flight write with a call after it", m.Mode, r.ID)
+			}
+			repaired := false
+			for _, v := range r.Trace[at+1].Views {
+				repaired = repaired || v.Status == "patched" || v.Status == "invalid"
+			}
+			if m.Mode == ModeConcord && (!repaired || !r.Recovered || !r.RecoveredFirst) {
+				t.Errorf("concord %s: next call repaired %v, recovered %v/%v", r.ID, repaired, r.Recovered, r.RecoveredFirst)
+			}
+			if m.Mode == ModeNaive && r.Recovered {
+				t.Errorf("naive %s recovered: the in-flight write was not stale", r.ID)
+			}
+		}
+	}
+}
+
+// The long workload's sessions: 30-60 calls, about 31% edit snippets and
+// 14% views, outside writes on files the agent has seen, and the edits
+// rewrite earlier messages through Concord (the cost the cache issue
+// starts from).
+func TestLongSessions(t *testing.T) {
+	ts := tasks.Long(1, 20)
+	edits, views, calls := 0, 0, 0
+	for _, x := range ts {
+		if n := len(x.Plan); n < 30 || n > 62 {
+			t.Errorf("%s: %d planned calls", x.ID, n)
+		}
+		for _, a := range x.Plan {
+			calls++
+			switch a.Tool {
+			case "edit":
+				edits++
+			case "read_file":
+				views++
+			}
+		}
+	}
+	if e, v := float64(edits)/float64(calls), float64(views)/float64(calls); e < 0.27 || e > 0.35 || v < 0.11 || v > 0.18 {
+		t.Errorf("edit share %.2f, view share %.2f", e, v)
+	}
+	cfg := Config{Modes: []string{ModeNaive, ModeConcord, ModeOracle}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t), MaxSteps: 100, Price: Prices["anthropic"]}
+	rep, err := Run(context.Background(), cfg, []Workload{{Name: "long", Tasks: ts[:3]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := map[string]Summary{}
+	for _, m := range rep.Workloads[0].Modes {
+		for _, r := range m.Tasks {
+			if r.Error != "" {
+				t.Fatalf("%s %s: %s", m.Mode, r.ID, r.Error)
+			}
+		}
+		ms[m.Mode] = m.Summary
+	}
+	if ms[ModeNaive].Recovered != 0 || ms[ModeConcord].Recovered != 3 || ms[ModeConcord].RecoveredFirst != 3 || ms[ModeOracle].Recovered != 3 {
+		t.Errorf("recovered: naive %d, concord %d/%d, oracle %d of 3", ms[ModeNaive].Recovered, ms[ModeConcord].Recovered, ms[ModeConcord].RecoveredFirst, ms[ModeOracle].Recovered)
+	}
+	if ms[ModeNaive].RewriteCalls != 0 || ms[ModeConcord].RewritePercent < 10 || ms[ModeConcord].CostVsNaive <= 1 {
+		t.Errorf("in-place repair: naive rewrites %d, concord %.1f%% of calls, cost %.2fx naive", ms[ModeNaive].RewriteCalls, ms[ModeConcord].RewritePercent, ms[ModeConcord].CostVsNaive)
+	}
+}
+
+// The price models split a call as documented.
+func TestCallCost(t *testing.T) {
+	cases := []struct {
+		price       string
+		n, shared   int
+		read, write int
+		cost        float64
+	}{
+		{"none", 5000, 4000, 0, 0, 5000},
+		{"anthropic", 900, 800, 0, 0, 900},          // below the minimum: plain input
+		{"anthropic", 5000, 4000, 4000, 1000, 1650}, // 4000*0.1 + 1000*1.25
+		{"anthropic", 5000, 500, 0, 5000, 6250},     // shared prefix too short to read
+		{"openai", 5000, 4000, 3968, 1032, 3016},    // 1024 + 23*128 read at 0.5
+	}
+	for _, tc := range cases {
+		r, w, c := Prices[tc.price].CallCost(tc.n, tc.shared)
+		if r != tc.read || w != tc.write || c != tc.cost {
+			t.Errorf("%s(%d, %d) = %d, %d, %g; want %d, %d, %g", tc.price, tc.n, tc.shared, r, w, c, tc.read, tc.write, tc.cost)
+		}
+	}
+}
