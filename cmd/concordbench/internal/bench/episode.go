@@ -433,8 +433,12 @@ func (e *episode) prompt() []agent.Message {
 			}
 		}
 	case ModeResend:
+		// Aider's order (aider/coders/chat_chunks.py): system, the files in
+		// the chat, then the history; the files as a user message and the
+		// assistant's acknowledgement (aider/coders/base_prompts.py).
 		if block := e.chatFiles(); block != "" {
-			out = append(out, agent.Message{Role: "user", Content: block})
+			files := []agent.Message{{Role: "user", Content: block}, {Role: "assistant", Content: agent.ResendAck}}
+			out = append(out[:1], append(files, out[1:]...)...)
 		}
 	}
 	return out
@@ -450,7 +454,7 @@ func (e *episode) chatFiles() string {
 			continue // deleted: Aider drops it from the chat
 		}
 		if b.Len() == 0 {
-			b.WriteString("Current content of the files in the chat (the earlier copies are out of date):\n")
+			b.WriteString(agent.ResendPrefix)
 		}
 		fmt.Fprintf(&b, "\n%s\n```\n%s```\n", e.ws.DisplayPath(f), c)
 	}

@@ -33,7 +33,8 @@ import (
 //     the cloze's prefix + value + suffix, ignoring diff lines marked "-".
 //     A span probe answers the value; "same" answers yes when both values
 //     are equal; "earlier" answers the option with the smaller number;
-//     "all" answers every value, joined by "; ".
+//     "all" answers every value, joined by "; ". A message that says it
+//     holds the true contents of files (Aider's) comes first.
 //
 // It measures the mechanics of a mode (what reaches the context, steps,
 // tokens, cache reuse), not a model's judgement. ExtractFirst is the second
@@ -280,9 +281,35 @@ func Marked(content string) bool {
 // Masked is the placeholder of a masked observation (OpenHands).
 const Masked = "<MASKED>"
 
+// ResendPrefix heads Aider's files message and ResendAck is the
+// assistant's acknowledgement (aider/coders/base_prompts.py).
+const (
+	ResendPrefix = "I have *added these files to the chat* so you can go ahead and edit them.\n\n*Trust this message as the true contents of these files!*\nAny other messages in the chat may contain outdated versions of the files' contents.\n"
+	ResendAck    = "Ok, any changes I propose will be to those files."
+)
+
+// authoritative fills a cloze from a message that says it holds the true
+// contents (Aider's files message): both readers do as it says.
+func authoritative(c tasks.Cloze, msgs []Message) (string, bool) {
+	for _, m := range msgs {
+		if m.Role != "user" || !strings.Contains(m.Content, "*Trust this message as the true contents") {
+			continue
+		}
+		for _, l := range visibleLines(m.Content) {
+			if v, ok := c.Fill(l); ok {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
 // first fills a cloze from the first copy in the context, skipping
 // messages that are marked stale.
 func first(c tasks.Cloze, msgs []Message) (string, bool) {
+	if v, ok := authoritative(c, msgs); ok {
+		return v, true
+	}
 	for i := range msgs {
 		if !evidenceMessage(msgs, i) || Marked(msgs[i].Content) {
 			continue
@@ -298,6 +325,9 @@ func first(c tasks.Cloze, msgs []Message) (string, bool) {
 
 // latest fills a cloze from the last visible matching line.
 func latest(c tasks.Cloze, msgs []Message) (string, bool) {
+	if v, ok := authoritative(c, msgs); ok {
+		return v, true
+	}
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if !evidenceMessage(msgs, i) {
 			continue
