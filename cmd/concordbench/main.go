@@ -112,7 +112,7 @@ func benchFlags() (*pflag.FlagSet, *benchOptions) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the synthetic tasks")
 	fs.StringVar(&o.modes, "modes", strings.Join(bench.AllModes, ","), "comma-separated modes to run")
 	fs.StringVar(&o.workloads, "workload", strings.Join(tasks.DefaultWorkloads, ","), "comma-separated workloads: "+strings.Join(tasks.Workloads, ", ")+" (all = every one)")
-	fs.IntVar(&o.sessions, "sessions", 6, "long workload: number of coding sessions")
+	fs.IntVar(&o.sessions, "sessions", 10, "long workload: number of coding sessions")
 	fs.StringVar(&o.price, "price", "anthropic", "prompt-cache price model of the input cost: "+bench.PriceNames())
 	fs.StringVar(&o.placement, "placement", "", "concord mode: repair placement sent in initialize (inplace, tail, auto; default: the server's)")
 	fs.IntVar(&o.maxSteps, "max-steps", 20, "model calls per task before giving up")
