@@ -474,3 +474,44 @@ func TestCallCost(t *testing.T) {
 		}
 	}
 }
+
+// Paths reach the model as /workspace/...: neither the temp directory nor
+// the mode's name shows in any prompt, and token counts do not depend on
+// where the workspaces live.
+func TestNeutralPaths(t *testing.T) {
+	ts := tasks.Synthetic(4, 3)
+	short := t.TempDir()
+	long := filepath.Join(t.TempDir(), "a-much-longer-temporary-directory-name")
+	if err := os.Mkdir(long, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var sums []Summary
+	for _, dir := range []string{short, long} {
+		cfg := Config{Modes: []string{ModeConcord}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t), TempDir: dir, ConcordLocal: "suppress"}
+		rep, err := Run(context.Background(), cfg, hot(ts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := rep.Workloads[0].Modes[0]
+		notices := 0
+		for _, r := range m.Tasks {
+			for _, s := range r.Trace {
+				for _, v := range s.Views {
+					if strings.Contains(v.Shown, dir) || strings.Contains(v.Shown, "/"+ModeConcord+"/") {
+						t.Fatalf("%s: a view names the real path: %q", r.ID, v.Shown)
+					}
+					if strings.Contains(v.Shown, "[concord] /workspace/") {
+						notices++
+					}
+				}
+			}
+		}
+		if notices == 0 {
+			t.Fatalf("no notice with a /workspace path under %s", dir)
+		}
+		sums = append(sums, m.Summary)
+	}
+	if sums[0].CountedPrompt != sums[1].CountedPrompt {
+		t.Fatalf("prompt tokens depend on the temp directory: %d vs %d", sums[0].CountedPrompt, sums[1].CountedPrompt)
+	}
+}
