@@ -54,29 +54,36 @@ func (e usageError) Unwrap() error { return e.err }
 
 const benchUsage = `Usage: concordbench [flags]
 
-ConcordBench, the race benchmark: each task's files become a workspace,
-files change out of band after the agent has seen them, and every mode
-(naive, alert, diff, concord, oracle) runs on the same tasks. Prints a
-Markdown table (one row per mode) on stdout.
+ConcordBench, the race benchmark: files change under an agent after it has
+read them, and every mode runs on the same tasks: naive, resend (Aider),
+mask (OpenHands), reminder (Claude Code), alert, diff, concord and oracle.
+Prints one Markdown table per workload (one row per mode) on stdout; the
+rules and sources are in docs/bench.md.
+
+Workloads: hotpot, repeated, edits, concurrent and inflight are HotpotQA-
+format questions with different race schedules (by default synthetic tasks
+from --seed, no download; --tasks reads HotpotQA JSON or JSONL, --n picks
+the first N after a stable sort by SHA-256 of id and question, 0 = all);
+long is --sessions coding sessions of 30-60 calls.
 
 The concord mode runs the Concord server in this process by default,
 wired exactly as 'concord serve' wires it; --concord-bin drives a real
-'concord serve' subprocess instead.
-
-Tasks: by default synthetic multi-hop tasks generated from --seed (no
-download); --tasks reads HotpotQA JSON or JSONL. --n picks the first N tasks
-after a stable sort by SHA-256 of id and question (0 = all).
+'concord serve' subprocess instead. Input cost is priced with a prompt
+cache (--price).
 
 Examples:
   # the embedded default, deterministic, no network (from a fresh clone):
   go run ./cmd/concordbench
-  # HotpotQA's dev set (JSON or JSONL), every example:
-  concordbench --tasks hotpot_dev_distractor_v1.json --n 0
+  # HotpotQA's dev set (JSON or JSONL), every example, one workload:
+  concordbench --workload hotpot --tasks hotpot_dev_distractor_v1.json --n 0
+  # the long coding sessions at OpenAI's cache prices:
+  concordbench --workload long --sessions 20 --price openai
   # every task's trace as JSON, and a chart:
   concordbench --out bench.json --svg bench.svg
   # drive a built concord binary as a subprocess, as a binding does:
   go build -o bin/concord ./cmd/concord && concordbench --concord-bin bin/concord
   # a real model on any OpenAI-compatible endpoint:
+  # (the question workloads: long follows the scripted plan)
   OPENAI_API_KEY=... concordbench --agent openai --model gpt-4o-mini --n 10
 
 Flags:
@@ -118,7 +125,7 @@ func benchFlags() (*pflag.FlagSet, *benchOptions) {
 	fs.IntVar(&o.maxSteps, "max-steps", 20, "model calls per task before giving up")
 	fs.IntVar(&o.parallel, "parallel", 2, "tasks run at once")
 	fs.StringVar(&o.out, "out", "", "write every task's trace and metrics as JSON to this file")
-	fs.StringVar(&o.svg, "svg", "", "write a recovered-vs-tokens chart (SVG) to this file")
+	fs.StringVar(&o.svg, "svg", "", "write one chart per workload (SVG: tasks recovered against input cost) to this file")
 	fs.StringVar(&o.concordBin, "concord-bin", "", "drive this concord binary (concord serve) as a subprocess in the concord mode (default: the same server in this process)")
 	fs.StringVar(&o.concordLocal, "concord-local", "", "concord mode: policy for local edits (patch, refresh, annotate, suppress; default: the server's)")
 	fs.StringVar(&o.serverLog, "server-log", "", "append the concord server's log (the subprocess's stderr) to this file")

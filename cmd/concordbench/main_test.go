@@ -106,7 +106,7 @@ func TestBenchEmbeddedDefault(t *testing.T) {
 	dir := t.TempDir()
 	out, svg := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.svg")
 	var stdout, stderr bytes.Buffer
-	err := runBench(context.Background(), []string{"--n", "8", "--sessions", "3", "--concord-bin", concordBin, "--out", out, "--svg", svg}, &stdout, &stderr)
+	err := runBench(context.Background(), []string{"--n", "6", "--sessions", "2", "--concord-bin", concordBin, "--out", out, "--svg", svg}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("runBench: %v\nstderr: %s", err, stderr.String())
 	}
@@ -146,9 +146,9 @@ func TestBenchEmbeddedDefault(t *testing.T) {
 			t.Errorf("%s: concord prompt tokens %.2fx oracle's (limit %.2f)", wl, r, limit)
 		}
 	}
-	// Not a terminal: plain progress lines (5 question workloads of 8 and
-	// 3 sessions, 8 modes).
-	if !strings.Contains(stderr.String(), "bench: 344/344 task runs done") {
+	// Not a terminal: plain progress lines (5 question workloads of 6 and
+	// 2 sessions, 8 modes).
+	if !strings.Contains(stderr.String(), "bench: 256/256 task runs done") {
 		t.Errorf("progress on stderr: %q", stderr.String())
 	}
 	b, err := os.ReadFile(out)
@@ -167,7 +167,7 @@ func TestBenchEmbeddedDefault(t *testing.T) {
 		}
 	}
 	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Workloads) != 6 || len(rep.Workloads[0].Modes) != 8 ||
-		len(rep.Workloads[0].Modes[0].Tasks) != 8 || len(rep.Workloads[0].Modes[0].Tasks[0].Trace) == 0 {
+		len(rep.Workloads[0].Modes[0].Tasks) != 6 || len(rep.Workloads[0].Modes[0].Tasks[0].Trace) == 0 {
 		t.Fatalf("--out JSON: err %v, %d workloads", err, len(rep.Workloads))
 	}
 	if s, err := os.ReadFile(svg); err != nil || !bytes.HasPrefix(s, []byte("<svg")) || bytes.Count(s, []byte("tasks recovered vs")) != 6 {

@@ -1,9 +1,11 @@
-// Package bench is ConcordBench: the race benchmark. Each task's paragraphs
-// become a workspace; the race controller plants mutated evidence and
-// restores the originals out of band right after the agent has seen them;
-// each mode handles the stale observation its own way (naive, alert, diff,
-// concord through the real `concord serve`, oracle without a race), and the
-// run reports recover counts, steps, reads, tokens and prompt-cache reuse.
+// Package bench is ConcordBench: the race benchmark. Each task's files
+// become a workspace; files change out of band after the agent has seen
+// them (the race controller's schedules, a session's outside writes); each
+// mode handles the stale observation its own way (naive; resend, mask and
+// reminder after Aider, OpenHands and Claude Code; alert; diff; concord
+// through the Concord server; oracle without a race), and the run reports,
+// per workload, recovery under two readers, steps, reads, tokens, prefix
+// reuse, rewritten calls and the cache-priced input cost.
 package bench
 
 import (
