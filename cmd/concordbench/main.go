@@ -89,7 +89,7 @@ Examples:
 Flags:
 `
 
-// benchOptions are the flags of `concord bench`.
+// benchOptions are the flags of concordbench.
 type benchOptions struct {
 	agent, baseURL, model, keyEnv      string
 	temperature                        float64

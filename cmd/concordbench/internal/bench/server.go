@@ -11,25 +11,26 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
-	"github.com/concord-ctx/concord/fileadapter"
 	"github.com/concord-ctx/concord/rpc"
-	"github.com/concord-ctx/concord/runtime"
-	"github.com/concord-ctx/concord/runtime/keyed"
+	"github.com/concord-ctx/concord/rpc/client"
+	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/rpc/session"
 )
 
 // caller is a connection to one Concord session: the real `concord serve`
-// subprocess (*rpc.Client) or the same server run in this process.
+// subprocess (*client.Client) or the same server run in this process.
 type caller interface {
 	Call(ctx context.Context, method string, params, result any) error
 	Close() error
 }
 
 // dial starts a session: a subprocess of bin when it is set, otherwise
-// rpc.Serve in this process over a pair of pipes, wired as `concord serve`
-// wires it (the manager, the file adapter, the keyed adapter).
+// rpc.Serve in this process over a pair of pipes, with the session wiring
+// `concord serve` uses (rpc/session: the manager, the file adapter, the
+// keyed adapter) at serve's default intervals.
 func dial(ctx context.Context, bin string, stderr io.Writer) (caller, error) {
 	if bin != "" {
-		c, err := rpc.ClientOptions{Stderr: stderr}.Start(ctx, bin, "serve")
+		c, err := client.Options{Stderr: stderr}.Start(ctx, bin, "serve")
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +71,7 @@ func serveInProcess(stderr io.Writer) *inProcess {
 	go func() {
 		defer close(p.done)
 		p.status, p.err = rpc.Serve(context.Background(), srvIn, srvOut, rpc.Config{
-			NewSession: newSession,
+			NewSession: session.New(session.Options{PollInterval: 2 * time.Second, Debounce: 50 * time.Millisecond}),
 			Name:       "concord",
 			Version:    "bench",
 			Logger:     log,
@@ -104,8 +105,8 @@ func (p *inProcess) Close() error {
 	p.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := p.conn.Call(ctx, rpc.MethodShutdown, nil, nil); err == nil {
-			_ = p.conn.Notify(ctx, rpc.MethodExit, nil)
+		if err := p.conn.Call(ctx, protocol.MethodShutdown, nil, nil); err == nil {
+			_ = p.conn.Notify(ctx, protocol.MethodExit, nil)
 		}
 		p.toSrv.Close()
 		select {
@@ -122,27 +123,6 @@ func (p *inProcess) Close() error {
 		}
 	})
 	return p.cerr
-}
-
-// newSession is cmd/concord's wiring for a session with roots (the bench
-// always gives one): the manager, the file adapter (fsnotify, debounce and
-// polling at serve's defaults), the keyed adapter for other schemes.
-func newSession(_ context.Context, cfg rpc.SessionConfig) (rpc.Core, string, error) {
-	m := runtime.New(runtime.Config{Policy: cfg.Policy, Locator: cfg.Locator, OnChange: cfg.Notify, Logger: cfg.Logger})
-	fa, err := fileadapter.New(fileadapter.Config{
-		Roots:        cfg.Roots,
-		Mode:         cfg.Watch,
-		PollInterval: 2 * time.Second,
-		Debounce:     50 * time.Millisecond,
-		Logger:       cfg.Logger,
-	}, m.Hint)
-	if err != nil {
-		m.Close()
-		return nil, "", fmt.Errorf("start file watching: %w", err)
-	}
-	m.AddAdapter(fa)
-	m.AddAdapter(keyed.New(cfg.Fetch))
-	return m, fa.Mode(), nil
 }
 
 type discard struct{}
