@@ -401,6 +401,29 @@ func (c *Controller) Before(call Call) ([]Restore, error) {
 	// One follow-up write per call; an answer drops the rest (the last
 	// write of a repeated series puts back what is on disk already) but
 	// recreates a deleted file.
+	// A read of a file whose series is still running sees its end: the
+	// writer finished before the agent looked (a read must not show a
+	// wrong value no later call could correct).
+	if call.Name == ToolRead && len(c.follow) > 0 {
+		if f, err := c.ws.Resolve(call.Path); err == nil {
+			var rest []followUp
+			for _, u := range c.follow {
+				if u.file != f {
+					rest = append(rest, u)
+					continue
+				}
+				r, err := c.writeFollow(u)
+				if err != nil {
+					return out, err
+				}
+				out = append(out, r)
+			}
+			if len(rest) < len(c.follow) {
+				c.follow = rest
+				return out, nil
+			}
+		}
+	}
 	if len(c.follow) > 0 {
 		if call.Name == ToolAnswer {
 			for _, u := range c.follow {
