@@ -16,7 +16,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		wl.writeTable(&b, r.Agent)
+		wl.writeTable(&b)
 	}
 	fmt.Fprintf(&b, "\nagent %s, tokens %s, input cost priced by %s (units: plain input tokens)\n", r.Agent, r.Encoding, r.Price.describe())
 	_, err := io.WriteString(w, b.String())
@@ -30,7 +30,7 @@ func (p Price) describe() string {
 	return fmt.Sprintf("%s (cache write %gx, read %gx, from %d tokens)", p.Name, p.Write, p.Read, p.MinPrompt)
 }
 
-func (wl WorkloadReport) writeTable(b *strings.Builder, agentName string) {
+func (wl WorkloadReport) writeTable(b *strings.Builder) {
 	fmt.Fprintf(b, "%s (%d tasks)\n\n", wl.Name, wl.Tasks)
 	b.WriteString("| mode | recovered | first-copy reader | raced | avg steps | reads/task | prompt tok/task | completion tok/task | total tokens | prefix reuse tok/task | prefix reuse % | rewrite calls % | cache hit % | input cost/task | vs naive | vs oracle |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")

@@ -54,7 +54,7 @@ func longFile(r *rand.Rand, mod string) (string, []longFunc, []string) {
 		f := longFunc{
 			name: name,
 			def:  fmt.Sprintf("def %s(items, limit=%d):", name, 10*(1+r.IntN(20))),
-			doc:  fmt.Sprintf("    \"\"\"%s the %s of %s.\"\"\"", strings.Title(strings.SplitN(name, "_", 2)[0]), strings.SplitN(name, "_", 2)[1], mod), //nolint:staticcheck // ASCII words
+			doc:  fmt.Sprintf("    \"\"\"%s the %s of %s.\"\"\"", capitalize(strings.SplitN(name, "_", 2)[0]), strings.SplitN(name, "_", 2)[1], mod),
 			log:  fmt.Sprintf("    log.debug(\"%s %s %%d\", total)", mod, name),
 		}
 		fns = append(fns, f)
@@ -62,6 +62,14 @@ func longFile(r *rand.Rand, mod string) (string, []longFunc, []string) {
 			f.def, f.doc, longAttrs[r.IntN(len(longAttrs))], 1+r.IntN(9), f.log)
 	}
 	return b.String(), fns, consts
+}
+
+// capitalize upper-cases an ASCII word's first letter.
+func capitalize(w string) string {
+	if w == "" {
+		return w
+	}
+	return strings.ToUpper(w[:1]) + w[1:]
 }
 
 type longGen struct {
