@@ -57,6 +57,10 @@ type Config struct {
 	// ConcordPlacement is the repair placement (inplace, tail, auto) sent
 	// in initialize when set.
 	ConcordPlacement string
+	// ConcordWatch is initialize's watch mode ("" = auto, as the bindings
+	// use). hooks leaves change detection to the syncs' checks, without
+	// fsnotify hints: deterministic, for tests.
+	ConcordWatch string
 	// Price is the prompt-cache price model (zero: none).
 	Price     Price
 	MaxSteps  int

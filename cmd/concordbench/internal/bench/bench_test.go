@@ -496,7 +496,7 @@ func TestNeutralPaths(t *testing.T) {
 	}
 	var sums []Summary
 	for _, dir := range []string{short, long} {
-		cfg := Config{Modes: []string{ModeConcord}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t), TempDir: dir, ConcordLocal: "suppress"}
+		cfg := Config{Modes: []string{ModeConcord}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t), TempDir: dir, ConcordLocal: "suppress", ConcordWatch: "hooks"}
 		rep, err := Run(context.Background(), cfg, hot(ts))
 		if err != nil {
 			t.Fatal(err)

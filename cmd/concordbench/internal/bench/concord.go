@@ -40,6 +40,9 @@ func startConcord(ctx context.Context, cfg Config, ws *race.Workspace) (*concord
 		Roots:           []string{ws.Dir},
 		Watch:           protocol.WatchAuto,
 	}, Placement: cfg.ConcordPlacement}
+	if cfg.ConcordWatch != "" {
+		params.Watch = cfg.ConcordWatch
+	}
 	if cfg.ConcordLocal != "" {
 		params.Policy = &protocol.PolicyConfig{Global: protocol.Policy{Local: protocol.Action(cfg.ConcordLocal)}}
 	}
