@@ -301,25 +301,11 @@ func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) 
 	if err != nil {
 		return runtime.Content{}, err
 	}
-	// Stat before opening: opening a FIFO or device could block or have effects.
-	fi, err := os.Stat(p)
+	f, fi, err := a.openConfined(p)
 	if err != nil {
-		return runtime.Content{}, classify(p, err)
-	}
-	if fi.IsDir() {
-		return runtime.Content{}, fmt.Errorf("read %s: is a directory: %w", p, runtime.ErrUnreadable)
-	}
-	if !fi.Mode().IsRegular() {
-		return runtime.Content{}, fmt.Errorf("read %s: not a regular file (%s): %w", p, fi.Mode().Type(), runtime.ErrUnreadable)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return runtime.Content{}, classify(p, err)
+		return runtime.Content{}, err
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return runtime.Content{}, classify(p, err)
-	}
 	if fi.Size() > a.maxBytes {
 		return runtime.Content{}, fmt.Errorf("read %s: %d bytes > %d: %w", p, fi.Size(), a.maxBytes, runtime.ErrTooLarge)
 	}
@@ -369,28 +355,65 @@ func classify(p string, err error) error {
 	}
 }
 
-// Stamp is size, mtime and inode: cheap, and moved by any write or atomic
-// replace.
+// Stamp is size, mtime, ctime, inode and mode: cheap, and moved by any write,
+// atomic replace or chmod. ctime catches a rewrite whose mtime was put back
+// (touch -r, cp -p), which no user can set. A stamp taken while the file is
+// "racily clean" (modified within racyWindow of now, so a same-size write in
+// the same timestamp tick would leave it unchanged) carries the time it was
+// taken, so it never equals a later stamp: each verify re-hashes until the
+// file's times are safely in the past, as git re-hashes racily clean index
+// entries. The roots are enforced here too: a path that now leads outside
+// them has no stamp.
 func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 	p, err := Path(id)
 	if err != nil {
 		return "", err
 	}
-	return statStamp(p)
+	if _, err := a.confine(p); err != nil {
+		return "", err
+	}
+	return stampNow(p)
 }
 
-func statStamp(p string) (string, error) {
+// racySuffix marks a racily clean stamp; the taking time follows it.
+const racySuffix = "~racy@"
+
+// stampNow is p's stamp, unique to this call while p is racily clean.
+func stampNow(p string) (string, error) {
+	now := time.Now()
+	st, racy, err := statStamp(p, now)
+	if err != nil || !racy {
+		return st, err
+	}
+	return st + racySuffix + strconv.FormatInt(now.UnixNano(), 10), nil
+}
+
+// racyWindow is how recent a change may be for a stamp to be racily clean:
+// file systems keep timestamps in 1 s (ext3, HFS+) or 2 s (FAT) ticks, and
+// Linux stamps files from a coarse clock that lags time.Now by a tick.
+const racyWindow = 2 * time.Second
+
+// statStamp stats p; racy reports that its mtime or ctime is not older than
+// now by racyWindow, so a later same-size write could keep the same stamp.
+func statStamp(p string, now time.Time) (stamp string, racy bool, err error) {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return "", classify(p, err)
+		return "", false, classify(p, err)
 	}
-	b := make([]byte, 0, 64)
+	ct := ctime(fi)
+	b := make([]byte, 0, 80)
 	b = strconv.AppendInt(b, fi.Size(), 10)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 10)
 	b = append(b, ':')
+	b = strconv.AppendInt(b, ct.UnixNano(), 10)
+	b = append(b, ':')
 	b = strconv.AppendUint(b, inode(fi), 10)
 	b = append(b, ':')
 	b = strconv.AppendUint(b, uint64(fi.Mode()), 8)
-	return string(b), nil
+	latest := fi.ModTime()
+	if ct.After(latest) {
+		latest = ct
+	}
+	return string(b), !latest.Before(now.Add(-racyWindow)), nil
 }

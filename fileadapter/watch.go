@@ -54,7 +54,7 @@ func (a *Adapter) Watch(id string) error {
 			d.polled = true
 			for f := range a.files {
 				if filepath.Dir(f) == dir {
-					d.stamps[f], _ = statStamp(f)
+					d.stamps[f] = pollStamp(f)
 				}
 			}
 			a.mu.Unlock()
@@ -65,7 +65,7 @@ func (a *Adapter) Watch(id string) error {
 	polled := d.polled
 	a.mu.Unlock()
 	if polled {
-		st, _ := statStamp(p)
+		st := pollStamp(p)
 		a.mu.Lock()
 		d.stamps[p] = st
 		a.mu.Unlock()
@@ -257,7 +257,7 @@ func (a *Adapter) pollOnce() {
 	}
 	var moved []entry
 	for _, e := range es {
-		st, _ := statStamp(e.path)
+		st := pollStamp(e.path)
 		if st != e.stamp {
 			moved = append(moved, entry{e.path, st})
 		}
@@ -277,6 +277,14 @@ func (a *Adapter) pollOnce() {
 	}
 	a.mu.Unlock()
 	a.send(now)
+}
+
+// pollStamp is the poller's fingerprint of p ("" when p cannot be stat'ed).
+// A racily clean stamp never equals the next one, so the poller keeps
+// hinting (the hash decides) until the file's times are safely in the past.
+func pollStamp(p string) string {
+	st, _ := stampNow(p)
+	return st
 }
 
 // Close stops watching everything.

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -95,4 +96,13 @@ func noticeOrphaned(b *block) string {
 	t := targets(b)
 	return fmt.Sprintf("[concord] a newer read of %s replaced this one and has since been removed from the context; the content shown earlier is not available. Re-read %s before relying on it.",
 		t, t)
+}
+
+// readReason is errReason with the cases a notice must word itself: a path
+// that now leads outside the roots (a symlink swapped in after the read).
+func readReason(err error) string {
+	if errors.Is(err, ErrOutsideRoots) {
+		return "it now leads outside the workspace roots"
+	}
+	return errReason(err)
 }

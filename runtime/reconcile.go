@@ -407,7 +407,7 @@ func (m *Manager) applyGone(src *source, stamp string, err error) []*block {
 	if isNotFound(err) {
 		st, c = stateDeleted, causeDeleted
 	}
-	msg := errReason(err)
+	msg := readReason(err)
 	if src.state == st && src.readErr == msg {
 		return nil
 	}
