@@ -130,6 +130,10 @@ type SourceView struct {
 	Range   *Range `json:"range,omitempty"`
 	Text    string `json:"text"`
 	Version string `json:"version,omitempty"`
+	// TotalLines is the source's current line count, so a binding can
+	// re-render an "end of file" claim truthfully; absent when the server
+	// does not know the content (a keyed source reported by version only).
+	TotalLines *int `json:"totalLines,omitempty"`
 }
 
 // ReleaseRequest drops blocks, by id or by (agent, anchor).

@@ -310,6 +310,7 @@ func (m *Manager) verifyLink(l *link) []*block {
 		}
 		l.version = src.version
 		l.shown, l.shownVersion = l.text, l.version // the same content, canonical
+		l.tail = l.rng.End == len(cur)
 		return nil
 	}
 	m.count("raced")

@@ -154,9 +154,10 @@ func (rc *reconciler) link(l *link) {
 	}
 	if l.state == linkOK && l.tracked && rc.oldKnown && l.rng.End <= len(rc.oldLines) {
 		rc.apply(l, rc.locate(l.rng, l.text))
-		return
+	} else {
+		rc.apply(l, rc.relocate(l))
 	}
-	rc.apply(l, rc.relocate(l))
+	rc.extendTail(l)
 }
 
 // locate maps a tracked range through the change: untouched spans before the
@@ -300,7 +301,7 @@ func (rc *reconciler) whichLines(l *link) string {
 
 // drop keeps the old text with a warning (annotate) or omits it (suppress).
 func (rc *reconciler) drop(l *link, a Action, reason string) {
-	l.tracked, l.anchor, l.cause = false, nil, causePolicy
+	l.tracked, l.anchor, l.cause, l.tail = false, nil, causePolicy, false
 	if a == Annotate {
 		l.keepShown()
 		l.state, l.notice = linkStale, noticeAnnotate(l)
