@@ -273,12 +273,14 @@ func (rc *reconciler) act(l *link, a Action, res locator.Result, local bool) {
 			r := l.rng
 			if local {
 				r = res.Range
+			} else if res.Near != nil && res.Near.Lines() > 0 {
+				r = *res.Near // the lines that replaced the span, where it went
 			}
 			if r.End > len(rc.newLines) {
 				r.End = len(rc.newLines)
 			}
 			if r.Start > r.End {
-				rc.drop(l, Suppress, res.Reason+fmt.Sprintf("; refresh: %s no longer exist", linesOf(l.rng)))
+				rc.drop(l, Suppress, locator.Result{Status: locator.Invalid, Removed: true}, res.Reason+fmt.Sprintf("; refresh: %s no longer exist", linesOf(l.rng)))
 				return
 			}
 			l.rng, l.text = r, locator.JoinLines(rc.newLines[r.Start-1:r.End])
@@ -288,7 +290,7 @@ func (rc *reconciler) act(l *link, a Action, res locator.Result, local bool) {
 		rc.m.count("refreshed")
 		rc.touch(l, fmt.Sprintf("refreshed: %s (%s)", rc.whichLines(l), res.Reason))
 	default:
-		rc.drop(l, a, res.Reason)
+		rc.drop(l, a, res, res.Reason)
 	}
 }
 
@@ -300,14 +302,17 @@ func (rc *reconciler) whichLines(l *link) string {
 }
 
 // drop keeps the old text with a warning (annotate) or omits it (suppress).
-func (rc *reconciler) drop(l *link, a Action, reason string) {
+// res is the locator's verdict: where the span went, when known, is what
+// the notice asks the model to re-read.
+func (rc *reconciler) drop(l *link, a Action, res locator.Result, reason string) {
+	w := rc.whereNow(l, res)
 	l.tracked, l.anchor, l.cause, l.tail = false, nil, causePolicy, false
 	if a == Annotate {
 		l.keepShown()
-		l.state, l.notice = linkStale, noticeAnnotate(l)
+		l.state, l.notice = linkStale, noticeAnnotate(l, w)
 		rc.m.count("annotated")
 	} else {
-		l.state, l.notice = linkInvalid, noticeChanged(l)
+		l.state, l.notice = linkInvalid, noticeChanged(l, w)
 		rc.m.count("suppressed")
 	}
 	rc.touch(l, reason)

@@ -102,6 +102,7 @@ Flags:
 	}
 
 	var res locator.Result
+	newLines := len(locator.SplitLines(newText))
 	mode := "diff"
 	switch {
 	case *spanPath != "":
@@ -129,6 +130,11 @@ Flags:
 		if err != nil {
 			return err
 		}
+		if n := len(locator.SplitLines(oldText)); r.End > n {
+			// Past the end there is nothing to locate, and a re-read hint for
+			// lines that never existed would send the agent after nothing.
+			return usageError{fmt.Errorf("--lines %d-%d: %s has only %d lines", r.Start, r.End, *oldPath, n)}
+		}
 		if *anchored {
 			mode = "anchored"
 			res = locator.Relocate(locator.NewAnchor(oldText, r, p.ContextLines), newText, p)
@@ -149,7 +155,7 @@ Flags:
 			Result locator.Result `json:"result"`
 		}{*oldPath, *newPath, r, mode, p, res})
 	}
-	printResult(stdout, *newPath, r, res)
+	printResult(stdout, *newPath, newLines, r, res)
 	return nil
 }
 
@@ -174,7 +180,7 @@ func readText(path string) (string, error) {
 }
 
 // printResult writes the human-readable verdict.
-func printResult(w io.Writer, newPath string, old locator.Range, res locator.Result) {
+func printResult(w io.Writer, newPath string, newLines int, old locator.Range, res locator.Result) {
 	ev := res.Evidence
 	fmt.Fprintf(w, "status:     %s\n", res.Status)
 	if res.Status == locator.Invalid {
@@ -193,7 +199,19 @@ func printResult(w io.Writer, newPath string, old locator.Range, res locator.Res
 	}
 	fmt.Fprintf(w, "reason:     %s\n", res.Reason)
 	if res.Status == locator.Invalid {
-		fmt.Fprintf(w, "\nRe-read %s lines %d-%d before relying on them.\n", newPath, old.Start, old.End)
+		// Name the lines where the span's place is now: the old numbers may
+		// hold other lines.
+		switch {
+		case res.Near != nil:
+			fmt.Fprintf(w, "now:        %d-%d (rewritten beyond a local edit)\n", res.Near.Start, res.Near.End)
+			fmt.Fprintf(w, "\nRe-read %s lines %d-%d before relying on them.\n", newPath, res.Near.Start, res.Near.End)
+		case res.Removed:
+			fmt.Fprintf(w, "now:        removed\n")
+			fmt.Fprintf(w, "\nThose lines were removed. Re-read %s (%d lines) before relying on them.\n", newPath, newLines)
+		default:
+			fmt.Fprintf(w, "now:        unknown\n")
+			fmt.Fprintf(w, "\nWhere those lines are now is unknown. Re-read %s (%d lines) before relying on them.\n", newPath, newLines)
+		}
 		return
 	}
 	fmt.Fprintln(w, "text:")
