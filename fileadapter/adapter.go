@@ -74,6 +74,11 @@ type Adapter struct {
 	mu      sync.Mutex
 	closed  bool
 	files   map[string]int       // path -> watch refs
+	// Listing sources: the directories each one's last read visited (for
+	// its stamp) and its watch state.
+	listDirs map[string][]string
+	lists    map[string]*listWatch
+	fsRefs   map[string]int // directory -> references on its fsnotify watch
 	dirs    map[string]*dirWatch // parent dir -> state
 	timers  map[string]*time.Timer
 
@@ -180,6 +185,11 @@ func (a *Adapter) Scheme() string { return "file" }
 // path (the parent resolved for a file that does not exist). Paths outside the
 // roots are refused with ErrOutsideRoots.
 func (a *Adapter) Normalize(uri string) (string, error) {
+	if strings.HasPrefix(uri, "file:") {
+		if q := strings.IndexByte(uri, '?'); q >= 0 && q+1 < len(uri) && (strings.IndexByte(uri, '#') < 0 || strings.IndexByte(uri, '#') > q) {
+			return a.normalizeListing(uri)
+		}
+	}
 	p, err := uriPath(uri)
 	if err != nil {
 		return "", err
@@ -297,6 +307,12 @@ func (e notDirError) Is(target error) bool { return target == fs.ErrInvalid }
 
 // Read returns the file's content and its SHA-256 version.
 func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) {
+	if dir, sp, ok, err := listID(id); ok || err != nil {
+		if err != nil {
+			return runtime.Content{}, err
+		}
+		return a.readListing(id, dir, sp)
+	}
 	p, err := Path(id)
 	if err != nil {
 		return runtime.Content{}, err
@@ -365,6 +381,12 @@ func classify(p string, err error) error {
 // entries. The roots are enforced here too: a path that now leads outside
 // them has no stamp.
 func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
+	if dir, _, ok, err := listID(id); ok || err != nil {
+		if err != nil {
+			return "", err
+		}
+		return a.listStamp(id, dir)
+	}
 	p, err := Path(id)
 	if err != nil {
 		return "", err

@@ -3,6 +3,7 @@ package fileadapter_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -201,5 +202,88 @@ func TestRacilyCleanRewrite(t *testing.T) {
 				t.Fatalf("sync after rewrite %+v", r)
 			}
 		})
+	}
+}
+
+// TestListingSource: a listing observed with its canonical text turns
+// invalid when entries appear or vanish, with a notice naming them
+// (bounded), in every watch mode; fsnotify and poll also hint on their own.
+func TestListingSource(t *testing.T) {
+	for _, mode := range []string{fileadapter.ModeHooks, fileadapter.ModePoll, fileadapter.ModeFsnotify} {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t, mode)
+			hinted := make(chan struct{}, 100)
+			e.m.Close()
+			e.m = runtime.New(runtime.Config{OnChange: func([]string) {
+				select {
+				case hinted <- struct{}{}:
+				default:
+				}
+			}})
+			var err error
+			e.fa, err = fileadapter.New(fileadapter.Config{Roots: []string{e.root}, Mode: mode, PollInterval: 10 * time.Millisecond}, e.m.Hint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.m.AddAdapter(e.fa)
+			t.Cleanup(func() { e.m.Close() })
+			for _, f := range []string{"old.txt", "src/a.go", "node_modules/x/y.js"} {
+				writeFile(t, e.path(f), "x\n")
+			}
+			uri := "file://" + e.root + "?depth=0&ignore=node_modules"
+			o, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Turn: 1, Anchor: "ls",
+				Sources: []runtime.SourceRef{{URI: uri, Text: "old.txt\nsrc/\nsrc/a.go"}}})
+			if err != nil || o.Status != runtime.Valid {
+				t.Fatalf("observe %+v %v", o, err)
+			}
+			if r := e.sync(); len(r.Blocks) != 0 {
+				t.Fatalf("sync before any change %+v", r)
+			}
+			// A content change and a change under an ignored directory do
+			// not change the listing.
+			writeFile(t, e.path("src/a.go"), "package a\n")
+			writeFile(t, e.path("node_modules/x/z.js"), "x\n")
+			if r := e.sync(); len(r.Blocks) != 0 {
+				t.Fatalf("sync after a content change %+v", r)
+			}
+			writeFile(t, e.path("a.txt"), "x\n")
+			writeFile(t, e.path("src/b.go"), "x\n")
+			if err := os.Remove(e.path("old.txt")); err != nil {
+				t.Fatal(err)
+			}
+			if mode != fileadapter.ModeHooks {
+				select {
+				case <-hinted:
+				case <-time.After(10 * time.Second):
+					t.Fatal("no change notification from the watcher")
+				}
+			}
+			r := e.sync()
+			want := "[concord] the listing of " + e.root + " shown earlier is out of date: added a.txt, src/b.go; removed old.txt. List it again before relying on it."
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || r.Blocks[0].Notice != want {
+				t.Fatalf("sync %+v\nwant notice %q", r, want)
+			}
+		})
+	}
+}
+
+// TestListingNoticeBounded: many entries are named up to ten, then counted.
+func TestListingNoticeBounded(t *testing.T) {
+	e := newEnv(t, fileadapter.ModeHooks)
+	writeFile(t, e.path("keep"), "")
+	uri := "file://" + e.root
+	if _, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Turn: 1, Anchor: "ls",
+		Sources: []runtime.SourceRef{{URI: uri + "?depth=1", Text: "keep"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 25; i++ {
+		writeFile(t, e.path(fmt.Sprintf("f%02d", i)), "")
+	}
+	r := e.sync()
+	if len(r.Blocks) != 1 || !strings.Contains(r.Blocks[0].Notice, "added f00, f01, f02, f03, f04, f05, f06, f07, f08, f09 and 15 more. List it again") {
+		t.Fatalf("sync %+v", r)
+	}
+	if err := os.RemoveAll(e.root + "/keep"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -141,7 +141,14 @@ func sortedLinks(s *source) []*link {
 // link reconciles one link against the source's new text.
 func (rc *reconciler) link(l *link) {
 	if l.state != linkOK && l.cause == causePolicy {
+		if l.whole && isListing(rc.src) {
+			rc.listing(l) // keep naming every entry that changed since the listing shown
+		}
 		return // the model was told; the block waits for a re-read
+	}
+	if l.whole && isListing(rc.src) {
+		rc.listing(l)
+		return
 	}
 	if l.whole {
 		old := rc.oldLines
@@ -344,6 +351,9 @@ func (rc *reconciler) gone(l *link, c cause, readErr string) {
 	} else {
 		l.notice = noticeUnreadable(l, readErr)
 		reason = "unreadable: " + readErr
+	}
+	if l.whole && isListing(rc.src) {
+		l.notice = noticeListingGone(l, c == causeDeleted, readErr)
 	}
 	rc.m.count(reason[:strings.IndexByte(reason+":", ':')])
 	rc.touch(l, reason)
