@@ -73,14 +73,14 @@ type Adapter struct {
 	watchMu sync.Mutex // orders Watch/Unwatch (held across fsnotify Add/Remove)
 	mu      sync.Mutex
 	closed  bool
-	files   map[string]int       // path -> watch refs
+	files   map[string]int // path -> watch refs
 	// Listing sources: the directories each one's last read visited (for
 	// its stamp) and its watch state.
 	listDirs map[string][]string
 	lists    map[string]*listWatch
-	fsRefs   map[string]int // directory -> references on its fsnotify watch
-	dirs    map[string]*dirWatch // parent dir -> state
-	timers  map[string]*time.Timer
+	fsRefs   map[string]int       // directory -> references on its fsnotify watch
+	dirs     map[string]*dirWatch // parent dir -> state
+	timers   map[string]*time.Timer
 
 	stop chan struct{}
 	wg   sync.WaitGroup
