@@ -325,7 +325,11 @@ func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) 
 	if fi.Size() > a.maxBytes {
 		return runtime.Content{}, fmt.Errorf("read %s: %d bytes > %d: %w", p, fi.Size(), a.maxBytes, runtime.ErrTooLarge)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, a.maxBytes+1))
+	var r io.Reader = io.LimitReader(f, a.maxBytes+1)
+	if testHookReader != nil {
+		r = testHookReader(r)
+	}
+	b, err := io.ReadAll(r)
 	if err != nil {
 		return runtime.Content{}, classify(p, err)
 	}

@@ -3,6 +3,7 @@ package fileadapter
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,10 @@ import (
 // testHookBeforeOpen runs between the path checks and the open, so a test
 // can swap the file for a FIFO or a symlink in that window.
 var testHookBeforeOpen func(path string)
+
+// testHookReader wraps the reader of a file's content, so a test can fail a
+// read midway (a disk error, ENOSPC on a network file system).
+var testHookReader func(io.Reader) io.Reader
 
 // confine resolves p's symlinks now and refuses a path that leads outside
 // the roots. A source id was inside the roots when it was normalised, but a
