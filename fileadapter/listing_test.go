@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
 	"github.com/concord-ctx/concord/runtime"
 )
 
@@ -233,8 +235,19 @@ func TestListingWatch(t *testing.T) {
 	n = h.count(id)
 	write(t, filepath.Join(root, "new", "d.txt"), "d\n")
 	waitFor(t, "hint for an entry in the new subdirectory", func() bool { return h.count(id) > n })
-	// A file's content change is an event in its directory too (a hint; the
-	// hash decides), and Unwatch drops every watch.
+	// Overflow: events were lost, so the listing is hinted and its watches
+	// are rebuilt (a directory made meanwhile gets one).
+	if err := os.Mkdir(filepath.Join(root, "missed"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n = h.count(id)
+	a.onError(fsnotify.ErrEventOverflow)
+	waitFor(t, "a rescan hint and a watch on a directory made during the overflow", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return h.count(id) > n && a.lists[id].watched[filepath.Join(root, "missed")]
+	})
+	// Unwatch drops every watch.
 	a.Unwatch(id)
 	a.mu.Lock()
 	refs := len(a.fsRefs)

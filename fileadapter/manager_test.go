@@ -25,13 +25,18 @@ type env struct {
 
 func newEnv(t *testing.T, mode string) *env {
 	t.Helper()
+	return newEnvDebounce(t, mode, 0)
+}
+
+func newEnvDebounce(t *testing.T, mode string, debounce time.Duration) *env {
+	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, root: root, m: runtime.New(runtime.Config{})}
 	e.fa, err = fileadapter.New(fileadapter.Config{Roots: []string{root}, Mode: mode, MaxBytes: 1 << 20,
-		PollInterval: 10 * time.Millisecond}, e.m.Hint)
+		PollInterval: 10 * time.Millisecond, Debounce: debounce}, e.m.Hint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,11 +175,12 @@ func TestFIFOReplacingFileDoesNotHang(t *testing.T) {
 
 // TestRacilyCleanRewrite: a same-size in-place rewrite whose mtime was put
 // back (touch -r, cp -p) keeps size, mtime and inode: the next sync must
-// still see it, in hooks and poll modes.
+// still see it, in hooks and poll modes, and in fsnotify mode while the
+// watcher's debounce holds the event back.
 func TestRacilyCleanRewrite(t *testing.T) {
-	for _, mode := range []string{fileadapter.ModeHooks, fileadapter.ModePoll} {
+	for _, mode := range []string{fileadapter.ModeHooks, fileadapter.ModePoll, fileadapter.ModeFsnotify} {
 		t.Run(mode, func(t *testing.T) {
-			e := newEnv(t, mode)
+			e := newEnvDebounce(t, mode, time.Hour)
 			p := e.path("f.txt")
 			writeFile(t, p, "port: 8080\nname: demo\n")
 			old := time.Now().Add(-time.Hour).Truncate(time.Second)
