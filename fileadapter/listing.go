@@ -338,7 +338,7 @@ func (a *Adapter) readListing(id, dir string, sp listSpec) (runtime.Content, err
 // listStamp fingerprints a listing without reading a directory: the stamps
 // of every directory its last read visited (an entry added, removed or
 // renamed moves its directory's mtime and ctime; a new subdirectory moves
-// its parent's). "" before the first read.
+// its parent's). Before the first read it is the directory's own stamp.
 func (a *Adapter) listStamp(id, dir string) (string, error) {
 	if _, err := a.confine(dir); err != nil {
 		return "", err
@@ -347,10 +347,11 @@ func (a *Adapter) listStamp(id, dir string) (string, error) {
 	dirs := a.listDirs[id]
 	a.mu.Unlock()
 	if dirs == nil {
-		if _, err := os.Lstat(dir); err != nil {
-			return "", classify(dir, err)
+		st, err := stampNow(dir)
+		if err != nil {
+			return "", err
 		}
-		return "", nil
+		return "unread:" + st, nil
 	}
 	now := time.Now()
 	h := sha256.New()

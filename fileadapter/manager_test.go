@@ -293,3 +293,34 @@ func TestListingNoticeBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEmptiedThenWritten: a writer that truncates, then writes (most tools)
+// can be read in between. The empty file turns the block invalid, and the
+// content that follows repairs it (a local edit: patched) instead of leaving
+// it invalid until the agent reads again.
+func TestEmptiedThenWritten(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		t.Run(fmt.Sprint("whole=", whole), func(t *testing.T) {
+			e := newEnv(t, fileadapter.ModeHooks)
+			p := e.path("f.txt")
+			writeFile(t, p, "alpha = 1\nbeta = 2\ngamma = 3\n")
+			var r *runtime.Range
+			if !whole {
+				r = &runtime.Range{Start: 1, End: 3}
+			}
+			e.observe("f.txt", r, "alpha = 1\nbeta = 2\ngamma = 3")
+			if err := os.Truncate(p, 0); err != nil {
+				t.Fatal(err)
+			}
+			s := e.sync()
+			if len(s.Blocks) != 1 || s.Blocks[0].Status != runtime.Invalid || !strings.Contains(s.Blocks[0].Notice, "is empty since this read") {
+				t.Fatalf("sync while empty %+v", s)
+			}
+			writeFile(t, p, "alpha = 1\nbeta = 20\ngamma = 3\n")
+			s = e.sync()
+			if len(s.Blocks) != 1 || s.Blocks[0].Status != runtime.Patched || s.Blocks[0].Sources[0].Text != "alpha = 1\nbeta = 20\ngamma = 3" {
+				t.Fatalf("sync after the write %+v", s)
+			}
+		})
+	}
+}

@@ -458,9 +458,9 @@ func TestFaultReplacedByDirectory(t *testing.T) {
 			if err := os.RemoveAll(p); err != nil {
 				t.Fatal(err)
 			}
-			// Back as a file, saved atomically as editors do: a watcher
-			// that reads a half-written file turns the block invalid for
-			// good (safe, but not "back").
+			// Back as a file, saved atomically as editors do (a watcher
+			// that reads a file between truncate and write sees it empty,
+			// which TestEmptiedThenWritten covers).
 			write(t, p+".tmp", "a\nb\n")
 			if err := os.Rename(p+".tmp", p); err != nil {
 				t.Fatal(err)

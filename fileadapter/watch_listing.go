@@ -168,13 +168,13 @@ func (a *Adapter) rewatch(id string) {
 		a.mu.Unlock()
 		return
 	}
-	dir, sp, polled := lw.dir, lw.sp, lw.polled
+	dir, sp := lw.dir, lw.sp
 	a.mu.Unlock()
 	_, dirs, err := a.list(dir, sp, 1<<62)
 	if err != nil {
 		dirs = nil
 	}
-	if polled || a.mode != ModeFsnotify {
+	if a.mode != ModeFsnotify {
 		a.mu.Lock()
 		if a.listDirs == nil {
 			a.listDirs = map[string][]string{}
@@ -241,15 +241,19 @@ func (a *Adapter) rewatch(id string) {
 		a.mu.Unlock()
 	}
 	a.watchMu.Unlock()
-	if failed || len(dirs) == 0 {
-		a.mu.Lock()
-		lw.polled = true
-		a.mu.Unlock()
-		st, _ := a.listStamp(id, dir)
-		a.mu.Lock()
-		lw.stamp = st
-		a.mu.Unlock()
+	// Polled while some directory has no watch (limit reached) or the
+	// listed directory is missing; fsnotify alone again once all are watched.
+	polled := failed || len(dirs) == 0
+	var st string
+	if polled {
+		st, _ = a.listStamp(id, dir)
 	}
+	a.mu.Lock()
+	lw.polled = polled
+	if polled {
+		lw.stamp = st
+	}
+	a.mu.Unlock()
 	if len(add) > 0 && len(lw.watched) > 1 {
 		a.send([]string{id}) // a new subdirectory: look again (the hash decides)
 	}
@@ -269,14 +273,16 @@ func (a *Adapter) listEvent(p string, ev fsnotify.Event, now []string) []string 
 			continue
 		}
 		now = a.schedule(id, now)
-		if lw.sp.depth != 1 && ev.Has(fsnotify.Create|fsnotify.Remove|fsnotify.Rename) || lw.watched[p] && p == lw.dir || len(a.listDirsOf(id)) == 0 {
+		// Watches follow the directories: a deep listing's subdirectory made
+		// or removed, the listed directory itself gone or back, or a listing
+		// polled for want of watches.
+		deep := lw.sp.depth != 1 && ev.Has(fsnotify.Create|fsnotify.Remove|fsnotify.Rename)
+		if deep || p == lw.dir || lw.polled {
 			go a.requestRewatch(id)
 		}
 	}
 	return now
 }
-
-func (a *Adapter) listDirsOf(id string) []string { return a.listDirs[id] }
 
 // pollListings stamps every polled listing and hints those that moved.
 func (a *Adapter) pollListings() {

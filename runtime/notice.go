@@ -160,3 +160,12 @@ func readReason(err error) string {
 	}
 	return errReason(err)
 }
+
+// causeEmptied: the source is present but empty (a writer between truncate
+// and write, or a file cleared). Restorable like a deletion.
+const causeEmptied = causeUnreadable + 1
+
+func noticeEmptied(l *link) string {
+	return fmt.Sprintf("[concord] %s is empty since this read; the content shown earlier%s is no longer accurate. Re-read %s before relying on it.",
+		l.name(), l.shownLines(), l.target())
+}

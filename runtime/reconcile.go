@@ -150,6 +150,13 @@ func (rc *reconciler) link(l *link) {
 		rc.listing(l)
 		return
 	}
+	if len(rc.newLines) == 0 && rc.src.state == statePresent && rc.src.known {
+		// Emptied: most often a writer between truncate and write. Like a
+		// deletion, the span is kept as an anchor and found again when the
+		// content is back, instead of a drift that waits for a re-read.
+		rc.gone(l, causeEmptied, "")
+		return
+	}
 	if l.whole {
 		old := rc.oldLines
 		if !(l.state == linkOK && rc.oldKnown && sameString(l.text, wholeText(rc.oldText))) {
@@ -346,9 +353,12 @@ func (rc *reconciler) gone(l *link, c cause, readErr string) {
 		l.state = linkStale
 	}
 	reason := "deleted"
-	if c == causeDeleted {
+	switch c {
+	case causeDeleted:
 		l.notice = noticeDeleted(l)
-	} else {
+	case causeEmptied:
+		l.notice, reason = noticeEmptied(l), "emptied"
+	default:
 		l.notice = noticeUnreadable(l, readErr)
 		reason = "unreadable: " + readErr
 	}
