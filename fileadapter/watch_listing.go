@@ -207,6 +207,7 @@ func (a *Adapter) rewatch(id string) {
 		return
 	}
 	var add, drop []string
+	first := len(lw.watched) == 0
 	for d := range want {
 		if !lw.watched[d] {
 			add = append(add, d)
@@ -254,7 +255,7 @@ func (a *Adapter) rewatch(id string) {
 		lw.stamp = st
 	}
 	a.mu.Unlock()
-	if len(add) > 0 && len(lw.watched) > 1 {
+	if len(add) > 0 && !first {
 		a.send([]string{id}) // a new subdirectory: look again (the hash decides)
 	}
 }
