@@ -395,10 +395,19 @@ func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := a.confine(p); err != nil {
+	fi, err := a.lstatConfined(p)
+	if err != nil {
 		return "", err
 	}
-	return stampNow(p)
+	return racyMark(stampOf(fi, time.Now()))
+}
+
+// racyMark appends the taking time to a racily clean stamp.
+func racyMark(st string, racy bool, now time.Time) (string, error) {
+	if !racy {
+		return st, nil
+	}
+	return st + racySuffix + strconv.FormatInt(now.UnixNano(), 10), nil
 }
 
 // racySuffix marks a racily clean stamp; the taking time follows it.
@@ -408,10 +417,10 @@ const racySuffix = "~racy@"
 func stampNow(p string) (string, error) {
 	now := time.Now()
 	st, racy, err := statStamp(p, now)
-	if err != nil || !racy {
-		return st, err
+	if err != nil {
+		return "", err
 	}
-	return st + racySuffix + strconv.FormatInt(now.UnixNano(), 10), nil
+	return racyMark(st, racy, now)
 }
 
 // racyWindow is how recent a change may be for a stamp to be racily clean:
@@ -426,6 +435,12 @@ func statStamp(p string, now time.Time) (stamp string, racy bool, err error) {
 	if err != nil {
 		return "", false, classify(p, err)
 	}
+	st, racy, _ := stampOf(fi, now)
+	return st, racy, nil
+}
+
+// stampOf is the stamp of fi; now is returned for racyMark.
+func stampOf(fi fs.FileInfo, now time.Time) (stamp string, racy bool, at time.Time) {
 	ct := ctime(fi)
 	b := make([]byte, 0, 80)
 	b = strconv.AppendInt(b, fi.Size(), 10)
@@ -441,5 +456,5 @@ func statStamp(p string, now time.Time) (stamp string, racy bool, err error) {
 	if ct.After(latest) {
 		latest = ct
 	}
-	return string(b), !latest.Before(now.Add(-racyWindow)), nil
+	return string(b), !latest.Before(now.Add(-racyWindow)), now
 }

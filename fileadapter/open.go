@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/concord-ctx/concord/runtime"
 )
@@ -32,6 +33,57 @@ func (a *Adapter) confine(p string) (string, error) {
 		return "", fmt.Errorf("%s now resolves to %s: %w", p, rp, runtime.ErrOutsideRoots)
 	}
 	return rp, nil
+}
+
+// lstatConfined is the file info of p, checked against the roots at the
+// cost of one lstat per path element below its root: a canonical id has no
+// symlink in it, so while none has appeared the path is where it was. A
+// symlink that appeared (the root's own ancestors aside) is resolved and
+// judged (confine).
+func (a *Adapter) lstatConfined(p string) (fs.FileInfo, error) {
+	for _, r := range a.roots {
+		rel, ok := strings.CutPrefix(p, r)
+		if !ok || (rel != "" && rel[0] != filepath.Separator) {
+			continue
+		}
+		cur := r
+		fi, err := os.Lstat(r) // the root itself swapped for a symlink
+		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			break
+		}
+		fi = nil
+		for _, part := range strings.Split(strings.TrimPrefix(rel, string(filepath.Separator)), string(filepath.Separator)) {
+			if part == "" {
+				continue
+			}
+			cur += string(filepath.Separator) + part
+			var err error
+			if fi, err = os.Lstat(cur); err != nil {
+				return nil, classify(p, err)
+			}
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				if _, err := a.confine(p); err != nil {
+					return nil, err
+				}
+				if fi, err = os.Stat(p); err != nil {
+					return nil, classify(p, err)
+				}
+				return fi, nil
+			}
+		}
+		if fi == nil { // p is the root itself
+			return os.Stat(p)
+		}
+		return fi, nil
+	}
+	if _, err := a.confine(p); err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, classify(p, err)
+	}
+	return fi, nil
 }
 
 // openConfined opens the regular file at p for reading without following a
