@@ -324,3 +324,21 @@ func TestEmptiedThenWritten(t *testing.T) {
 		})
 	}
 }
+
+// TestListingDirectoryDeleted: the listed directory itself goes away.
+func TestListingDirectoryDeleted(t *testing.T) {
+	e := newEnv(t, fileadapter.ModeHooks)
+	writeFile(t, e.path("d/a.txt"), "")
+	if _, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Turn: 1, Anchor: "ls",
+		Sources: []runtime.SourceRef{{URI: "file://" + e.path("d") + "?depth=1", Text: "a.txt"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(e.path("d")); err != nil {
+		t.Fatal(err)
+	}
+	r := e.sync()
+	want := "[concord] the listing of " + e.path("d") + " shown earlier is out of date: the directory was deleted. List it again before relying on it."
+	if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || r.Blocks[0].Notice != want {
+		t.Fatalf("sync %+v", r)
+	}
+}
