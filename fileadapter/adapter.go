@@ -73,9 +73,14 @@ type Adapter struct {
 	watchMu sync.Mutex // orders Watch/Unwatch (held across fsnotify Add/Remove)
 	mu      sync.Mutex
 	closed  bool
-	files   map[string]int       // path -> watch refs
-	dirs    map[string]*dirWatch // parent dir -> state
-	timers  map[string]*time.Timer
+	files   map[string]int // path -> watch refs
+	// Listing sources: the directories each one's last read visited (for
+	// its stamp) and its watch state.
+	listDirs map[string][]string
+	lists    map[string]*listWatch
+	fsRefs   map[string]int       // directory -> references on its fsnotify watch
+	dirs     map[string]*dirWatch // parent dir -> state
+	timers   map[string]*time.Timer
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -180,6 +185,11 @@ func (a *Adapter) Scheme() string { return "file" }
 // path (the parent resolved for a file that does not exist). Paths outside the
 // roots are refused with ErrOutsideRoots.
 func (a *Adapter) Normalize(uri string) (string, error) {
+	if strings.HasPrefix(uri, "file:") {
+		if q := strings.IndexByte(uri, '?'); q >= 0 && q+1 < len(uri) && (strings.IndexByte(uri, '#') < 0 || strings.IndexByte(uri, '#') > q) {
+			return a.normalizeListing(uri)
+		}
+	}
 	p, err := uriPath(uri)
 	if err != nil {
 		return "", err
@@ -297,33 +307,29 @@ func (e notDirError) Is(target error) bool { return target == fs.ErrInvalid }
 
 // Read returns the file's content and its SHA-256 version.
 func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) {
+	if dir, sp, ok, err := listID(id); ok || err != nil {
+		if err != nil {
+			return runtime.Content{}, err
+		}
+		return a.readListing(id, dir, sp)
+	}
 	p, err := Path(id)
 	if err != nil {
 		return runtime.Content{}, err
 	}
-	// Stat before opening: opening a FIFO or device could block or have effects.
-	fi, err := os.Stat(p)
+	f, fi, err := a.openConfined(p)
 	if err != nil {
-		return runtime.Content{}, classify(p, err)
-	}
-	if fi.IsDir() {
-		return runtime.Content{}, fmt.Errorf("read %s: is a directory: %w", p, runtime.ErrUnreadable)
-	}
-	if !fi.Mode().IsRegular() {
-		return runtime.Content{}, fmt.Errorf("read %s: not a regular file (%s): %w", p, fi.Mode().Type(), runtime.ErrUnreadable)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return runtime.Content{}, classify(p, err)
+		return runtime.Content{}, err
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return runtime.Content{}, classify(p, err)
-	}
 	if fi.Size() > a.maxBytes {
 		return runtime.Content{}, fmt.Errorf("read %s: %d bytes > %d: %w", p, fi.Size(), a.maxBytes, runtime.ErrTooLarge)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, a.maxBytes+1))
+	var r io.Reader = io.LimitReader(f, a.maxBytes+1)
+	if testHookReader != nil {
+		r = testHookReader(r)
+	}
+	b, err := io.ReadAll(r)
 	if err != nil {
 		return runtime.Content{}, classify(p, err)
 	}
@@ -369,28 +375,86 @@ func classify(p string, err error) error {
 	}
 }
 
-// Stamp is size, mtime and inode: cheap, and moved by any write or atomic
-// replace.
+// Stamp is size, mtime, ctime, inode and mode: cheap, and moved by any write,
+// atomic replace or chmod. ctime catches a rewrite whose mtime was put back
+// (touch -r, cp -p), which no user can set. A stamp taken while the file is
+// "racily clean" (modified within racyWindow of now, so a same-size write in
+// the same timestamp tick would leave it unchanged) carries the time it was
+// taken, so it never equals a later stamp: each verify re-hashes until the
+// file's times are safely in the past, as git re-hashes racily clean index
+// entries. The roots are enforced here too: a path that now leads outside
+// them has no stamp.
 func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
+	if dir, _, ok, err := listID(id); ok || err != nil {
+		if err != nil {
+			return "", err
+		}
+		return a.listStamp(id, dir)
+	}
 	p, err := Path(id)
 	if err != nil {
 		return "", err
 	}
-	return statStamp(p)
+	fi, err := a.lstatConfined(p)
+	if err != nil {
+		return "", err
+	}
+	return racyMark(stampOf(fi, time.Now()))
 }
 
-func statStamp(p string) (string, error) {
+// racyMark appends the taking time to a racily clean stamp.
+func racyMark(st string, racy bool, now time.Time) (string, error) {
+	if !racy {
+		return st, nil
+	}
+	return st + racySuffix + strconv.FormatInt(now.UnixNano(), 10), nil
+}
+
+// racySuffix marks a racily clean stamp; the taking time follows it.
+const racySuffix = "~racy@"
+
+// stampNow is p's stamp, unique to this call while p is racily clean.
+func stampNow(p string) (string, error) {
+	now := time.Now()
+	st, racy, err := statStamp(p, now)
+	if err != nil {
+		return "", err
+	}
+	return racyMark(st, racy, now)
+}
+
+// racyWindow is how recent a change may be for a stamp to be racily clean:
+// file systems keep timestamps in 1 s (ext3, HFS+) or 2 s (FAT) ticks, and
+// Linux stamps files from a coarse clock that lags time.Now by a tick.
+const racyWindow = 2 * time.Second
+
+// statStamp stats p; racy reports that its mtime or ctime is not older than
+// now by racyWindow, so a later same-size write could keep the same stamp.
+func statStamp(p string, now time.Time) (stamp string, racy bool, err error) {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return "", classify(p, err)
+		return "", false, classify(p, err)
 	}
-	b := make([]byte, 0, 64)
+	st, racy, _ := stampOf(fi, now)
+	return st, racy, nil
+}
+
+// stampOf is the stamp of fi; now is returned for racyMark.
+func stampOf(fi fs.FileInfo, now time.Time) (stamp string, racy bool, at time.Time) {
+	ct := ctime(fi)
+	b := make([]byte, 0, 80)
 	b = strconv.AppendInt(b, fi.Size(), 10)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 10)
 	b = append(b, ':')
+	b = strconv.AppendInt(b, ct.UnixNano(), 10)
+	b = append(b, ':')
 	b = strconv.AppendUint(b, inode(fi), 10)
 	b = append(b, ':')
 	b = strconv.AppendUint(b, uint64(fi.Mode()), 8)
-	return string(b), nil
+	latest := fi.ModTime()
+	if ct.After(latest) {
+		latest = ct
+	}
+	return string(b), !latest.Before(now.Add(-racyWindow)), now
 }

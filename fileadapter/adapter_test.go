@@ -335,7 +335,7 @@ func TestDebounceCollapsesBursts(t *testing.T) {
 	waitFor(t, "a pending debounce timer", func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return a.timers[p] != nil
+		return a.timers[id] != nil // keyed by source id
 	})
 	a.mu.Lock()
 	n := len(a.timers)

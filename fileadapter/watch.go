@@ -15,6 +15,12 @@ import (
 // save by rename are all seen; a directory that cannot be watched (watch
 // limit, missing) is polled instead.
 func (a *Adapter) Watch(id string) error {
+	if dir, sp, ok, err := listID(id); ok || err != nil {
+		if err != nil {
+			return err
+		}
+		return a.watchListing(id, dir, sp)
+	}
 	p, err := Path(id)
 	if err != nil {
 		return err
@@ -44,7 +50,7 @@ func (a *Adapter) Watch(id string) error {
 	if isNew && a.mode == ModeFsnotify {
 		// Outside a.mu: fsnotify's Add can wait on its reader goroutine,
 		// which waits on us to take its events.
-		if err := a.addWatch(dir); err != nil {
+		if err := a.addDir(dir); err != nil {
 			if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) {
 				a.log.Warn("fsnotify watch limit reached; polling this directory", "dir", dir, "err", err)
 			} else {
@@ -54,7 +60,7 @@ func (a *Adapter) Watch(id string) error {
 			d.polled = true
 			for f := range a.files {
 				if filepath.Dir(f) == dir {
-					d.stamps[f], _ = statStamp(f)
+					d.stamps[f] = pollStamp(f)
 				}
 			}
 			a.mu.Unlock()
@@ -65,7 +71,7 @@ func (a *Adapter) Watch(id string) error {
 	polled := d.polled
 	a.mu.Unlock()
 	if polled {
-		st, _ := statStamp(p)
+		st := pollStamp(p)
 		a.mu.Lock()
 		d.stamps[p] = st
 		a.mu.Unlock()
@@ -75,6 +81,10 @@ func (a *Adapter) Watch(id string) error {
 
 // Unwatch drops one reference; the last one stops watching.
 func (a *Adapter) Unwatch(id string) {
+	if _, _, ok, _ := listID(id); ok {
+		a.unwatchListing(id)
+		return
+	}
 	p, err := Path(id)
 	if err != nil {
 		return
@@ -93,9 +103,9 @@ func (a *Adapter) Unwatch(id string) {
 		return
 	}
 	delete(a.files, p)
-	if t := a.timers[p]; t != nil {
+	if t := a.timers[pathURI(p)]; t != nil {
 		t.Stop()
-		delete(a.timers, p)
+		delete(a.timers, pathURI(p))
 	}
 	dir := filepath.Dir(p)
 	remove := false
@@ -109,7 +119,7 @@ func (a *Adapter) Unwatch(id string) {
 	}
 	a.mu.Unlock()
 	if remove {
-		_ = a.watcher.Remove(dir) // the directory may be gone already
+		a.removeDir(dir)
 	}
 }
 
@@ -156,8 +166,9 @@ func (a *Adapter) onEvent(ev fsnotify.Event) {
 	p := filepath.Clean(ev.Name)
 	var now []string
 	a.mu.Lock()
+	now = a.listEvent(p, ev, now)
 	if a.files[p] > 0 {
-		now = a.schedule(p, now)
+		now = a.schedule(pathURI(p), now)
 	} else if d := a.dirs[p]; d != nil && ev.Has(fsnotify.Remove|fsnotify.Rename) {
 		// The watched directory itself went away and its watch with it:
 		// hint its files and poll it, so a re-creation is seen.
@@ -165,7 +176,7 @@ func (a *Adapter) onEvent(ev fsnotify.Event) {
 		for f := range a.files {
 			if filepath.Dir(f) == p {
 				d.stamps[f] = ""
-				now = a.schedule(f, now)
+				now = a.schedule(pathURI(f), now)
 			}
 		}
 	}
@@ -188,32 +199,40 @@ func (a *Adapter) rescan() {
 	var now []string
 	a.mu.Lock()
 	for f := range a.files {
-		now = a.schedule(f, now)
+		now = a.schedule(pathURI(f), now)
+	}
+	var deep []string
+	for id := range a.lists {
+		now = a.schedule(id, now)
+		deep = append(deep, id)
 	}
 	a.mu.Unlock()
 	a.send(now)
+	for _, id := range deep {
+		a.requestRewatch(id)
+	}
 }
 
-// schedule debounces a hint for p. With no debounce it returns p's id in now
-// for the caller to send once a.mu is released. Caller holds a.mu.
-func (a *Adapter) schedule(p string, now []string) []string {
+// schedule debounces a hint for source id. With no debounce it returns id
+// in now for the caller to send once a.mu is released. Caller holds a.mu.
+func (a *Adapter) schedule(id string, now []string) []string {
 	if a.closed {
 		return now
 	}
 	if a.debounce <= 0 {
-		return append(now, pathURI(p))
+		return append(now, id)
 	}
-	if t := a.timers[p]; t != nil {
+	if t := a.timers[id]; t != nil {
 		t.Reset(a.debounce)
 		return now
 	}
-	a.timers[p] = time.AfterFunc(a.debounce, func() {
+	a.timers[id] = time.AfterFunc(a.debounce, func() {
 		a.mu.Lock()
-		delete(a.timers, p)
+		delete(a.timers, id)
 		closed := a.closed
 		a.mu.Unlock()
 		if !closed {
-			a.notify(pathURI(p))
+			a.notify(id)
 		}
 	})
 	return now
@@ -252,12 +271,13 @@ func (a *Adapter) pollOnce() {
 		}
 	}
 	a.mu.Unlock()
+	a.pollListings()
 	if len(es) == 0 {
 		return
 	}
 	var moved []entry
 	for _, e := range es {
-		st, _ := statStamp(e.path)
+		st := pollStamp(e.path)
 		if st != e.stamp {
 			moved = append(moved, entry{e.path, st})
 		}
@@ -271,12 +291,20 @@ func (a *Adapter) pollOnce() {
 		if d := a.dirs[filepath.Dir(e.path)]; d != nil && d.polled {
 			if _, ok := d.stamps[e.path]; ok {
 				d.stamps[e.path] = e.stamp
-				now = a.schedule(e.path, now)
+				now = a.schedule(pathURI(e.path), now)
 			}
 		}
 	}
 	a.mu.Unlock()
 	a.send(now)
+}
+
+// pollStamp is the poller's fingerprint of p ("" when p cannot be stat'ed).
+// A racily clean stamp never equals the next one, so the poller keeps
+// hinting (the hash decides) until the file's times are safely in the past.
+func pollStamp(p string) string {
+	st, _ := stampNow(p)
+	return st
 }
 
 // Close stops watching everything.

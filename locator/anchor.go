@@ -75,7 +75,7 @@ func Relocate(a Anchor, newText string, p Params) Result {
 	}
 	nl := SplitLines(newText)
 	if len(nl) == 0 {
-		return invalid(ev, "deleted: the new text is empty")
+		return removed(invalid(ev, "deleted: the new text is empty"))
 	}
 	L := len(span)
 
@@ -127,7 +127,7 @@ func Relocate(a Anchor, newText string, p Params) Result {
 			b, e := pairs[0].b, pairs[0].a
 			ev.Anchors = []string{startAnchor, endAnchor}
 			if e == b {
-				return invalid(ev, "deleted: the lines around the span are now adjacent")
+				return removed(invalid(ev, "deleted: the lines around the span are now adjacent"))
 			}
 			return judged(span, nl, b, e, p, ev)
 		}
@@ -186,6 +186,7 @@ func Relocate(a Anchor, newText string, p Params) Result {
 		}
 		if best.Reason == "" || r.Evidence.Similarity > best.Evidence.Similarity {
 			best = r
+			best.Near = nil // one anchor and a length: a guess, not a place
 		}
 	}
 	if best.Reason != "" {
@@ -200,7 +201,9 @@ func judged(span, nl []string, b, e int, p Params, ev Evidence) Result {
 	v := judge(span, region, p)
 	ev.Similarity, ev.Tokens, ev.Substitutions = v.similarity, v.tokens, v.substitutions
 	if !v.local {
-		return invalid(ev, v.reason)
+		res := invalid(ev, v.reason)
+		res.Near = &Range{b + 1, e}
+		return res
 	}
 	return Result{Status: Patched, Range: Range{b + 1, e}, Text: JoinLines(region), Evidence: ev, Reason: v.reason}
 }

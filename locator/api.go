@@ -93,6 +93,14 @@ type Result struct {
 	Text     string   `json:"text"`  // new text at Range, lines joined by "\n", no trailing newline; "" when Invalid
 	Evidence Evidence `json:"evidence"`
 	Reason   string   `json:"reason"`
+	// Near, for an Invalid result only, is where the span's place now is
+	// when the edit around it is known (the diff, or context found on both
+	// sides): the lines that replaced it, drifted beyond a local edit. A
+	// re-read notice names them instead of the old line numbers. Nil when
+	// the place is unknown (ambiguous, not locatable) or the lines are gone.
+	Near *Range `json:"near,omitempty"`
+	// Removed, for an Invalid result only: the edit deleted the span's lines.
+	Removed bool `json:"removed,omitempty"`
 }
 
 // Anchor is what is remembered of a span when the whole old text is not:

@@ -266,14 +266,14 @@ func (e *Edit) Locate(r Range) Result {
 	}
 	ns, ne := e.startBoundary(s), e.endBoundary(end)
 	if len(e.new) == 0 {
-		return invalid(Evidence{Method: "diff", Tokens: countTokens(span)}, "deleted: the new text is empty")
+		return removed(invalid(Evidence{Method: "diff", Tokens: countTokens(span)}, "deleted: the new text is empty"))
 	}
 	if ne <= ns {
 		if res, ok := e.findMoved(span, s, end, true); ok {
 			return res
 		}
-		return invalid(Evidence{Method: "diff", Tokens: countTokens(span)},
-			fmt.Sprintf("deleted: the edit removed lines %s", rangeString(r)))
+		return removed(invalid(Evidence{Method: "diff", Tokens: countTokens(span)},
+			fmt.Sprintf("deleted: the edit removed lines %s", rangeString(r))))
 	}
 	region := e.new[ns:ne]
 	if slices.Equal(region, span) {
@@ -287,7 +287,9 @@ func (e *Edit) Locate(r Range) Result {
 	v := judge(span, region, e.p)
 	ev := Evidence{Method: "diff", Similarity: v.similarity, Tokens: v.tokens, Substitutions: v.substitutions}
 	if !v.local {
-		return invalid(ev, v.reason)
+		res := invalid(ev, v.reason)
+		res.Near = &Range{ns + 1, ne}
+		return res
 	}
 	if e.coarse {
 		ev.Method = "diff-coarse"
@@ -426,6 +428,11 @@ func same(old Range, ns int, newLines []string, n, tokens int, method string, an
 
 func invalid(ev Evidence, reason string) Result {
 	return Result{Status: Invalid, Evidence: ev, Reason: reason}
+}
+
+func removed(r Result) Result {
+	r.Removed = true
+	return r
 }
 
 func rangeString(r Range) string { return string(appendRange(nil, r)) }

@@ -221,6 +221,7 @@ type link struct {
 	cause        cause
 	tracked      bool
 	patched      bool            // text or lines differ from the observation
+	tail         bool            // the read reached the source's last line: it covers lines appended later
 	anchor       *locator.Anchor // kept while the source is gone, to find the span again
 	notice       string
 	display      string // the source's display name, kept once the link leaves the index

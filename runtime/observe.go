@@ -255,6 +255,7 @@ func (m *Manager) verifyLink(l *link) {
 		}
 		l.version = src.version
 		l.shown, l.shownVersion = l.text, l.version // the same content, canonical
+		l.tail = l.rng.End == len(cur)
 		return
 	}
 	m.count("raced")

@@ -141,7 +141,21 @@ func sortedLinks(s *source) []*link {
 // link reconciles one link against the source's new text.
 func (rc *reconciler) link(l *link) {
 	if l.state != linkOK && l.cause == causePolicy {
+		if l.whole && isListing(rc.src) {
+			rc.listing(l) // keep naming every entry that changed since the listing shown
+		}
 		return // the model was told; the block waits for a re-read
+	}
+	if l.whole && isListing(rc.src) {
+		rc.listing(l)
+		return
+	}
+	if len(rc.newLines) == 0 && rc.src.state == statePresent && rc.src.known {
+		// Emptied: most often a writer between truncate and write. Like a
+		// deletion, the span is kept as an anchor and found again when the
+		// content is back, instead of a drift that waits for a re-read.
+		rc.gone(l, causeEmptied, "")
+		return
 	}
 	if l.whole {
 		old := rc.oldLines
@@ -154,9 +168,10 @@ func (rc *reconciler) link(l *link) {
 	}
 	if l.state == linkOK && l.tracked && rc.oldKnown && l.rng.End <= len(rc.oldLines) {
 		rc.apply(l, rc.locate(l.rng, l.text))
-		return
+	} else {
+		rc.apply(l, rc.relocate(l))
 	}
-	rc.apply(l, rc.relocate(l))
+	rc.extendTail(l)
 }
 
 // locate maps a tracked range through the change: untouched spans before the
@@ -272,12 +287,14 @@ func (rc *reconciler) act(l *link, a Action, res locator.Result, local bool) {
 			r := l.rng
 			if local {
 				r = res.Range
+			} else if res.Near != nil && res.Near.Lines() > 0 {
+				r = *res.Near // the lines that replaced the span, where it went
 			}
 			if r.End > len(rc.newLines) {
 				r.End = len(rc.newLines)
 			}
 			if r.Start > r.End {
-				rc.drop(l, Suppress, res.Reason+fmt.Sprintf("; refresh: %s no longer exist", linesOf(l.rng)))
+				rc.drop(l, Suppress, locator.Result{Status: locator.Invalid, Removed: true}, res.Reason+fmt.Sprintf("; refresh: %s no longer exist", linesOf(l.rng)))
 				return
 			}
 			l.rng, l.text = r, locator.JoinLines(rc.newLines[r.Start-1:r.End])
@@ -287,7 +304,7 @@ func (rc *reconciler) act(l *link, a Action, res locator.Result, local bool) {
 		rc.m.count("refreshed")
 		rc.touch(l, fmt.Sprintf("refreshed: %s (%s)", rc.whichLines(l), res.Reason))
 	default:
-		rc.drop(l, a, res.Reason)
+		rc.drop(l, a, res, res.Reason)
 	}
 }
 
@@ -299,14 +316,17 @@ func (rc *reconciler) whichLines(l *link) string {
 }
 
 // drop keeps the old text with a warning (annotate) or omits it (suppress).
-func (rc *reconciler) drop(l *link, a Action, reason string) {
-	l.tracked, l.anchor, l.cause = false, nil, causePolicy
+// res is the locator's verdict: where the span went, when known, is what
+// the notice asks the model to re-read.
+func (rc *reconciler) drop(l *link, a Action, res locator.Result, reason string) {
+	w := rc.whereNow(l, res)
+	l.tracked, l.anchor, l.cause, l.tail = false, nil, causePolicy, false
 	if a == Annotate {
 		l.keepShown()
-		l.state, l.notice = linkStale, noticeAnnotate(l)
+		l.state, l.notice = linkStale, noticeAnnotate(l, w)
 		rc.m.count("annotated")
 	} else {
-		l.state, l.notice = linkInvalid, noticeChanged(l)
+		l.state, l.notice = linkInvalid, noticeChanged(l, w)
 		rc.m.count("suppressed")
 	}
 	rc.touch(l, reason)
@@ -333,11 +353,17 @@ func (rc *reconciler) gone(l *link, c cause, readErr string) {
 		l.state = linkStale
 	}
 	reason := "deleted"
-	if c == causeDeleted {
+	switch c {
+	case causeDeleted:
 		l.notice = noticeDeleted(l)
-	} else {
+	case causeEmptied:
+		l.notice, reason = noticeEmptied(l), "emptied"
+	default:
 		l.notice = noticeUnreadable(l, readErr)
 		reason = "unreadable: " + readErr
+	}
+	if l.whole && isListing(rc.src) {
+		l.notice = noticeListingGone(l, c == causeDeleted, readErr)
 	}
 	rc.m.count(reason[:strings.IndexByte(reason+":", ':')])
 	rc.touch(l, reason)
@@ -407,7 +433,7 @@ func (m *Manager) applyGone(src *source, stamp string, err error) []*block {
 	if isNotFound(err) {
 		st, c = stateDeleted, causeDeleted
 	}
-	msg := errReason(err)
+	msg := readReason(err)
 	if src.state == st && src.readErr == msg {
 		return nil
 	}

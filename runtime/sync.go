@@ -218,7 +218,7 @@ func view(b *block) BlockView {
 	case Valid, Patched, Stale:
 		v.Sources = make([]SourceView, len(b.links))
 		for i, l := range b.links {
-			sv := SourceView{URI: l.uri, Text: l.text, Version: l.version}
+			sv := SourceView{URI: l.uri, Text: l.text, Version: l.version, TotalLines: l.totalLines()}
 			if !l.whole {
 				r := protocol.Range(l.rng)
 				sv.Range = &r

@@ -88,7 +88,7 @@ func runLocate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			Result locator.Result `json:"result"`
 		}{*o.oldPath, *o.newPath, r, mode, p, res})
 	}
-	printResult(stdout, *o.newPath, r, res)
+	printResult(stdout, *o.newPath, len(locator.SplitLines(newText)), r, res)
 	return nil
 }
 
@@ -133,6 +133,11 @@ func (o *locateOptions) locate(newText string, r locator.Range, p locator.Params
 		oldText, err := readText(*o.oldPath)
 		if err != nil {
 			return locator.Result{}, "", err
+		}
+		if n := len(locator.SplitLines(oldText)); r.End > n {
+			// Past the end there is nothing to locate, and a re-read hint for
+			// lines that never existed would send the agent after nothing.
+			return locator.Result{}, "", usageError{fmt.Errorf("--lines %d-%d: %s has only %d lines", r.Start, r.End, *o.oldPath, n)}
 		}
 		if *o.anchored {
 			return locator.Relocate(locator.NewAnchor(oldText, r, p.ContextLines), newText, p), "anchored", nil
@@ -180,7 +185,7 @@ func readText(path string) (string, error) {
 }
 
 // printResult writes the human-readable verdict.
-func printResult(w io.Writer, newPath string, old locator.Range, res locator.Result) {
+func printResult(w io.Writer, newPath string, newLines int, old locator.Range, res locator.Result) {
 	ev := res.Evidence
 	fmt.Fprintf(w, "status:     %s\n", res.Status)
 	if res.Status == locator.Invalid {
@@ -199,7 +204,19 @@ func printResult(w io.Writer, newPath string, old locator.Range, res locator.Res
 	}
 	fmt.Fprintf(w, "reason:     %s\n", res.Reason)
 	if res.Status == locator.Invalid {
-		fmt.Fprintf(w, "\nRe-read %s lines %d-%d before relying on them.\n", newPath, old.Start, old.End)
+		// Name the lines where the span's place is now: the old numbers may
+		// hold other lines.
+		switch {
+		case res.Near != nil:
+			fmt.Fprintf(w, "now:        %d-%d (rewritten beyond a local edit)\n", res.Near.Start, res.Near.End)
+			fmt.Fprintf(w, "\nRe-read %s lines %d-%d before relying on them.\n", newPath, res.Near.Start, res.Near.End)
+		case res.Removed:
+			fmt.Fprintf(w, "now:        removed\n")
+			fmt.Fprintf(w, "\nThose lines were removed. Re-read %s (%d lines) before relying on them.\n", newPath, newLines)
+		default:
+			fmt.Fprintf(w, "now:        unknown\n")
+			fmt.Fprintf(w, "\nWhere those lines are now is unknown. Re-read %s (%d lines) before relying on them.\n", newPath, newLines)
+		}
 		return
 	}
 	fmt.Fprintln(w, "text:")

@@ -32,7 +32,7 @@ func TestLocateHuman(t *testing.T) {
 		{"moved", []string{"--old", exampleOld, "--new", exampleNew, "--lines", "5-8"},
 			[]string{"status:     moved", "range:      6-9 (was 5-8)", "  6 | server:"}},
 		{"drift", []string{"--old", exampleOld, "--new", exampleNew, "--lines", "16-18"},
-			[]string{"status:     invalid", "range:      none (was 16-18)", "drift: similarity 0.46 < 0.78", "Re-read " + exampleNew + " lines 16-18"}},
+			[]string{"status:     invalid", "range:      none (was 16-18)", "drift: similarity 0.46 < 0.78", "now:        17-18", "Re-read " + exampleNew + " lines 17-18"}},
 		{"threshold lowered", []string{"--old", exampleOld, "--new", exampleNew, "--lines", "16-18", "--min-similarity", "0.4"},
 			[]string{"status:     patched", "range:      17-18 (was 16-18)", "  18 |   sink: stderr"}},
 		{"single line", []string{"--old", exampleOld, "--new", exampleNew, "--lines", "2"},
@@ -136,6 +136,8 @@ func TestLocateErrors(t *testing.T) {
 		{"unknown flag", []string{"--bogus"}, true, "unknown flag"},
 		{"stray argument", []string{"--old", exampleOld, "--new", exampleNew, "--lines", "1", "extra"}, true, "unexpected argument"},
 		{"context without span", []string{"--old", exampleOld, "--new", exampleNew, "--lines", "1", "--at-end"}, true, "go with --span-file"},
+		{"lines past the end", []string{"--old", exampleOld, "--new", exampleNew, "--lines", "50-60"}, true, "--lines 50-60: " + exampleOld + " has only 18 lines"},
+		{"lines past the end, anchored", []string{"--old", exampleOld, "--new", exampleNew, "--lines", "17-19", "--anchored"}, true, "has only 18 lines"},
 		{"missing file", []string{"--old", missing, "--new", exampleNew, "--lines", "1"}, false, "read " + missing},
 	}
 	for _, tt := range tests {

@@ -167,6 +167,9 @@ type Source struct {
 	Range   *Range `json:"range,omitempty"`
 	Text    string `json:"text"`
 	Version string `json:"version,omitempty"` // "sha256:…" for files; required for keyed sources in observe
+	// TotalLines is the source's current line count (in sync views only), so a binding can
+	// re-render "end of file" headers and footers truthfully.
+	TotalLines *int `json:"totalLines,omitempty"`
 }
 
 // ObserveParams register one tool observation.

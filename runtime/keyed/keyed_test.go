@@ -134,7 +134,7 @@ func TestManagerKeyedSources(t *testing.T) {
 	}{
 		{"local edit reported with text", runtime.PolicyConfig{}, &local, "", 0, runtime.Patched, "name: Ann Lee\nrole: user", ""},
 		{"local edit fetched", runtime.PolicyConfig{}, nil, local, 1, runtime.Patched, "name: Ann Lee\nrole: user", ""},
-		{"drift suppressed", runtime.PolicyConfig{}, nil, drift, 1, runtime.Invalid, "", "[concord] res://db/users/42 changed since this read; the content shown earlier (lines 2-3) is no longer accurate. Re-read res://db/users/42 lines 2-3 before relying on it."},
+		{"drift suppressed", runtime.PolicyConfig{}, nil, drift, 1, runtime.Invalid, "", "[concord] res://db/users/42 changed since this read; the content shown earlier (lines 2-3) is no longer accurate. Where those lines are now is unknown. Re-read res://db/users/42 (now 4 lines) before relying on it."},
 		{"drift refreshed through fetch", runtime.PolicyConfig{ByType: map[string]runtime.Policy{"res": {Drift: runtime.Refresh}}}, nil, drift,
 			1, runtime.Patched, "status: deleted by an administrator last week\nreason: account merge into another one", ""},
 		{"client cannot answer", runtime.PolicyConfig{}, nil, "", 1, runtime.Invalid, "", "could not be re-read"},
