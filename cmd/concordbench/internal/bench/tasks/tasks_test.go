@@ -355,8 +355,10 @@ func TestLoadRealSample(t *testing.T) {
 	if len(ts)+len(skipped) != 116 {
 		t.Fatalf("%d tasks + %d skipped, want 116 examples", len(ts), len(skipped))
 	}
-	// Most examples must be usable; every skip says why.
-	if len(ts) < 100 {
+	// Most examples must be usable; every skip says why. Since swaps keep the entity's type
+	// (a person for a person, a place for a place), an answer with no same-type candidate among
+	// the example's paragraphs is skipped: 78 of 116 are usable (111 before, with untyped swaps).
+	if len(ts) < 75 {
 		t.Fatalf("only %d of 116 examples usable: %v", len(ts), skipped)
 	}
 	for _, s := range skipped {
