@@ -51,6 +51,7 @@ func (m *Manager) SourceChanged(ctx context.Context, ch Change) (ChangeResult, e
 	} else {
 		changed = m.applyContent(src, stamp, c)
 	}
+	m.attribute(src, changed, ch.Agent, ch.Anchor)
 	sort.Slice(changed, func(i, j int) bool { return changed[i].seq < changed[j].seq })
 	for _, b := range changed {
 		res.Blocks = append(res.Blocks, b.id)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/concord-ctx/concord/locator"
@@ -29,6 +30,13 @@ type Config struct {
 	// already reported by a sync are forgotten, so a long session that
 	// re-reads the same lines does not grow without bound.
 	AuditLimit int
+	// Placement is where repairs of messages the model has seen go
+	// (PlacementInplace, the default; PlacementTail; PlacementAuto), and
+	// CacheTTL how long the provider keeps a prompt cached (default
+	// DefaultCacheTTL). Now is the clock (default time.Now), for tests.
+	Placement string
+	CacheTTL  time.Duration
+	Now       func() time.Time
 }
 
 // DefaultAuditLimit is Config.AuditLimit's default.
@@ -58,6 +66,10 @@ type Manager struct {
 	notify   map[string]struct{} // agents owed an OnChange call
 	ageUsed  bool                // some policy layer sets maxAgeTurns > 0
 	auditMax int
+
+	placement string
+	cacheTTL  time.Duration
+	clock     func() time.Time
 	unwatch  []*source // sources that lost links; watches synced after unlock
 
 	hintMu  sync.Mutex
@@ -98,6 +110,8 @@ type source struct {
 	readErr string
 	links   map[*link]struct{}
 	pins    int // observations loading this source; keeps its text alive
+
+	pl srcPlace // guarded by Manager.mu
 
 	watchMu sync.Mutex // orders Watch/Unwatch calls
 	watched bool       // guarded by watchMu
@@ -162,6 +176,7 @@ type link struct {
 	anchor       *locator.Anchor // kept while the source is gone, to find the span again
 	notice       string
 	display      string // the source's display name, kept once the link leaves the index
+	pl           linkPlace
 }
 
 type block struct {
@@ -179,6 +194,7 @@ type block struct {
 	orphaned     bool // superseded, then the newer read left the context: invalid for good
 	aged         bool
 	ageNotice    string
+	pl           blockPlace
 }
 
 type agentState struct {
@@ -189,6 +205,7 @@ type agentState struct {
 	dirty    map[*block]struct{}
 	srcRefs  map[*source]int // live links per source: the sources a sync must wait for
 	audit    []*block        // superseded blocks, oldest first (bounded by Manager.auditMax)
+	pl       agentPlace
 }
 
 // New returns a Manager. Close it to stop its hint worker and adapters.
@@ -220,6 +237,10 @@ func New(cfg Config) *Manager {
 		cancel:   cancel,
 		done:     make(chan struct{}),
 		auditMax: cfg.AuditLimit,
+	}
+	m.placement, m.cacheTTL, m.clock = cfg.Placement, cfg.CacheTTL, cfg.Now
+	if m.cacheTTL <= 0 {
+		m.cacheTTL = DefaultCacheTTL
 	}
 	if m.auditMax <= 0 {
 		m.auditMax = DefaultAuditLimit

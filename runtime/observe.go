@@ -151,7 +151,7 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 		m.mu.Unlock()
 		if ref.Range == nil && stamp == ref.Version {
 			m.mu.Lock()
-			m.applyContent(src, stamp, Content{Text: ref.Text, Version: ref.Version})
+			m.attribute(src, m.applyContent(src, stamp, Content{Text: ref.Text, Version: ref.Version}), "", "")
 			m.mu.Unlock()
 		}
 		return nil
@@ -162,7 +162,7 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 			return ctx.Err()
 		}
 		m.mu.Lock()
-		m.applyGone(src, stamp, err)
+		m.attribute(src, m.applyGone(src, stamp, err), "", "")
 		m.mu.Unlock()
 		if src.reporter != nil || unavailable(err) {
 			// A keyed source: the client could not answer, trust its report.
@@ -174,7 +174,7 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 		return err
 	}
 	m.mu.Lock()
-	m.applyContent(src, stamp, c)
+	m.attribute(src, m.applyContent(src, stamp, c), "", "")
 	m.mu.Unlock()
 	return nil
 }
@@ -233,6 +233,7 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 		ag.byAnchor[obs.Anchor] = append(ag.byAnchor[obs.Anchor], b)
 	}
 	m.recompute(b)
+	placeRegistered(b, replaced)
 	if b.status != Valid || replaced {
 		m.markDirty(b) // the next sync carries the repair (or resets the anchor's view)
 	}

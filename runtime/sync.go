@@ -34,10 +34,10 @@ func (m *Manager) verify(ctx context.Context, src *source, force bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
-		m.applyGone(src, stamp, err)
+		m.attribute(src, m.applyGone(src, stamp, err), "", "")
 		return nil
 	}
-	m.applyContent(src, stamp, c)
+	m.attribute(src, m.applyContent(src, stamp, c), "", "")
 	return nil
 }
 
@@ -151,16 +151,8 @@ func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error)
 	ag.dirty = nil
 	delete(m.notify, ag.name)
 	sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
-	res := SyncResult{Generation: m.gen, Full: req.Full, Blocks: make([]BlockView, 0, len(bs))}
-	for _, b := range bs {
-		v := view(b)
-		if len(v.Sources) > 0 {
-			for _, l := range b.links {
-				l.shown, l.shownRng, l.shownVersion = l.text, l.rng, l.version
-			}
-		}
-		res.Blocks = append(res.Blocks, v)
-	}
+	res := SyncResult{Generation: m.gen, Full: req.Full}
+	res.Blocks, res.Flushed = m.place(ag, bs, req)
 	m.mu.Unlock()
 	m.flushNotify(req.Agent)
 	return res, nil
