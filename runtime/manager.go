@@ -70,7 +70,7 @@ type Manager struct {
 	placement string
 	cacheTTL  time.Duration
 	clock     func() time.Time
-	unwatch  []*source // sources that lost links; watches synced after unlock
+	unwatch   []*source // sources that lost links; watches synced after unlock
 
 	hintMu  sync.Mutex
 	pending map[string]bool // source id -> force a read
