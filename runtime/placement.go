@@ -213,6 +213,9 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 		}
 		sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
 		m.count("flushes")
+		if len(bs) > 0 {
+			m.gen++
+		}
 	}
 	out := make([]BlockView, 0, len(bs))
 	for _, b := range bs {

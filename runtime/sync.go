@@ -105,7 +105,8 @@ func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error)
 	}
 	ag := m.agents[req.Agent]
 	if ag == nil {
-		res := SyncResult{Generation: m.gen, Full: req.Full, Blocks: []BlockView{}}
+		res := SyncResult{Generation: m.gen, Full: req.Full, Blocks: []BlockView{},
+			Flushed: m.placementFor() != PlacementInplace && (req.Full || req.PrefixRebuilt)}
 		m.mu.Unlock()
 		return res, nil
 	}
@@ -153,6 +154,7 @@ func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error)
 	sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
 	res := SyncResult{Generation: m.gen, Full: req.Full}
 	res.Blocks, res.Flushed = m.place(ag, bs, req)
+	res.Generation = m.gen // a flush re-places deferred views: a new projection
 	m.mu.Unlock()
 	m.flushNotify(req.Agent)
 	return res, nil
