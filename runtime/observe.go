@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -14,13 +13,10 @@ import (
 // lookup finds the adapter and canonical id for uri and the source entry,
 // creating it. Normalize runs outside the lock (it may touch the file system).
 func (m *Manager) lookup(uri string) (*source, error) {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, ErrClosed
+	a, err := locked(m, func(*index) (Adapter, error) { return m.adapterForLocked(uri), nil })
+	if err != nil {
+		return nil, err
 	}
-	a := m.adapterForLocked(uri)
-	m.mu.Unlock()
 	if a == nil {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownScheme, uriScheme(uri))
 	}
@@ -30,21 +26,7 @@ func (m *Manager) lookup(uri string) (*source, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s, ok := m.sources[id]; ok {
-		return s, nil
-	}
-	s := &source{id: id, adapter: a, display: id, links: map[*link]struct{}{}, scheme: a.Scheme()}
-	if s.scheme == "*" {
-		s.scheme = uriScheme(id)
-	}
-	if d, ok := a.(Displayer); ok {
-		s.display = d.Display(id)
-	}
-	if r, ok := a.(Reporter); ok {
-		s.reporter = r
-	}
-	m.sources[id] = s
-	return s, nil
+	return m.source(id, a), nil
 }
 
 // Observe registers one tool observation. Events are acknowledged with
@@ -56,71 +38,84 @@ func (m *Manager) Observe(ctx context.Context, obs Observation) (ObserveResult, 
 		return ObserveResult{}, err
 	}
 	if obs.Kind == Event {
-		m.mu.Lock()
-		closed := m.closed
-		m.mu.Unlock()
-		if closed {
-			return ObserveResult{}, ErrClosed
-		}
-		return ObserveResult{Status: EventAck, Superseded: []string{}}, nil
+		return locked(m, func(*index) (ObserveResult, error) {
+			return ObserveResult{Status: EventAck, Superseded: []string{}}, nil
+		})
 	}
-	srcs := make([]*source, len(obs.Sources))
-	for i, ref := range obs.Sources {
+	srcs, err := m.lookupAll(obs.Sources)
+	if err != nil {
+		return ObserveResult{}, err
+	}
+	// Pinned, the sources keep their text while they load, before any
+	// link holds them.
+	m.pin(srcs, 1)
+	if err := m.loadAll(ctx, srcs, obs.Sources); err != nil {
+		m.pin(srcs, -1)
+		m.flushNotify("")
+		return ObserveResult{}, err
+	}
+	res, err := locked(m, func(*index) (ObserveResult, error) {
+		b := m.register(obs, srcs)
+		res := ObserveResult{Block: b.id, Superseded: []string{}}
+		if b.status != Invalid {
+			res.Superseded = m.supersede(b)
+		}
+		res.Status = b.status
+		return res, nil
+	})
+	m.pin(srcs, -1)
+	if err != nil {
+		return ObserveResult{}, err
+	}
+	m.syncWatch(srcs...)
+	m.syncPendingWatches()
+	m.flushNotify("")
+	return res, nil
+}
+
+// lookupAll resolves every source of an observation, checking that keyed
+// sources carry a version.
+func (m *Manager) lookupAll(refs []SourceRef) ([]*source, error) {
+	srcs := make([]*source, len(refs))
+	for i, ref := range refs {
 		s, err := m.lookup(ref.URI)
 		if err != nil {
-			return ObserveResult{}, wrapSource("observe", i, ref.URI, err)
+			return nil, wrapSource("observe", i, ref.URI, err)
 		}
 		if s.reporter != nil && ref.Version == "" {
-			return ObserveResult{}, fieldErr(fmt.Sprintf("sources[%d].version", i), "required for keyed (non-file) sources")
+			return nil, fieldErr(fmt.Sprintf("sources[%d].version", i), "required for keyed (non-file) sources")
 		}
 		srcs[i] = s
 	}
+	return srcs, nil
+}
+
+// pin adds delta to the sources' pins; unpinned sources without links let
+// their text go.
+func (m *Manager) pin(srcs []*source, delta int) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, s := range srcs {
-		s.pins++
-	}
-	m.mu.Unlock()
-	unpin := func() {
-		m.mu.Lock()
-		for _, s := range srcs {
-			s.pins--
+		s.pins += delta
+		if delta < 0 {
 			s.free()
 		}
-		m.mu.Unlock()
 	}
+}
+
+// loadAll loads each distinct source once (I/O outside the lock).
+func (m *Manager) loadAll(ctx context.Context, srcs []*source, refs []SourceRef) error {
 	loaded := map[*source]bool{}
 	for i, s := range srcs {
 		if loaded[s] {
 			continue
 		}
 		loaded[s] = true
-		if err := m.load(ctx, s, obs.Sources[i]); err != nil {
-			unpin()
-			m.flushNotify("")
-			return ObserveResult{}, wrapSource("observe", i, obs.Sources[i].URI, err)
+		if err := m.load(ctx, s, refs[i]); err != nil {
+			return wrapSource("observe", i, refs[i].URI, err)
 		}
 	}
-
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		unpin()
-		return ObserveResult{}, ErrClosed
-	}
-	b := m.register(obs, srcs)
-	res := ObserveResult{Block: b.id, Status: b.status, Superseded: []string{}}
-	if b.status != Invalid {
-		res.Superseded = m.supersede(b)
-	}
-	res.Status = b.status
-	for _, s := range srcs {
-		s.pins--
-	}
-	m.mu.Unlock()
-	m.syncWatch(srcs...)
-	m.syncPendingWatches()
-	m.flushNotify("")
-	return res, nil
+	return nil
 }
 
 // load brings src's current content into the manager (I/O outside the lock).
@@ -136,57 +131,48 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 		src.reporter.Report(src.id, ref.Version, text)
 	}
 	stamp, serr := src.adapter.Stamp(ctx, src.id)
-	m.mu.Lock()
-	fresh := serr == nil && stamp != "" && src.stamp == stamp && src.state == statePresent && (src.known || src.reporter != nil)
-	others := len(src.links) > 0
-	m.mu.Unlock()
-	if fresh {
+	var fresh, others bool
+	m.withLock(func() {
+		fresh = serr == nil && stamp != "" && src.stamp == stamp && src.state == statePresent && (src.known || src.reporter != nil)
+		others = len(src.links) > 0
+	})
+	switch {
+	case fresh:
 		return nil
-	}
-	if src.reporter != nil && !others {
+	case src.reporter != nil && !others:
 		// Nothing else depends on this source: take the client's word for
 		// the version instead of asking it to read again during observe.
-		m.mu.Lock()
-		m.applyUnknown(src, stamp, stamp)
-		m.mu.Unlock()
-		if ref.Range == nil && stamp == ref.Version {
-			m.mu.Lock()
-			m.attribute(src, m.applyContent(src, stamp, Content{Text: ref.Text, Version: ref.Version}), "", "")
-			m.mu.Unlock()
-		}
+		m.withLock(func() {
+			m.applyUnknown(src, stamp, stamp)
+			if ref.Range == nil && stamp == ref.Version {
+				m.attribute(src, m.applyContent(src, stamp, Content{Text: ref.Text, Version: ref.Version}), "", "")
+			}
+		})
 		return nil
 	}
 	c, err := src.adapter.Read(ctx, src.id)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		m.mu.Lock()
-		m.attribute(src, m.applyGone(src, stamp, err), "", "")
-		m.mu.Unlock()
-		if src.reporter != nil || unavailable(err) {
-			// A keyed source: the client could not answer, trust its report.
-			// A file gone, binary, too large or unreadable by now: the
-			// model saw its text all the same, so the block is registered
-			// invalid and the next sync carries the notice (issue 10 bug 4).
-			return nil
-		}
-		return err
+	switch {
+	case err == nil:
+		m.withLock(func() { m.attribute(src, m.applyContent(src, stamp, c), "", "") })
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
 	}
-	m.mu.Lock()
-	m.attribute(src, m.applyContent(src, stamp, c), "", "")
-	m.mu.Unlock()
-	return nil
+	m.withLock(func() { m.attribute(src, m.applyGone(src, stamp, err), "", "") })
+	if src.reporter != nil || unavailable(err) {
+		// A keyed source: the client could not answer, trust its report.
+		// A file gone, binary, too large or unreadable by now: the model
+		// saw its text all the same, so the block is registered invalid
+		// and the next sync carries the notice (issue 10 bug 4).
+		return nil
+	}
+	return err
 }
 
 // register builds the block, verifies each link against the source's current
 // text and indexes it. Caller holds m.mu.
 func (m *Manager) register(obs Observation, srcs []*source) *block {
-	ag := m.agents[obs.Agent]
-	if ag == nil {
-		ag = &agentState{name: obs.Agent, blocks: map[*block]struct{}{}, byAnchor: map[string][]*block{}, srcRefs: map[*source]int{}}
-		m.agents[obs.Agent] = ag
-	}
+	ag := m.agent(obs.Agent)
 	if obs.Turn > ag.turn {
 		ag.turn = obs.Turn
 	}
@@ -222,14 +208,7 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 		// The same tool result registered again (a binding that restarted or
 		// re-read its history): the new block replaces the old one outright.
 		// Superseding it instead would send the anchor two views.
-		for _, old := range slices.Clone(ag.byAnchor[obs.Anchor]) {
-			m.unlink(old)
-			m.retireSuperseded(old)
-			old.status = Released
-			m.forget(old)
-			m.count("replaced")
-			replaced = true
-		}
+		replaced = m.replaceAnchor(ag, obs.Anchor)
 		ag.byAnchor[obs.Anchor] = append(ag.byAnchor[obs.Anchor], b)
 	}
 	m.recompute(b)
@@ -284,108 +263,4 @@ func (m *Manager) verifyLink(l *link) {
 	rc.prefix = "raced read: "
 	rc.link(l)
 	rc.finish(false)
-}
-
-// supersede retires older blocks of the same agent whose every link lies
-// inside a link of b. Caller holds m.mu.
-func (m *Manager) supersede(b *block) []string {
-	cands := map[*block]struct{}{}
-	seen := make(map[*source]bool, 1)
-	for _, l := range b.links {
-		if seen[l.src] {
-			continue // a grep block links one source many times: scan it once
-		}
-		seen[l.src] = true
-		for ol := range l.src.links {
-			ob := ol.block
-			if ob != b && ob.agent == b.agent && ob.seq < b.seq && ob.status != Superseded {
-				cands[ob] = struct{}{}
-			}
-		}
-	}
-	var old []*block
-	for ob := range cands {
-		if contained(ob, b) {
-			old = append(old, ob)
-		}
-	}
-	sort.Slice(old, func(i, j int) bool { return old[i].seq < old[j].seq })
-	ids := make([]string, 0, len(old))
-	for _, ob := range old {
-		ob.notice = noticeSuperseded(ob, b)
-		ob.status, ob.supersededBy, ob.reason = Superseded, b.id, "superseded by "+b.id
-		m.unlink(ob)
-		m.count("superseded")
-		m.markDirty(ob)
-		ob.agent.audit = append(ob.agent.audit, ob)
-		ids = append(ids, ob.id)
-	}
-	m.trimAudit(b.agent)
-	return ids
-}
-
-func contained(ob, nb *block) bool {
-	for _, ol := range ob.links {
-		in := false
-		for _, nl := range nb.links {
-			if nl.src == ol.src && (nl.whole || !ol.whole && nl.rng.Start <= ol.rng.Start && ol.rng.End <= nl.rng.End) {
-				in = true
-				break
-			}
-		}
-		if !in {
-			return false
-		}
-	}
-	return true
-}
-
-// unlink removes b's links from the source index, keeping a small audit
-// record (uri, lines, version) and dropping texts. Caller holds m.mu; the
-// caller syncs watches afterwards.
-func (m *Manager) unlink(b *block) {
-	for _, l := range b.links {
-		if l.src == nil {
-			continue
-		}
-		delete(l.src.links, l)
-		l.src.free()
-		if ag := b.agent; ag.srcRefs[l.src] <= 1 {
-			delete(ag.srcRefs, l.src)
-		} else {
-			ag.srcRefs[l.src]--
-		}
-		m.unwatch = append(m.unwatch, l.src)
-		l.display = l.src.display
-		l.src, l.text, l.anchor = nil, "", nil
-	}
-}
-
-// retireSuperseded runs when b leaves the context (released, or replaced by a
-// new result for its anchor). The blocks b superseded show only a notice that
-// "a newer read is in the context": if b was itself superseded, the newer
-// read that replaced b covers them too; otherwise nothing covers them any
-// more and they become invalid, asking for a re-read (their text is gone).
-// Caller holds m.mu, before changing b's status.
-func (m *Manager) retireSuperseded(b *block) {
-	var by *block
-	if b.status == Superseded {
-		by = m.blocks[b.supersededBy]
-	}
-	for _, s := range b.agent.audit {
-		if s == nil || s.status != Superseded || s.supersededBy != b.id {
-			continue
-		}
-		if by != nil {
-			s.supersededBy, s.reason = by.id, "superseded by "+by.id
-			s.notice = noticeSuperseded(s, by)
-		} else {
-			s.status, s.supersededBy, s.orphaned = Invalid, "", true
-			s.notice = noticeOrphaned(s)
-			s.reason = "the newer read " + b.id + " left the context"
-			m.count("orphaned")
-			m.retireSuperseded(s) // what s superseded lost its cover too
-		}
-		m.markDirty(s)
-	}
 }

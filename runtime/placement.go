@@ -87,13 +87,8 @@ type srcPlace struct {
 	lastBy bool // the latest transition was attributed to an edit
 }
 
-// placementFor returns the manager's placement (inplace when unset).
-func (m *Manager) placementFor() string {
-	if m.placement == "" {
-		return PlacementInplace
-	}
-	return m.placement
-}
+// editBy names the agent's edit (its tool call) that changed a source.
+type editBy struct{ agent, anchor string }
 
 func (m *Manager) now() time.Time {
 	if m.clock != nil {
@@ -167,17 +162,17 @@ const (
 // a full projection, a rebuilt prefix, or (auto) an expired cache.
 func (m *Manager) flushDue(ag *agentState, req SyncRequest, now time.Time) bool {
 	switch {
-	case m.placementFor() == PlacementInplace:
+	case m.placement == PlacementInplace:
 		return false
 	case req.Full || req.PrefixRebuilt:
 		return true
 	}
-	return m.placementFor() == PlacementAuto && ag.pl.calls > 0 && now.Sub(ag.pl.last) > m.cacheTTL
+	return m.placement == PlacementAuto && ag.pl.calls > 0 && now.Sub(ag.pl.last) > m.cacheTTL
 }
 
 // decide places one changed block. Caller holds m.mu.
 func (m *Manager) decide(b *block, flush bool) where {
-	p := m.placementFor()
+	p := m.placement
 	switch {
 	case p == PlacementInplace || flush || b.pl.reset:
 		return inPlace

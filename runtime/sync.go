@@ -14,15 +14,17 @@ import (
 func (m *Manager) verify(ctx context.Context, src *source, force bool) error {
 	src.io.Lock()
 	defer src.io.Unlock()
-	m.mu.Lock()
-	if m.closed || len(src.links) == 0 {
-		m.mu.Unlock()
+	var live, fresh bool
+	var prev string
+	m.withLock(func() {
+		live = !m.closed && len(src.links) > 0
+		prev = src.stamp
+		// An unchanged stamp means nothing new, unless the content was never read.
+		fresh = src.state != statePresent || src.known || src.reporter != nil
+	})
+	if !live {
 		return nil
 	}
-	prev := src.stamp
-	// An unchanged stamp means nothing new, unless the content was never read.
-	fresh := src.state != statePresent || src.known || src.reporter != nil
-	m.mu.Unlock()
 	stamp, serr := src.adapter.Stamp(ctx, src.id)
 	if !force && serr == nil && stamp != "" && stamp == prev && fresh {
 		return nil
@@ -31,14 +33,24 @@ func (m *Manager) verify(ctx context.Context, src *source, force bool) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	m.applyRead(src, stamp, c, err, editBy{})
+	return nil
+}
+
+// applyRead applies the outcome of one Read of src under the lock and
+// returns the blocks whose state changed. by names the agent's edit that
+// made the change, when the agent reported it (zero: an outside change).
+func (m *Manager) applyRead(src *source, stamp string, c Content, err error, by editBy) []*block {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var changed []*block
 	if err != nil {
-		m.attribute(src, m.applyGone(src, stamp, err), "", "")
-		return nil
+		changed = m.applyGone(src, stamp, err)
+	} else {
+		changed = m.applyContent(src, stamp, c)
 	}
-	m.attribute(src, m.applyContent(src, stamp, c), "", "")
-	return nil
+	m.attribute(src, changed, by.agent, by.anchor)
+	return changed
 }
 
 // verifyWorkers bounds the parallel stats of one verify pass: stat calls
@@ -98,45 +110,61 @@ func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error)
 	if err := validateSync(req); err != nil {
 		return SyncResult{}, err
 	}
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return SyncResult{}, ErrClosed
+	plan, err := locked(m, func(ix *index) (syncPlan, error) { return ix.planSync(req), nil })
+	if err != nil {
+		return SyncResult{}, err
 	}
-	ag := m.agents[req.Agent]
-	if ag == nil {
-		res := SyncResult{Generation: m.gen, Full: req.Full, Blocks: []BlockView{},
-			Flushed: m.placementFor() != PlacementInplace && (req.Full || req.PrefixRebuilt)}
-		m.mu.Unlock()
-		return res, nil
-	}
-	if req.Turn > ag.turn {
-		ag.turn = req.Turn
+	if plan.agent == nil {
+		return SyncResult{Generation: plan.gen, Full: req.Full, Blocks: []BlockView{},
+			Flushed: m.placement != PlacementInplace && (req.Full || req.PrefixRebuilt)}, nil
 	}
 	// Every source with live blocks is verified: the agent's own sources
 	// here, before projecting; the others by the background worker (their
 	// agents hear of changes via OnChange), so a slow read of someone
 	// else's source never blocks this sync.
-	srcs := make([]*source, 0, len(ag.srcRefs))
-	var others []string
-	for _, s := range m.sources {
-		if ag.srcRefs[s] > 0 {
-			srcs = append(srcs, s)
-		} else if len(s.links) > 0 {
-			others = append(others, s.id)
-		}
-	}
-	m.mu.Unlock()
-	m.enqueue(others, false)
-	if err := m.verifyAll(ctx, srcs); err != nil {
+	m.enqueue(plan.others, false)
+	if err := m.verifyAll(ctx, plan.own); err != nil {
 		return SyncResult{}, err
 	}
-
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return SyncResult{}, ErrClosed
+	res, err := locked(m, func(ix *index) (SyncResult, error) { return m.project(plan.agent, req), nil })
+	if err != nil {
+		return SyncResult{}, err
 	}
+	m.flushNotify(req.Agent)
+	return res, nil
+}
+
+// syncPlan is what a sync verifies before it projects.
+type syncPlan struct {
+	agent  *agentState // nil: the agent has observed nothing
+	gen    uint64
+	own    []*source // sources with the agent's live blocks
+	others []string  // other sources with live blocks, for the worker
+}
+
+func (ix *index) planSync(req SyncRequest) syncPlan {
+	ag := ix.agents[req.Agent]
+	if ag == nil {
+		return syncPlan{gen: ix.gen}
+	}
+	if req.Turn > ag.turn {
+		ag.turn = req.Turn
+	}
+	p := syncPlan{agent: ag, own: make([]*source, 0, len(ag.srcRefs))}
+	for _, s := range ix.sources {
+		if ag.srcRefs[s] > 0 {
+			p.own = append(p.own, s)
+		} else if len(s.links) > 0 {
+			p.others = append(p.others, s.id)
+		}
+	}
+	return p
+}
+
+// project ages the agent's blocks and takes its projection: the dirty
+// blocks (or all, when Full), whose views become what the model last saw.
+// Caller holds m.mu.
+func (m *Manager) project(ag *agentState, req SyncRequest) SyncResult {
 	m.verifies++
 	m.age(ag, req.Turn)
 	var bs []*block
@@ -152,12 +180,10 @@ func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error)
 	ag.dirty = nil
 	delete(m.notify, ag.name)
 	sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
-	res := SyncResult{Generation: m.gen, Full: req.Full}
+	res := SyncResult{Full: req.Full}
 	res.Blocks, res.Flushed = m.place(ag, bs, req)
-	res.Generation = m.gen // a flush re-places deferred views: a new projection
-	m.mu.Unlock()
-	m.flushNotify(req.Agent)
-	return res, nil
+	res.Generation = m.gen // after place: a flush re-places deferred views, a new projection
+	return res
 }
 
 // age flags the agent's blocks not re-read within their resource type's
