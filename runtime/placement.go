@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"slices"
+	"strings"
 	"sort"
 	"time"
 
@@ -252,6 +253,37 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 	return out, flush
 }
 
+// stillShown reports whether every text s shows is still, line for line,
+// in the current text of by: then s's copy is true (at most its line
+// numbers moved, as by's erratum says) and needs no pointer.
+func stillShown(s, by *block) bool {
+	for _, sl := range s.links {
+		found := false
+		for _, bl := range by.links {
+			if bl.uri == sl.uri && bl.state == linkOK && containsLines(bl.text, sl.shown) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// containsLines reports whether part's lines appear in text as whole
+// consecutive lines.
+func containsLines(text, part string) bool {
+	t, p := strings.Split(text, "\n"), strings.Split(part, "\n")
+	for i := 0; i+len(p) <= len(t); i++ {
+		if slices.Equal(t[i:i+len(p)], p) {
+			return true
+		}
+	}
+	return false
+}
+
 // cover returns the live read that covers superseded s: its superseding
 // read, or the one that superseded that, and so on.
 func (m *Manager) cover(s *block) *block {
@@ -281,7 +313,7 @@ func (m *Manager) pointers(ag *agentState, bs []*block) []BlockView {
 		}
 		for _, s := range ag.audit {
 			if s == nil || s.status != Superseded || s.anchor == "" || s.pl.pointed || s.pl.warned ||
-				!s.pl.deferred || s.pl.inplace == Superseded || s.pl.inplace == Invalid || m.cover(s) != by {
+				!s.pl.deferred || s.pl.inplace == Superseded || s.pl.inplace == Invalid || m.cover(s) != by || stillShown(s, by) {
 				continue
 			}
 			s.pl.pointed, s.pl.noted = true, true
