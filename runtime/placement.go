@@ -2,8 +2,8 @@ package runtime
 
 import (
 	"slices"
-	"strings"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/concord-ctx/concord/rpc/protocol"
