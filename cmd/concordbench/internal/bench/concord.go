@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/concord-ctx/concord/rpc/client"
-
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/race"
 	"github.com/concord-ctx/concord/rpc/protocol"
-
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/race"
 )
 
 // concordSession drives the real `concord serve` exactly as a binding does:
@@ -17,24 +14,32 @@ import (
 // runs before each model call, and stale tool messages are replaced by the
 // repaired text or the notice.
 type concordSession struct {
-	c     *client.Client
+	c     caller
 	ws    *race.Workspace
 	kinds map[string]string // anchor -> tool name, to re-render in the tool's format
 }
 
 const benchAgent = "main"
 
+// initParams is initialize's params plus the repair placement policy
+// (inplace, tail, auto), sent only when set: the hook for cache-aware
+// repair, which adds the field to the protocol.
+type initParams struct {
+	protocol.InitializeParams
+	Placement string `json:"placement,omitempty"`
+}
+
 func startConcord(ctx context.Context, cfg Config, ws *race.Workspace) (*concordSession, error) {
-	c, err := client.Options{Stderr: cfg.ServerLog}.Start(ctx, cfg.ConcordBin, "serve")
+	c, err := dial(ctx, cfg.ConcordBin, cfg.ServerLog)
 	if err != nil {
 		return nil, fmt.Errorf("concord mode: %w", err)
 	}
-	params := protocol.InitializeParams{
+	params := initParams{InitializeParams: protocol.InitializeParams{
 		ProtocolVersion: protocol.Version,
 		ClientInfo:      &protocol.Info{Name: "concord-bench", Version: "1"},
 		Roots:           []string{ws.Dir},
 		Watch:           protocol.WatchAuto,
-	}
+	}, Placement: cfg.ConcordPlacement}
 	if cfg.ConcordLocal != "" {
 		params.Policy = &protocol.PolicyConfig{Global: protocol.Policy{Local: protocol.Action(cfg.ConcordLocal)}}
 	}
@@ -60,6 +65,14 @@ func (s *concordSession) observe(ctx context.Context, turn int, anchor string, r
 			Text:    strings.Join(res.Read.Lines, "\n"),
 			Version: res.Read.Version,
 		}}
+	case res.Edit != nil:
+		kind = race.ToolEdit
+		srcs = []protocol.Source{{
+			URI:     s.ws.URI(res.Edit.File),
+			Range:   &protocol.Range{Start: res.Edit.Start, End: res.Edit.End},
+			Text:    strings.Join(res.Edit.Lines, "\n"),
+			Version: res.Edit.Version,
+		}}
 	case len(res.Hits) > 0:
 		kind = race.ToolGrep
 		for _, h := range res.Hits {
@@ -73,6 +86,15 @@ func (s *concordSession) observe(ctx context.Context, turn int, anchor string, r
 		return fmt.Errorf("concord observe %s: %w", anchor, err)
 	}
 	s.kinds[anchor] = kind
+	return nil
+}
+
+// changed reports a write an agent made with its own tool (sourceChanged).
+func (s *concordSession) changed(ctx context.Context, agentID, file string) error {
+	var out protocol.SourceChangedResult
+	if err := s.c.Call(ctx, protocol.MethodSourceChanged, protocol.SourceChangedParams{URI: s.ws.URI(file), Agent: agentID}, &out); err != nil {
+		return fmt.Errorf("concord sourceChanged %s: %w", file, err)
+	}
 	return nil
 }
 
@@ -90,9 +112,9 @@ func (s *concordSession) sync(ctx context.Context, turn int, views map[string]st
 		case "patched":
 			views[b.Anchor] = s.render(b.Anchor, b.Sources)
 		case "stale":
-			views[b.Anchor] = s.render(b.Anchor, b.Sources) + "\n" + b.Notice
+			views[b.Anchor] = s.render(b.Anchor, b.Sources) + "\n" + s.ws.Neutral(b.Notice)
 		default: // invalid, superseded: the notice alone
-			views[b.Anchor] = b.Notice
+			views[b.Anchor] = s.ws.Neutral(b.Notice)
 		}
 		tr = append(tr, ViewTrace{Anchor: b.Anchor, Status: string(b.Status), Reason: b.Reason, Shown: views[b.Anchor]})
 	}
@@ -114,6 +136,8 @@ func (s *concordSession) render(anchor string, srcs []protocol.Source) string {
 			for i, l := range lines {
 				parts = append(parts, race.RenderHit(rel, start+i, l))
 			}
+		case race.ToolEdit:
+			parts = append(parts, race.RenderEdit(s.ws.DisplayPath(s.rel(src.URI)), start, lines))
 		default:
 			parts = append(parts, race.RenderRead(start, lines))
 		}

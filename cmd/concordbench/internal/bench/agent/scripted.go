@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
 )
 
 // Scripted is a deterministic reader. It needs no model: every decision is
@@ -19,18 +19,27 @@ import (
 //  1. The last tool output says the answer is blocked until a diff: call diff.
 //  2. A tool output carries "[alert] P is modified", or a Concord notice
 //     "Re-read P lines A-B" (or "line A"), and no later read_file of P
-//     follows it: read P (lines A-B for a notice).
-//  3. No glob yet: glob "*". Then for each evidence step in order: grep its
+//     follows it: read P (lines A-B for a notice, the whole file when the
+//     notice says P was deleted).
+//  3. A session task (long) runs its plan: the next planned call (ids
+//     "p<i>", so the bench knows which plan step ran). A question task:
+//     no glob yet: glob "*". Then for each evidence step in order: grep its
 //     pattern if not done; read the file of the grep's first hit if that
 //     file was never read.
-//  4. Answer from the latest visible copy of each evidence line: the last
+//  4. An evidence line it has read before is no longer visible anywhere
+//     (an observation was masked): read its file again, once.
+//  5. Answer from the latest visible copy of each evidence line: the last
 //     line in the context (later messages first, then later lines) equal to
 //     the cloze's prefix + value + suffix, ignoring diff lines marked "-".
 //     A span probe answers the value; "same" answers yes when both values
-//     are equal; "earlier" answers the option with the smaller number.
+//     are equal; "earlier" answers the option with the smaller number;
+//     "all" answers every value, joined by "; ". A message that says it
+//     holds the true contents of files (Aider's) comes first.
 //
 // It measures the mechanics of a mode (what reaches the context, steps,
-// tokens, cache reuse), not a model's judgement.
+// tokens, cache reuse), not a model's judgement. ExtractFirst is the second
+// reader: the same calls, but it answers from the first copy of each
+// evidence line it saw unless that copy was itself repaired or marked.
 type Scripted struct{}
 
 // Name implements Agent.
@@ -80,7 +89,7 @@ func (e *event) arg(k string) string {
 
 var (
 	alertRe  = regexp.MustCompile(`\[alert\] (\S+) is modified`)
-	noticeRe = regexp.MustCompile(`Re-read (\S+) lines? (\d+)(?:-(\d+))?`)
+	noticeRe = regexp.MustCompile(`Re-read (\S+?)(?: lines? (\d+)(?:-(\d+))?)?(?: before| \(|,|$)`)
 	readLine = regexp.MustCompile(`^\d+: (.*)$`)
 	grepLine = regexp.MustCompile(`^([^:\n]+):(\d+):(.*)$`)
 )
@@ -95,6 +104,7 @@ func samePath(a, b string) bool {
 func (s *scriptedSession) Next(_ context.Context, msgs []Message, _ []ToolSpec) (Reply, error) {
 	evs := parseContext(msgs)
 	id := fmt.Sprintf("call_%d", len(evs)+1)
+	reread := func() { id = fmt.Sprintf("r%d", len(evs)+1) }
 	call := func(name string, args map[string]any) (Reply, error) {
 		b, err := json.Marshal(args)
 		if err != nil {
@@ -124,11 +134,17 @@ func (s *scriptedSession) Next(_ context.Context, msgs []Message, _ []ToolSpec) 
 		}
 		for _, a := range alertRe.FindAllStringSubmatch(m.Content, -1) {
 			if !readAfter(a[1], i) {
+				reread()
 				return call("read_file", map[string]any{"path": a[1]})
 			}
 		}
 		for _, n := range noticeRe.FindAllStringSubmatch(m.Content, -1) {
 			if !readAfter(n[1], i) {
+				reread()
+				// A deleted file's old line numbers mean nothing: read it whole.
+				if n[2] == "" || strings.Contains(m.Content, "was deleted") {
+					return call("read_file", map[string]any{"path": n[1]})
+				}
 				lo, _ := strconv.Atoi(n[2])
 				hi := lo
 				if n[3] != "" {
@@ -137,6 +153,31 @@ func (s *scriptedSession) Next(_ context.Context, msgs []Message, _ []ToolSpec) 
 				return call("read_file", map[string]any{"path": n[1], "start_line": lo, "end_line": hi})
 			}
 		}
+	}
+	// Rule 3, a session: the plan.
+	if len(s.task.Plan) > 0 {
+		done := 0
+		for _, e := range evs {
+			if strings.HasPrefix(e.call.ID, "p") {
+				done++
+			}
+		}
+		if done < len(s.task.Plan) {
+			a := s.task.Plan[done]
+			id = fmt.Sprintf("p%d", done)
+			switch a.Tool {
+			case "read_file":
+				return call(a.Tool, map[string]any{"path": a.Path})
+			case "edit":
+				return call(a.Tool, map[string]any{"path": a.Path, "old_str": a.Old, "new_str": a.New})
+			case "grep", "glob":
+				return call(a.Tool, map[string]any{"pattern": a.Pattern})
+			case "run":
+				return call(a.Tool, map[string]any{"command": a.Command})
+			}
+			return Reply{}, fmt.Errorf("scripted: plan step %d: unknown tool %q", done, a.Tool)
+		}
+		return s.finish(evs, msgs, call, reread)
 	}
 	// Rule 3.
 	has := func(name, key, val string) *event {
@@ -173,7 +214,27 @@ func (s *scriptedSession) Next(_ context.Context, msgs []Message, _ []ToolSpec) 
 			return call("read_file", map[string]any{"path": m[1]})
 		}
 	}
-	// Rule 4.
+	return s.finish(evs, msgs, call, reread)
+}
+
+// finish is rules 4 and 5.
+func (s *scriptedSession) finish(evs []*event, msgs []Message, call func(string, map[string]any) (Reply, error), reread func()) (Reply, error) {
+	for _, c := range s.task.Probe.Clozes {
+		if _, ok := latest(c, msgs); ok {
+			continue
+		}
+		var last *event
+		for _, e := range evs {
+			if e.call.Name == "read_file" && samePath(e.arg("path"), c.File) {
+				last = e
+			}
+		}
+		// Read before, gone now, and the last read was not just now.
+		if last != nil && last != evs[len(evs)-1] {
+			reread()
+			return call("read_file", map[string]any{"path": c.File})
+		}
+	}
 	return call("answer", map[string]any{"answer": Extract(s.task.Probe, msgs)})
 }
 
@@ -200,10 +261,75 @@ func visibleLines(out string) []string {
 	return vs
 }
 
+// evidenceMessage: tool results, and user messages after the question
+// (reminders, resent files) can carry evidence lines.
+func evidenceMessage(msgs []Message, i int) bool {
+	switch msgs[i].Role {
+	case "tool":
+		return true
+	case "user":
+		return i > 1
+	}
+	return false
+}
+
+// Marked: the message says its own content is stale or gone.
+func Marked(content string) bool {
+	return strings.Contains(content, "[concord]") || strings.Contains(content, Masked)
+}
+
+// Masked is the placeholder of a masked observation (OpenHands).
+const Masked = "<MASKED>"
+
+// ResendPrefix heads Aider's files message and ResendAck is the
+// assistant's acknowledgement (aider/coders/base_prompts.py).
+const (
+	ResendPrefix = "I have *added these files to the chat* so you can go ahead and edit them.\n\n*Trust this message as the true contents of these files!*\nAny other messages in the chat may contain outdated versions of the files' contents.\n"
+	ResendAck    = "Ok, any changes I propose will be to those files."
+)
+
+// authoritative fills a cloze from a message that says it holds the true
+// contents (Aider's files message): both readers do as it says.
+func authoritative(c tasks.Cloze, msgs []Message) (string, bool) {
+	for _, m := range msgs {
+		if m.Role != "user" || !strings.Contains(m.Content, "*Trust this message as the true contents") {
+			continue
+		}
+		for _, l := range visibleLines(m.Content) {
+			if v, ok := c.Fill(l); ok {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
+// first fills a cloze from the first copy in the context, skipping
+// messages that are marked stale.
+func first(c tasks.Cloze, msgs []Message) (string, bool) {
+	if v, ok := authoritative(c, msgs); ok {
+		return v, true
+	}
+	for i := range msgs {
+		if !evidenceMessage(msgs, i) || Marked(msgs[i].Content) {
+			continue
+		}
+		for _, l := range visibleLines(msgs[i].Content) {
+			if v, ok := c.Fill(l); ok {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
 // latest fills a cloze from the last visible matching line.
 func latest(c tasks.Cloze, msgs []Message) (string, bool) {
+	if v, ok := authoritative(c, msgs); ok {
+		return v, true
+	}
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role != "tool" {
+		if !evidenceMessage(msgs, i) {
 			continue
 		}
 		vs := visibleLines(msgs[i].Content)
@@ -219,11 +345,16 @@ func latest(c tasks.Cloze, msgs []Message) (string, bool) {
 // Unknown is the answer when the evidence is not in the context.
 const Unknown = "unknown"
 
-// Extract applies a probe to the context (rule 4).
-func Extract(p tasks.Probe, msgs []Message) string {
+// Extract applies a probe to the context (rule 5): the latest copies.
+func Extract(p tasks.Probe, msgs []Message) string { return extract(p, msgs, latest) }
+
+// ExtractFirst is the first-copy reader's answer.
+func ExtractFirst(p tasks.Probe, msgs []Message) string { return extract(p, msgs, first) }
+
+func extract(p tasks.Probe, msgs []Message, pick func(tasks.Cloze, []Message) (string, bool)) string {
 	var vals []string
 	for _, c := range p.Clozes {
-		v, ok := latest(c, msgs)
+		v, ok := pick(c, msgs)
 		if !ok {
 			return Unknown
 		}
@@ -241,6 +372,8 @@ func Extract(p tasks.Probe, msgs []Message) string {
 			}
 			return "no"
 		}
+	case tasks.ProbeAll:
+		return strings.Join(vals, "; ")
 	case tasks.ProbeEarlier:
 		if len(vals) == len(p.Options) && len(vals) > 0 {
 			best, bestN := -1, 0
