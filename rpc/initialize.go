@@ -41,6 +41,9 @@ func (s *Server) initialize(ctx context.Context, raw *json.RawMessage) (any, err
 		Notify:  s.notes.add,
 		Fetch:   s.readSource,
 		Logger:  s.log,
+
+		Placement: p.Placement,
+		CacheTTL:  runtime.CacheTTL(p.Cache),
 	}
 	if cfg.Watch == "" {
 		cfg.Watch = protocol.WatchAuto
@@ -66,6 +69,7 @@ func (s *Server) initialize(ctx context.Context, raw *json.RawMessage) (any, err
 			Notifications: []string{protocol.MethodBlocksChanged},
 			Requests:      []string{protocol.MethodReadSource},
 			MaxMessage:    s.cfg.MaxMessage,
+			Placement:     p.Placement,
 		},
 	}, nil
 }
@@ -88,6 +92,9 @@ func validateInitialize(p *protocol.InitializeParams) error {
 	case "", protocol.WatchAuto, protocol.WatchFsnotify, protocol.WatchPoll, protocol.WatchHooks:
 	default:
 		return invalidField("watch", "must be auto, fsnotify, poll or hooks, not %q", p.Watch)
+	}
+	if err := runtime.ValidatePlacement(p.Placement, p.Cache); err != nil {
+		return err
 	}
 	if err := runtime.ValidatePolicyConfig("policy", p.Policy); err != nil {
 		return err

@@ -57,7 +57,7 @@ func (m *Manager) reread(ctx context.Context, src *source, ch Change) ([]*block,
 	if rerr == nil && ch.Text != nil && src.reporter == nil && normalizeText(*ch.Text) != normalizeText(c.Text) {
 		m.log.Debug("sourceChanged: reported text differs from the source; the source wins", "source", src.id)
 	}
-	return m.applyRead(src, stamp, c, rerr), nil
+	return m.applyRead(src, stamp, c, rerr, editBy{agent: ch.Agent, anchor: ch.Anchor}), nil
 }
 
 // Release drops blocks by id, or by the agent's anchors. Unknown block ids,

@@ -161,6 +161,8 @@ type source struct {
 	links   map[*link]struct{}
 	pins    int // observations loading this source; keeps its text alive
 
+	pl srcPlace // guarded by Manager.mu
+
 	watchMu sync.Mutex // orders Watch/Unwatch calls
 	watched bool       // guarded by watchMu
 }
@@ -225,6 +227,7 @@ type link struct {
 	anchor       *locator.Anchor // kept while the source is gone, to find the span again
 	notice       string
 	display      string // the source's display name, kept once the link leaves the index
+	pl           linkPlace
 }
 
 type block struct {
@@ -242,6 +245,7 @@ type block struct {
 	orphaned     bool // superseded, then the newer read left the context: invalid for good
 	aged         bool
 	ageNotice    string
+	pl           blockPlace
 }
 
 type agentState struct {
@@ -252,6 +256,7 @@ type agentState struct {
 	dirty    map[*block]struct{}
 	srcRefs  map[*source]int // live links per source: the sources a sync must wait for
 	audit    []*block        // superseded blocks, oldest first (bounded by Manager.auditMax)
+	pl       agentPlace
 }
 
 // supersede retires older blocks of the same agent whose every link lies

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/concord-ctx/concord/locator"
 )
@@ -27,6 +28,15 @@ import (
 // carry no sources), a delta never gives one anchor two blocks, a full sync
 // agrees with the accumulated deltas, and Stats and watches match the blocks
 // the script holds.
+//
+// Every script runs under each repair placement. Under tail and auto the
+// binding is modelled as the prompt it builds: each anchor's message shows
+// its latest in-place view (or the tool's output), and a view placed at the
+// tail is an erratum note after the newest message; a flush drops the notes.
+// The invariant then reads: every stale observation the model can see is
+// either repaired in place or followed by an erratum that names it (the
+// latest note about a block is checked as its view), or is a read that a
+// newer read of the same lines, still held, follows.
 //
 // Scripts are decoded from bytes, so the fuzzer and the seeded random test
 // share one interpreter.
@@ -42,7 +52,9 @@ func FuzzManagerInvariant(f *testing.F) {
 		f.Add(randomScript(rnd))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		runScript(t, data)
+		for _, p := range placements {
+			runScript(t, data, p)
+		}
 	})
 }
 
@@ -63,9 +75,10 @@ func TestManagerInvariantRandom(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(seed, 12))
 	for i := range n {
 		data := randomScript(rnd)
-		t.Run(fmt.Sprint(i), func(t *testing.T) { runScript(t, data) })
+		p := placements[i%len(placements)]
+		t.Run(fmt.Sprint(i), func(t *testing.T) { runScript(t, data, p) })
 		if t.Failed() {
-			t.Logf("script %d as a fuzz seed: %q", i, data)
+			t.Logf("script %d (placement %s) as a fuzz seed: %q", i, p, data)
 			return
 		}
 	}
@@ -142,6 +155,7 @@ type heldBlock struct {
 	by         string // the block that superseded it
 	orphaned   bool   // superseded, then the newer read left the context
 	view       *BlockView
+	note       *BlockView // the latest erratum about the block since its last in-place view
 }
 
 type invAgent struct {
@@ -163,7 +177,15 @@ type invRun struct {
 	seen    map[string]bool // agents that registered a block
 	log     []string
 	memOps  *[]func() // when set, writes to the store wait here (a concurrent batch)
+
+	placement string
+	clk       *fakeClock
 }
+
+var placements = []string{PlacementInplace, PlacementTail, PlacementAuto}
+
+// tailing reports whether repairs may go to the tail.
+func (r *invRun) tailing() bool { return r.placement != PlacementInplace }
 
 // mem writes to the store now, or queues the write for a concurrent batch.
 func (r *invRun) mem(f func()) {
@@ -185,7 +207,7 @@ func (r *invRun) fail(format string, args ...any) {
 
 var invActions = []Action{"", Patch, Refresh, Annotate, Suppress}
 
-func runScript(t *testing.T, data []byte) {
+func runScript(t *testing.T, data []byte, placement string) {
 	s := &script{data: data}
 	var pol Policy
 	switch s.n(3) {
@@ -201,9 +223,10 @@ func runScript(t *testing.T, data []byte) {
 		// A per-source layer over the global one.
 		cfg.BySource = map[string]Policy{"mem://s0": {Local: invActions[s.n(len(invActions))], Drift: invActions[s.n(len(invActions))]}}
 	}
-	h := newHarness(t, Config{Policy: cfg})
-	r := &invRun{t: t, h: h, s: s, content: map[string]string{}, hist: map[string][]string{}, seen: map[string]bool{}}
-	r.logf("policy %+v", cfg)
+	clk := &fakeClock{t: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
+	h := newHarness(t, Config{Policy: cfg, Placement: placement, Now: clk.now})
+	r := &invRun{t: t, h: h, s: s, content: map[string]string{}, hist: map[string][]string{}, seen: map[string]bool{}, placement: placement, clk: clk}
+	r.logf("policy %+v placement %s", cfg, placement)
 	for i := range 1 + s.n(3) {
 		id := fmt.Sprintf("mem://s%d", i)
 		r.srcs = append(r.srcs, id)
@@ -282,7 +305,16 @@ func (r *invRun) step() {
 		if s.n(3) == 0 {
 			ag.turn++
 		}
-		r.sync(ag, s.n(4) == 0)
+		var rebuilt bool
+		if r.tailing() {
+			// The cache expires, or the runtime condenses its prompt.
+			if s.n(8) == 0 {
+				r.clk.t = r.clk.t.Add(DefaultCacheTTL + time.Second)
+				r.logf("wait past the cache TTL")
+			}
+			rebuilt = s.n(8) == 0
+		}
+		r.syncRebuilt(ag, s.n(4) == 0, rebuilt)
 	}
 }
 
@@ -520,12 +552,17 @@ func (r *invRun) retire(ag *invAgent, n *heldBlock) {
 
 // sync applies the agent's delta as a binding does and checks the invariant;
 // full also compares a full projection with the accumulated deltas.
-func (r *invRun) sync(ag *invAgent, full bool) {
-	res, err := r.h.m.Sync(context.Background(), SyncRequest{Agent: ag.name, Turn: ag.turn})
+func (r *invRun) sync(ag *invAgent, full bool) { r.syncRebuilt(ag, full, false) }
+
+func (r *invRun) syncRebuilt(ag *invAgent, full, rebuilt bool) {
+	res, err := r.h.m.Sync(context.Background(), SyncRequest{Agent: ag.name, Turn: ag.turn, PrefixRebuilt: rebuilt})
 	if err != nil {
 		r.fail("sync %s: %v", ag.name, err)
 	}
-	r.logf("sync %s turn %d -> %s", ag.name, ag.turn, fmtViews(res.Blocks))
+	r.logf("sync %s turn %d rebuilt %v -> flushed %v %s", ag.name, ag.turn, rebuilt, res.Flushed, fmtViews(res.Blocks))
+	if rebuilt && !res.Flushed {
+		r.fail("a rebuilt prefix did not flush")
+	}
 	r.apply(ag, res)
 	r.check(ag)
 	if full {
@@ -589,6 +626,14 @@ func (r *invRun) apply(ag *invAgent, res SyncResult) {
 		r.fail("generation %d after %d with %d changed blocks", res.Generation, ag.gen, len(res.Blocks))
 	}
 	ag.gen = res.Generation
+	if res.Flushed {
+		if !r.tailing() {
+			r.fail("placement inplace answered flushed")
+		}
+		for _, h := range ag.anchors {
+			h.note = nil // every deferred repair is in this delta, in place
+		}
+	}
 	got := map[string]bool{}
 	for i := range res.Blocks {
 		v := res.Blocks[i]
@@ -605,7 +650,27 @@ func (r *invRun) apply(ag *invAgent, res SyncResult) {
 		case h.block != v.Block:
 			r.fail("anchor %s holds %s, but a view for %s arrived (replaced block leaked)", v.Anchor, h.block, v.Block)
 		}
-		h.view = &v
+		switch v.Placement {
+		case "":
+			if h.note != nil {
+				r.fail("anchor %s rewritten in place without a flush, below an erratum that still speaks for it", v.Anchor)
+			}
+			if v.Erratum != "" {
+				r.fail("anchor %s: in-place view with an erratum", v.Anchor)
+			}
+			h.view = &v
+		case PlacementTail:
+			if !r.tailing() {
+				r.fail("placement inplace sent an erratum for %s", v.Anchor)
+			}
+			if !strings.HasPrefix(v.Erratum, "[concord] ") || !strings.Contains(v.Erratum, v.Anchor) {
+				r.fail("anchor %s: erratum %q is not marked or does not name the call", v.Anchor, v.Erratum)
+			}
+			r.checkErratum(h, &v)
+			h.note = &v
+		default:
+			r.fail("anchor %s: placement %q", v.Anchor, v.Placement)
+		}
 	}
 }
 
@@ -613,6 +678,9 @@ func fmtViews(vs []BlockView) string {
 	var b strings.Builder
 	for _, v := range vs {
 		fmt.Fprintf(&b, "{%s %s %s", v.Block, v.Anchor, v.Status)
+		if v.Placement != "" {
+			fmt.Fprintf(&b, " %s %q", v.Placement, v.Erratum)
+		}
 		for _, sv := range v.Sources {
 			if sv.Range != nil {
 				fmt.Fprintf(&b, " [%s %d-%d %q]", sv.URI, sv.Range.Start, sv.Range.End, sv.Text)
@@ -628,13 +696,98 @@ func fmtViews(vs []BlockView) string {
 	return b.String()
 }
 
+// checkErratum checks that an erratum's text says what its view says,
+// relative to the copy in place: a span that only moved is named at its new
+// lines; changed text is listed line by line ("+N: text"), attributed to the
+// agent's edit, or asked to be re-read.
+func (r *invRun) checkErratum(h *heldBlock, v *BlockView) {
+	if v.Status == Superseded {
+		if !strings.Contains(v.Erratum, "newer read") {
+			r.fail("anchor %s: superseded erratum %q does not point to the newer read", h.anchor, v.Erratum)
+		}
+		return
+	}
+	if v.Status != Valid && v.Status != Patched {
+		if !strings.Contains(v.Erratum, "Re-read") && !strings.Contains(v.Erratum, "may be outdated") {
+			r.fail("anchor %s: %s erratum %q asks for no re-read", h.anchor, v.Status, v.Erratum)
+		}
+		return
+	}
+	// The copy in place: the latest in-place view with sources, else the tool's output.
+	old := h.refs
+	if h.view != nil && len(h.view.Sources) > 0 {
+		old = h.view.Sources
+	}
+	if len(old) != len(v.Sources) {
+		r.fail("anchor %s: erratum view has %d sources, the copy in place %d", h.anchor, len(v.Sources), len(old))
+	}
+	for i, sv := range v.Sources {
+		o := old[i]
+		ot, nt := normalizeText(o.Text), sv.Text
+		if sv.Range == nil {
+			ot, nt = strings.TrimSuffix(ot, "\n"), strings.TrimSuffix(nt, "\n")
+		}
+		switch {
+		case ot == nt && (sv.Range == nil || *sv.Range == *o.Range):
+		case ot == nt:
+			if want := "now at " + linesOf(Range{Start: sv.Range.Start, End: sv.Range.End}); !strings.Contains(v.Erratum, want) {
+				r.fail("anchor %s: erratum %q does not say %q", h.anchor, v.Erratum, want)
+			}
+		case strings.Contains(v.Erratum, "Re-read"), strings.Contains(v.Erratum, "your edit"):
+		default:
+			start, oldSet := 1, map[string]bool{}
+			if sv.Range != nil {
+				start = sv.Range.Start
+			}
+			for _, l := range strings.Split(ot, "\n") {
+				oldSet[l] = true
+			}
+			lines := strings.Split(nt, "\n")
+			if sv.Range == nil && nt == "" {
+				lines = nil // an empty source has no lines
+			}
+			for j, l := range lines {
+				if want := fmt.Sprintf("+%d: %s", start+j, l); !oldSet[l] && !strings.Contains(v.Erratum, want) {
+					r.fail("anchor %s: erratum %q misses the changed line %q", h.anchor, v.Erratum, want)
+				}
+			}
+		}
+	}
+}
+
+// warning: an erratum that says the copy is outdated without claiming what
+// is current (a re-read notice, a pointer to the agent's edit).
+func warning(erratum string) bool {
+	for _, w := range []string{"Re-read", "your edit", "may be outdated", "About the output of"} {
+		if strings.Contains(erratum, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // check verifies every anchor the agent holds, right after a sync.
 func (r *invRun) check(ag *invAgent) {
 	for _, a := range slices.Sorted(maps.Keys(ag.anchors)) {
 		h := ag.anchors[a]
-		if h.view == nil {
+		if r.tailing() && h.superseded && !h.orphaned {
+			// Kept as the model saw it, or with an older note: the newer
+			// read of the same lines follows it in the prompt.
+			if r.byBlock(ag, h.by) == nil {
+				r.fail("anchor %s: superseded by %s, which the agent no longer holds", a, h.by)
+			}
+			continue
+		}
+		if h.note != nil && warning(h.note.Erratum) {
+			continue // the latest statement says the copy is outdated: it cannot look current
+		}
+		v := h.view
+		if h.note != nil {
+			v = h.note // the latest statement about the block
+		}
+		if v == nil {
 			// No delta: the binding still shows the tool's original output.
-			if h.observed != Valid {
+			if h.observed != Valid && !r.tailing() {
 				r.fail("anchor %s: observe said %s but no sync delivered its view", a, h.observed)
 			}
 			if h.superseded || h.orphaned {
@@ -647,7 +800,10 @@ func (r *invRun) check(ag *invAgent) {
 				}
 				if ref.Range == nil {
 					// The same lines; a final newline may differ (tools differ about it).
-					if cl := locator.SplitLines(cur); !slices.Equal(locator.SplitLines(ref.Text), cl) && !slices.Equal(locator.SplitLines(ref.Text+"\n"), cl) {
+					// Under tail and auto the server compares the model-visible
+					// texts: "" for an empty file and for one blank line alike.
+					same := r.tailing() && strings.TrimSuffix(normalizeText(ref.Text), "\n") == strings.TrimSuffix(normalizeText(cur), "\n")
+					if cl := locator.SplitLines(cur); !same && !slices.Equal(locator.SplitLines(ref.Text), cl) && !slices.Equal(locator.SplitLines(ref.Text+"\n"), cl) {
 						r.fail("anchor %s: original whole output of %s still shown (no delta) but the source is now %q", a, ref.URI, cur)
 					}
 					continue
@@ -658,7 +814,6 @@ func (r *invRun) check(ag *invAgent) {
 			}
 			continue
 		}
-		v := h.view
 		if h.superseded != (v.Status == Superseded) || h.orphaned && v.Status != Invalid {
 			r.fail("anchor %s: superseded by observe %v (orphaned %v), view status %s", a, h.superseded, h.orphaned, v.Status)
 		}
@@ -764,9 +919,37 @@ func (r *invRun) compareFull(ag *invAgent) {
 	if err != nil {
 		r.fail("full sync %s: %v", ag.name, err)
 	}
-	r.logf("full sync %s -> %s", ag.name, fmtViews(res.Blocks))
+	r.logf("full sync %s -> flushed %v %s", ag.name, res.Flushed, fmtViews(res.Blocks))
 	if !res.Full {
 		r.fail("full sync not marked full")
+	}
+	if r.tailing() {
+		// A full projection is a flush: every view in place, notes dropped;
+		// it must then satisfy the invariant by itself.
+		if !res.Flushed {
+			r.fail("full sync under %s not flushed", r.placement)
+		}
+		seen := map[string]bool{}
+		for _, v := range res.Blocks {
+			if h := ag.anchors[v.Anchor]; h == nil || h.block != v.Block || seen[v.Anchor] || v.Placement != "" {
+				r.fail("full sync: view %s for anchor %s (placement %q), which the deltas do not hold (or twice)", v.Block, v.Anchor, v.Placement)
+			}
+			seen[v.Anchor] = true
+		}
+		for a := range ag.anchors {
+			if !seen[a] {
+				r.fail("full sync: anchor %s (%s) missing", a, ag.anchors[a].block)
+			}
+		}
+		for _, h := range ag.anchors {
+			h.note = nil
+		}
+		for i := range res.Blocks {
+			v := res.Blocks[i]
+			ag.anchors[v.Anchor].view = &v
+		}
+		r.check(ag)
+		return
 	}
 	seen := map[string]bool{}
 	for _, v := range res.Blocks {

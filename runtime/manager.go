@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/concord-ctx/concord/locator"
@@ -29,6 +30,13 @@ type Config struct {
 	// already reported by a sync are forgotten, so a long session that
 	// re-reads the same lines does not grow without bound.
 	AuditLimit int
+	// Placement is where repairs of messages the model has seen go
+	// (PlacementInplace, the default; PlacementTail; PlacementAuto), and
+	// CacheTTL how long the provider keeps a prompt cached (default
+	// DefaultCacheTTL). Now is the clock (default time.Now), for tests.
+	Placement string
+	CacheTTL  time.Duration
+	Now       func() time.Time
 }
 
 // DefaultAuditLimit is Config.AuditLimit's default.
@@ -51,6 +59,10 @@ type Manager struct {
 	fallback Adapter
 	bySource map[string]Policy // BySource keys normalised to canonical ids
 	index                      // guarded by mu
+
+	placement string // PlacementInplace, PlacementTail or PlacementAuto
+	cacheTTL  time.Duration
+	clock     func() time.Time
 
 	hints  *hintQueue
 	ctx    context.Context
@@ -90,6 +102,13 @@ func New(cfg Config) *Manager {
 		m.ageUsed = m.ageUsed || pol.MaxAgeTurns != nil && *pol.MaxAgeTurns > 0
 	}
 	m.ageUsed = m.ageUsed || cfg.Policy.Global.MaxAgeTurns != nil && *cfg.Policy.Global.MaxAgeTurns > 0
+	m.placement, m.cacheTTL, m.clock = cfg.Placement, cfg.CacheTTL, cfg.Now
+	if m.placement == "" {
+		m.placement = PlacementInplace
+	}
+	if m.cacheTTL <= 0 {
+		m.cacheTTL = DefaultCacheTTL
+	}
 	go m.runHints()
 	return m
 }

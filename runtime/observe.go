@@ -145,7 +145,7 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 		m.withLock(func() {
 			m.applyUnknown(src, stamp, stamp)
 			if ref.Range == nil && stamp == ref.Version {
-				m.applyContent(src, stamp, Content{Text: ref.Text, Version: ref.Version})
+				m.attribute(src, m.applyContent(src, stamp, Content{Text: ref.Text, Version: ref.Version}), "", "")
 			}
 		})
 		return nil
@@ -153,12 +153,12 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 	c, err := src.adapter.Read(ctx, src.id)
 	switch {
 	case err == nil:
-		m.withLock(func() { m.applyContent(src, stamp, c) })
+		m.withLock(func() { m.attribute(src, m.applyContent(src, stamp, c), "", "") })
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	m.withLock(func() { m.applyGone(src, stamp, err) })
+	m.withLock(func() { m.attribute(src, m.applyGone(src, stamp, err), "", "") })
 	if src.reporter != nil || unavailable(err) {
 		// A keyed source: the client could not answer, trust its report.
 		// A file gone, binary, too large or unreadable by now: the model
@@ -212,6 +212,7 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 		ag.byAnchor[obs.Anchor] = append(ag.byAnchor[obs.Anchor], b)
 	}
 	m.recompute(b)
+	placeRegistered(b, replaced)
 	if b.status != Valid || replaced {
 		m.markDirty(b) // the next sync carries the repair (or resets the anchor's view)
 	}

@@ -33,19 +33,24 @@ func (m *Manager) verify(ctx context.Context, src *source, force bool) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	m.applyRead(src, stamp, c, err)
+	m.applyRead(src, stamp, c, err, editBy{})
 	return nil
 }
 
 // applyRead applies the outcome of one Read of src under the lock and
-// returns the blocks whose state changed.
-func (m *Manager) applyRead(src *source, stamp string, c Content, err error) []*block {
+// returns the blocks whose state changed. by names the agent's edit that
+// made the change, when the agent reported it (zero: an outside change).
+func (m *Manager) applyRead(src *source, stamp string, c Content, err error, by editBy) []*block {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var changed []*block
 	if err != nil {
-		return m.applyGone(src, stamp, err)
+		changed = m.applyGone(src, stamp, err)
+	} else {
+		changed = m.applyContent(src, stamp, c)
 	}
-	return m.applyContent(src, stamp, c)
+	m.attribute(src, changed, by.agent, by.anchor)
+	return changed
 }
 
 // verifyWorkers bounds the parallel stats of one verify pass: stat calls
@@ -110,7 +115,8 @@ func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error)
 		return SyncResult{}, err
 	}
 	if plan.agent == nil {
-		return SyncResult{Generation: plan.gen, Full: req.Full, Blocks: []BlockView{}}, nil
+		return SyncResult{Generation: plan.gen, Full: req.Full, Blocks: []BlockView{},
+			Flushed: m.placement != PlacementInplace && (req.Full || req.PrefixRebuilt)}, nil
 	}
 	// Every source with live blocks is verified: the agent's own sources
 	// here, before projecting; the others by the background worker (their
@@ -174,16 +180,9 @@ func (m *Manager) project(ag *agentState, req SyncRequest) SyncResult {
 	ag.dirty = nil
 	delete(m.notify, ag.name)
 	sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
-	res := SyncResult{Generation: m.gen, Full: req.Full, Blocks: make([]BlockView, 0, len(bs))}
-	for _, b := range bs {
-		v := view(b)
-		if len(v.Sources) > 0 {
-			for _, l := range b.links {
-				l.shown, l.shownRng, l.shownVersion = l.text, l.rng, l.version
-			}
-		}
-		res.Blocks = append(res.Blocks, v)
-	}
+	res := SyncResult{Full: req.Full}
+	res.Blocks, res.Flushed = m.place(ag, bs, req)
+	res.Generation = m.gen // after place: a flush re-places deferred views, a new projection
 	return res
 }
 

@@ -205,8 +205,10 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	if errors.As(err, &we) {
 		return fromWire(we)
 	}
-	if errors.Is(err, jsonrpc2.ErrClosed) {
-		return fmt.Errorf("%s: %w%s", method, err, c.exitNote())
+	// A dead child shows up as a closed connection or, when the write lost
+	// the race with the exit, a broken pipe: either way, say that it exited.
+	if note := c.exitNote(); err != nil && (note != "" || errors.Is(err, jsonrpc2.ErrClosed)) {
+		return fmt.Errorf("%s: %w%s", method, err, note)
 	}
 	return err
 }

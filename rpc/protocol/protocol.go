@@ -110,6 +110,25 @@ type InitializeParams struct {
 	Watch           string         `json:"watch,omitempty"`
 	Policy          *PolicyConfig  `json:"policy,omitempty"`
 	Locator         *LocatorParams `json:"locator,omitempty"`
+	// Placement says where repairs of a message the model has seen go:
+	// PlacementInplace (default), PlacementTail or PlacementAuto.
+	Placement string       `json:"placement,omitempty"`
+	Cache     *CacheParams `json:"cache,omitempty"` // hints for placement
+}
+
+// Repair placements (initialize's placement).
+const (
+	PlacementInplace = "inplace" // rewrite the old tool message (the default)
+	PlacementTail    = "tail"    // keep it byte-identical; an erratum goes after the newest message
+	PlacementAuto    = "auto"    // in place where that is free (never sent, cache expired, prefix rebuilt), else tail
+)
+
+// CacheParams describe the provider's prompt cache, as far as placement
+// needs it.
+type CacheParams struct {
+	// TTLSeconds: the prompt cache is taken to have expired when more than
+	// this passed since the agent's previous sync (default 300).
+	TTLSeconds *float64 `json:"ttlSeconds,omitempty"`
 }
 
 // LocatorParams are the locality thresholds; an omitted field keeps the
@@ -151,6 +170,9 @@ type Capabilities struct {
 	Notifications []string `json:"notifications"`
 	Requests      []string `json:"requests"`
 	MaxMessage    int64    `json:"maxMessage"` // bytes; larger messages are refused
+	// Placement is the effective repair placement, present when the client
+	// sent one (a server without cache-aware repair leaves it out).
+	Placement string `json:"placement,omitempty"`
 }
 
 // Range is a 1-based, inclusive line range.
@@ -197,6 +219,9 @@ type SourceChangedParams struct {
 	Agent   string  `json:"agent,omitempty"`
 	Text    *string `json:"text,omitempty"`
 	Version string  `json:"version,omitempty"`
+	// Anchor is the tool call that made the change (the edit's id): errata
+	// can then point the agent to its own edit instead of repeating text.
+	Anchor string `json:"anchor,omitempty"`
 }
 
 // SourceChangedResult answers sourceChanged.
@@ -209,6 +234,10 @@ type SyncParams struct {
 	Agent string `json:"agent"`
 	Turn  int    `json:"turn"`
 	Full  bool   `json:"full,omitempty"` // the full live set, not just the delta
+	// PrefixRebuilt: the runtime rebuilt the prompt before this call
+	// (condensed, compacted, dropped messages), so the cached prefix is
+	// gone: every deferred repair is placed in place (a flush).
+	PrefixRebuilt bool `json:"prefixRebuilt,omitempty"`
 }
 
 // SyncResult is the projection: blocks whose model-visible state changed
@@ -217,6 +246,9 @@ type SyncResult struct {
 	Generation uint64      `json:"generation"`
 	Full       bool        `json:"full"`
 	Blocks     []BlockView `json:"blocks"`
+	// Flushed (placement tail or auto): every deferred repair is in Blocks,
+	// in place; drop every erratum note attached by earlier syncs.
+	Flushed bool `json:"flushed,omitempty"`
 }
 
 // BlockView is what a binding needs to rewrite one tool result.
@@ -233,6 +265,11 @@ type BlockView struct {
 	Notice       string   `json:"notice,omitempty"`
 	SupersededBy string   `json:"supersededBy,omitempty"`
 	Reason       string   `json:"reason,omitempty"`
+	// Placement "tail": leave the anchor's message as it is and attach
+	// Erratum after the newest message; Status, Sources and Notice then
+	// describe the current truth, for information. "" means in place.
+	Placement string `json:"placement,omitempty"`
+	Erratum   string `json:"erratum,omitempty"`
 }
 
 // ReleaseParams drop blocks by id, or by anchor within Agent.

@@ -29,7 +29,8 @@ type Options struct {
 // New returns the rpc.NewSessionFunc that builds sessions with these options.
 func New(o Options) rpc.NewSessionFunc {
 	return func(ctx context.Context, cfg rpc.SessionConfig) (rpc.Core, string, error) {
-		m := runtime.New(runtime.Config{Policy: cfg.Policy, Locator: cfg.Locator, OnChange: cfg.Notify, Logger: cfg.Logger})
+		m := runtime.New(runtime.Config{Policy: cfg.Policy, Locator: cfg.Locator, OnChange: cfg.Notify, Logger: cfg.Logger,
+			Placement: cfg.Placement, CacheTTL: cfg.CacheTTL})
 		if len(cfg.Roots) == 0 {
 			// Keyed sources only: file URIs must be refused, not taken for keys.
 			m.AddAdapter(noFiles{})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/agent"
 	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/race"
 	"github.com/concord-ctx/concord/rpc/protocol"
 )
@@ -17,29 +18,41 @@ type concordSession struct {
 	c     caller
 	ws    *race.Workspace
 	kinds map[string]string // anchor -> tool name, to re-render in the tool's format
+	// notes are the errata placed at the tail (placement tail or auto), as
+	// a binding keeps them: each sticks, byte-identical, to the message
+	// that was newest when it arrived, until a sync says flushed.
+	notes []note
+}
+
+// note is one sync's errata, attached after message at.
+type note struct {
+	at   int
+	text string
+}
+
+// attach appends the notes to the messages they stick to.
+func (s *concordSession) attach(msgs []agent.Message) {
+	for _, n := range s.notes {
+		if n.at >= 0 && n.at < len(msgs) {
+			msgs[n.at].Content += "\n\n" + n.text
+		}
+	}
 }
 
 const benchAgent = "main"
-
-// initParams is initialize's params plus the repair placement policy
-// (inplace, tail, auto), sent only when set: the hook for cache-aware
-// repair, which adds the field to the protocol.
-type initParams struct {
-	protocol.InitializeParams
-	Placement string `json:"placement,omitempty"`
-}
 
 func startConcord(ctx context.Context, cfg Config, ws *race.Workspace) (*concordSession, error) {
 	c, err := dial(ctx, cfg.ConcordBin, cfg.ServerLog)
 	if err != nil {
 		return nil, fmt.Errorf("concord mode: %w", err)
 	}
-	params := initParams{InitializeParams: protocol.InitializeParams{
+	params := protocol.InitializeParams{
 		ProtocolVersion: protocol.Version,
 		ClientInfo:      &protocol.Info{Name: "concord-bench", Version: "1"},
 		Roots:           []string{ws.Dir},
 		Watch:           protocol.WatchAuto,
-	}, Placement: cfg.ConcordPlacement}
+		Placement:       cfg.ConcordPlacement, // docs/protocol.md, Placement
+	}
 	if cfg.ConcordWatch != "" {
 		params.Watch = cfg.ConcordWatch
 	}
@@ -92,23 +105,35 @@ func (s *concordSession) observe(ctx context.Context, turn int, anchor string, r
 	return nil
 }
 
-// changed reports a write an agent made with its own tool (sourceChanged).
-func (s *concordSession) changed(ctx context.Context, agentID, file string) error {
+// changed reports a write an agent made with its own tool (sourceChanged);
+// anchor is the edit's tool call id when known.
+func (s *concordSession) changed(ctx context.Context, agentID, file, anchor string) error {
 	var out protocol.SourceChangedResult
-	if err := s.c.Call(ctx, protocol.MethodSourceChanged, protocol.SourceChangedParams{URI: s.ws.URI(file), Agent: agentID}, &out); err != nil {
+	if err := s.c.Call(ctx, protocol.MethodSourceChanged, protocol.SourceChangedParams{URI: s.ws.URI(file), Agent: agentID, Anchor: anchor}, &out); err != nil {
 		return fmt.Errorf("concord sourceChanged %s: %w", file, err)
 	}
 	return nil
 }
 
 // sync applies the projection's delta to views (anchor -> shown content).
-func (s *concordSession) sync(ctx context.Context, turn int, views map[string]string) ([]ViewTrace, error) {
+// Views placed at the tail leave their message alone: their errata, joined,
+// become one note after message newest.
+func (s *concordSession) sync(ctx context.Context, turn int, views map[string]string, newest int) ([]ViewTrace, error) {
 	var out protocol.SyncResult
 	if err := s.c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: benchAgent, Turn: turn}, &out); err != nil {
 		return nil, fmt.Errorf("concord sync: %w", err)
 	}
 	var tr []ViewTrace
+	if out.Flushed {
+		s.notes = nil
+	}
+	var errata []string
 	for _, b := range out.Blocks {
+		if b.Placement == protocol.PlacementTail {
+			errata = append(errata, s.ws.Neutral(b.Erratum))
+			tr = append(tr, ViewTrace{Anchor: b.Anchor, Status: string(b.Status), Reason: b.Reason, Shown: TailPrefix + s.ws.Neutral(b.Erratum)})
+			continue
+		}
 		switch b.Status {
 		case "valid", "released":
 			delete(views, b.Anchor)
@@ -121,8 +146,14 @@ func (s *concordSession) sync(ctx context.Context, turn int, views map[string]st
 		}
 		tr = append(tr, ViewTrace{Anchor: b.Anchor, Status: string(b.Status), Reason: b.Reason, Shown: views[b.Anchor]})
 	}
+	if len(errata) > 0 {
+		s.notes = append(s.notes, note{at: newest, text: strings.Join(errata, "\n")})
+	}
 	return tr, nil
 }
+
+// TailPrefix marks a view trace whose erratum went to the tail.
+const TailPrefix = "(at the tail) "
 
 // render re-renders sources in the tool's own format at their new lines.
 func (s *concordSession) render(anchor string, srcs []protocol.Source) string {

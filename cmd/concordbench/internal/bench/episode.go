@@ -174,7 +174,7 @@ func (e *episode) run(ctx context.Context, dir string) error {
 			e.remind()
 		}
 		if e.cc != nil {
-			vs, err := e.cc.sync(ctx, step, e.views)
+			vs, err := e.cc.sync(ctx, step, e.views, len(e.msgs)-1)
 			if err != nil {
 				return err
 			}
@@ -339,7 +339,7 @@ func (e *episode) reportWrites(ctx context.Context, rs []race.Restore) error {
 	}
 	for _, r := range rs {
 		if r.By != "" {
-			if err := e.cc.changed(ctx, r.By, r.File); err != nil {
+			if err := e.cc.changed(ctx, r.By, r.File, ""); err != nil {
 				return err
 			}
 		}
@@ -407,6 +407,9 @@ func (e *episode) prompt() []agent.Message {
 		if v, ok := e.views[m.ToolCallID]; ok && m.Role == "tool" {
 			out[i].Content = v
 		}
+	}
+	if e.cc != nil {
+		e.cc.attach(out) // after the in-place views, as a binding does
 	}
 	switch e.mode {
 	case ModeMask:
@@ -589,7 +592,7 @@ func (e *episode) tool(ctx context.Context, step int, tc agent.ToolCall) (CallTr
 	// after, so Concord learns of it as a real change on disk.
 	if e.cc != nil {
 		if res.Edit != nil {
-			if err := e.cc.changed(ctx, benchAgent, res.Edit.File); err != nil {
+			if err := e.cc.changed(ctx, benchAgent, res.Edit.File, tc.ID); err != nil {
 				return ct, "", false, err
 			}
 		}

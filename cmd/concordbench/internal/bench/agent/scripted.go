@@ -39,7 +39,10 @@ import (
 // It measures the mechanics of a mode (what reaches the context, steps,
 // tokens, cache reuse), not a model's judgement. ExtractFirst is the second
 // reader: the same calls, but it answers from the first copy of each
-// evidence line it saw unless that copy was itself repaired or marked.
+// evidence line it saw unless that copy was itself repaired or marked, or a
+// Concord erratum placed after it names its call (placement tail or auto);
+// then the erratum's "+N: text" lines are the copy it reads. An erratum
+// appended to a message speaks of other calls and does not mark that one.
 type Scripted struct{}
 
 // Name implements Agent.
@@ -247,7 +250,11 @@ func visibleLines(out string) []string {
 		case strings.HasPrefix(l, "-"):
 			continue
 		case strings.HasPrefix(l, "+"):
-			vs = append(vs, l[1:])
+			if m := readLine.FindStringSubmatch(l[1:]); m != nil {
+				vs = append(vs, m[1]) // an erratum's changed line, "+N: text"
+			} else {
+				vs = append(vs, l[1:])
+			}
 		default:
 			if m := readLine.FindStringSubmatch(l); m != nil {
 				vs = append(vs, m[1])
@@ -276,6 +283,39 @@ func evidenceMessage(msgs []Message, i int) bool {
 // Marked: the message says its own content is stale or gone.
 func Marked(content string) bool {
 	return strings.Contains(content, "[concord]") || strings.Contains(content, Masked)
+}
+
+// erratumRe starts a Concord erratum: it names the call it corrects.
+var erratumRe = regexp.MustCompile(`^\[concord\] (Outdated: \S+ showed|About the output of \S+:|The output of \S+ is current again)`)
+
+// own is a message's own content: without the errata a binding appended
+// after it (placement tail or auto), which speak of other calls.
+func own(content string) string {
+	for i := 0; ; {
+		j := strings.Index(content[i:], "\n\n[concord] ")
+		if j < 0 {
+			return content
+		}
+		if erratumRe.MatchString(content[i+j+2:]) {
+			return content[:i+j]
+		}
+		i += j + 2
+	}
+}
+
+// corrected: a Concord erratum placed after the message names its tool
+// call (placement tail or auto), which marks the copy as a marker in it would.
+func corrected(msgs []Message, i int) bool {
+	id := msgs[i].ToolCallID
+	if id == "" {
+		return false
+	}
+	for _, m := range msgs[i:] {
+		if strings.Contains(m.Content, "[concord] Outdated: "+id+" ") || strings.Contains(m.Content, "[concord] About the output of "+id+":") {
+			return true
+		}
+	}
+	return false
 }
 
 // Masked is the placeholder of a masked observation (OpenHands).
@@ -311,10 +351,14 @@ func first(c tasks.Cloze, msgs []Message) (string, bool) {
 		return v, true
 	}
 	for i := range msgs {
-		if !evidenceMessage(msgs, i) || Marked(msgs[i].Content) {
+		if !evidenceMessage(msgs, i) {
 			continue
 		}
-		for _, l := range visibleLines(msgs[i].Content) {
+		text := msgs[i].Content
+		if o := own(text); Marked(o) || corrected(msgs, i) {
+			text = text[len(o):] // only the errata appended to it: their "+N:" lines are current
+		}
+		for _, l := range visibleLines(text) {
 			if v, ok := c.Fill(l); ok {
 				return v, true
 			}

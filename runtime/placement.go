@@ -1,0 +1,327 @@
+package runtime
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/concord-ctx/concord/rpc/protocol"
+)
+
+// Cache-aware placement of repairs (docs/protocol.md, "Placement").
+//
+// Providers cache the prompt by prefix, so rewriting tool message k makes
+// every token after k a cache miss. The server estimates what is cached
+// from what it already knows: the order of an agent's observations and when
+// each sync (one model call) happened. A block observed after the agent's
+// previous sync was never sent, so rewriting it is free; anything older sits
+// in the cached prefix, until the cache expires (CacheTTL since the agent's
+// previous sync) or the runtime rebuilds the prompt (sync prefixRebuilt).
+// Bindings are not asked where each anchor sits in the prompt: the order of
+// observe and sync calls already says which messages a call carried, and
+// message indices or token offsets differ per runtime and move whenever a
+// runtime masks or condenses.
+
+// Placements.
+const (
+	PlacementInplace = protocol.PlacementInplace
+	PlacementTail    = protocol.PlacementTail
+	PlacementAuto    = protocol.PlacementAuto
+)
+
+// CacheParams are initialize's cache hints.
+type CacheParams = protocol.CacheParams
+
+// DefaultCacheTTL is Config.CacheTTL's default: the prompt cache lifetime
+// of the major providers (Anthropic's default, OpenAI's typical).
+const DefaultCacheTTL = 5 * time.Minute
+
+// ValidatePlacement checks initialize's placement and cache hints.
+func ValidatePlacement(placement string, cache *CacheParams) error {
+	switch placement {
+	case "", PlacementInplace, PlacementTail, PlacementAuto:
+	default:
+		return fieldErr("placement", "must be inplace, tail or auto, not %q", placement)
+	}
+	if cache != nil && cache.TTLSeconds != nil && !(*cache.TTLSeconds > 0) {
+		return fieldErr("cache.ttlSeconds", "must be > 0 (seconds)")
+	}
+	return nil
+}
+
+// CacheTTL returns the cache lifetime the hints ask for (the default when
+// they leave it out).
+func CacheTTL(cache *CacheParams) time.Duration {
+	if cache == nil || cache.TTLSeconds == nil {
+		return DefaultCacheTTL
+	}
+	return time.Duration(*cache.TTLSeconds * float64(time.Second))
+}
+
+// agentPlace is an agent's model-call clock.
+type agentPlace struct {
+	calls int       // syncs so far (one per model call)
+	last  time.Time // time of the latest sync
+}
+
+// blockPlace is what the model has of a block.
+type blockPlace struct {
+	sentAfter int    // the agent's calls when the block was registered: unsent while calls == sentAfter
+	reset     bool   // a new result for its anchor: the view goes in place whatever the placement
+	deferred  bool   // the in-place view lags the current state (a tail erratum or nothing was sent)
+	noted     bool   // an erratum for it was delivered since its last in-place view
+	warned    bool   // that erratum says the copy is outdated and claims no text: later changes add nothing
+	pointed   bool   // superseded, and an erratum pointed from it to the newer read
+	inplace   Status // status of the last in-place view ("" = the tool's original output)
+}
+
+// linkPlace says who changed a link since the model's in-place copy.
+type linkPlace struct {
+	edits   []string // anchors of the agent's own edits, oldest first
+	outside uint64   // source transition that first made an outside change (0: none)
+}
+
+// srcPlace records the source's latest transition, so an edit reported
+// after the watcher already applied it is still the agent's own.
+type srcPlace struct {
+	trans  uint64 // transitions applied so far
+	last   []*block
+	lastBy bool // the latest transition was attributed to an edit
+}
+
+// editBy names the agent's edit (its tool call) that changed a source.
+type editBy struct{ agent, anchor string }
+
+func (m *Manager) now() time.Time {
+	if m.clock != nil {
+		return m.clock()
+	}
+	return time.Now()
+}
+
+// placeRegistered stamps a new block with the agent's call count. Caller
+// holds m.mu.
+func placeRegistered(b *block, replaced bool) {
+	b.pl.sentAfter = b.agent.pl.calls
+	b.pl.reset = replaced
+}
+
+// attribute records who made a change to src that touched blocks: the agent
+// whose edit (anchor) it was, or nobody (an outside change). An edit
+// reported after the watcher applied it (no change left to apply) takes
+// over the latest transition if nothing else happened since. Caller holds
+// m.mu.
+func (m *Manager) attribute(src *source, changed []*block, agent, anchor string) {
+	if len(changed) == 0 {
+		if anchor == "" || src.pl.lastBy || src.pl.trans == 0 {
+			return
+		}
+		// The watcher beat the edit's report: the latest transition was it.
+		src.pl.lastBy = true
+		for _, b := range src.pl.last {
+			for _, l := range b.links {
+				if l.src == src && l.pl.outside == src.pl.trans && b.agent.name == agent {
+					l.pl.outside = 0
+					l.pl.edits = appendEdit(l.pl.edits, anchor)
+				}
+			}
+		}
+		return
+	}
+	src.pl.trans++
+	src.pl.last, src.pl.lastBy = changed, anchor != ""
+	for _, b := range changed {
+		own := anchor != "" && b.agent.name == agent
+		for _, l := range b.links {
+			if l.src != src {
+				continue
+			}
+			if own {
+				l.pl.edits = appendEdit(l.pl.edits, anchor)
+			} else if l.pl.outside == 0 {
+				l.pl.outside = src.pl.trans
+			}
+		}
+	}
+}
+
+func appendEdit(edits []string, anchor string) []string {
+	if i := slices.Index(edits, anchor); i >= 0 {
+		edits = slices.Delete(edits, i, i+1)
+	}
+	return append(edits, anchor)
+}
+
+type where uint8
+
+const (
+	inPlace where = iota
+	atTail
+	nowhere // nothing to say: a newer read of the same lines follows it
+)
+
+// flushDue reports whether this sync places every deferred repair in place:
+// a full projection, a rebuilt prefix, or (auto) an expired cache.
+func (m *Manager) flushDue(ag *agentState, req SyncRequest, now time.Time) bool {
+	switch {
+	case m.placement == PlacementInplace:
+		return false
+	case req.Full || req.PrefixRebuilt:
+		return true
+	}
+	return m.placement == PlacementAuto && ag.pl.calls > 0 && now.Sub(ag.pl.last) > m.cacheTTL
+}
+
+// decide places one changed block. Caller holds m.mu.
+func (m *Manager) decide(b *block, flush bool) where {
+	p := m.placement
+	switch {
+	case p == PlacementInplace || flush || b.pl.reset:
+		return inPlace
+	case b.anchor == "":
+		return inPlace // an erratum could not name it
+	case b.status == Superseded && !b.orphaned:
+		// The newer read follows it in the prompt, and a reader takes the
+		// latest copy: rewriting the old one for that alone only costs.
+		if p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && !b.pl.noted {
+			return inPlace // never sent: the pointer is free and shorter
+		}
+		return nowhere
+	case b.pl.warned && !b.orphaned:
+		return nowhere // an erratum already says the copy is outdated; it stays true
+	case p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && !b.pl.noted:
+		return inPlace // never sent: not in any cached prefix
+	}
+	return atTail
+}
+
+// place turns the changed blocks of one sync into views and errata, and
+// advances the agent's call clock. Caller holds m.mu.
+func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockView, bool) {
+	now := m.now()
+	flush := m.flushDue(ag, req, now)
+	if flush {
+		seen := make(map[*block]bool, len(bs))
+		for _, b := range bs {
+			seen[b] = true
+		}
+		for b := range ag.blocks {
+			if b.pl.deferred && !seen[b] {
+				bs = append(bs, b)
+			}
+		}
+		sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
+		m.count("flushes")
+		if len(bs) > 0 {
+			m.gen++
+		}
+	}
+	out := make([]BlockView, 0, len(bs))
+	for _, b := range bs {
+		switch m.decide(b, flush) {
+		case inPlace:
+			v := view(b)
+			for _, l := range b.links {
+				if len(v.Sources) > 0 {
+					l.shown, l.shownRng, l.shownVersion = l.text, l.rng, l.version
+				}
+				l.pl = linkPlace{}
+			}
+			b.pl = blockPlace{sentAfter: b.pl.sentAfter, inplace: v.Status}
+			out = append(out, v)
+		case atTail:
+			b.pl.deferred = true
+			text, warns := erratum(b)
+			if text == "" {
+				continue
+			}
+			v := view(b)
+			v.Placement, v.Erratum = PlacementTail, text
+			b.pl.noted, b.pl.warned = true, warns
+			m.count("errata")
+			out = append(out, v)
+		case nowhere:
+			b.pl.deferred = true
+		}
+	}
+	if !flush && m.placement != PlacementInplace {
+		out = append(out, m.pointers(ag, bs)...)
+	}
+	ag.pl.calls++
+	ag.pl.last = now
+	return out, flush
+}
+
+// stillShown reports whether every text s shows is still, line for line,
+// in the current text of by: then s's copy is true (at most its line
+// numbers moved, as by's erratum says) and needs no pointer.
+func stillShown(s, by *block) bool {
+	for _, sl := range s.links {
+		found := false
+		for _, bl := range by.links {
+			if bl.uri == sl.uri && bl.state == linkOK && containsLines(bl.text, sl.shown) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// containsLines reports whether part's lines appear in text as whole
+// consecutive lines.
+func containsLines(text, part string) bool {
+	t, p := strings.Split(text, "\n"), strings.Split(part, "\n")
+	for i := 0; i+len(p) <= len(t); i++ {
+		if slices.Equal(t[i:i+len(p)], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// cover returns the live read that covers superseded s: its superseding
+// read, or the one that superseded that, and so on.
+func (m *Manager) cover(s *block) *block {
+	b := s
+	for range 64 { // chains are short; the bound only guards against a cycle
+		next := m.blocks[b.supersededBy]
+		if next == nil {
+			return nil
+		}
+		if next.status != Superseded {
+			return next
+		}
+		b = next
+	}
+	return nil
+}
+
+// pointers: a read superseded without a rewrite keeps its text, which goes
+// stale when the lines it showed change; the newer read that covers them
+// changed too (it is among bs). One erratum per such read points from it to
+// the newer read, so the stale copy never looks current. Caller holds m.mu.
+func (m *Manager) pointers(ag *agentState, bs []*block) []BlockView {
+	var out []BlockView
+	for _, by := range bs {
+		if by.status == Valid || by.status == Superseded {
+			continue
+		}
+		for _, s := range ag.audit {
+			if s == nil || s.status != Superseded || s.anchor == "" || s.pl.pointed || s.pl.warned ||
+				!s.pl.deferred || s.pl.inplace == Superseded || s.pl.inplace == Invalid || m.cover(s) != by || stillShown(s, by) {
+				continue
+			}
+			s.pl.pointed, s.pl.noted = true, true
+			v := view(s)
+			v.Placement, v.Erratum = PlacementTail, erratumSuperseded(s, by)
+			m.count("errata")
+			out = append(out, v)
+		}
+	}
+	return out
+}

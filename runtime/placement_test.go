@@ -1,0 +1,223 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeClock is a settable clock for cache-expiry tests.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+// placed is what one sync asked a binding to do: views in place, errata at
+// the tail.
+type placed struct {
+	inplace []string // "anchor status"
+	errata  []string
+	flushed bool
+}
+
+func placedOf(t *testing.T, r SyncResult) placed {
+	t.Helper()
+	p := placed{flushed: r.Flushed}
+	for _, v := range r.Blocks {
+		switch v.Placement {
+		case "":
+			if v.Erratum != "" {
+				t.Fatalf("in-place view with an erratum: %+v", v)
+			}
+			p.inplace = append(p.inplace, v.Anchor+" "+string(v.Status))
+		case PlacementTail:
+			if v.Erratum == "" {
+				t.Fatalf("tail view without an erratum: %+v", v)
+			}
+			p.errata = append(p.errata, v.Erratum)
+		default:
+			t.Fatalf("placement %q", v.Placement)
+		}
+	}
+	return p
+}
+
+func TestPlacement(t *testing.T) {
+	ls := numbered(10)
+	inserted := append([]string{"// a", "// b"}, ls...)
+	edited := slices.Clone(ls)
+	edited[3] = "func f4() { return 42 }"
+	const read = "call_1"
+	type step func(h *harness, clk *fakeClock)
+	write := func(c string) step { return func(h *harness, _ *fakeClock) { h.mem.set(fid, c) } }
+	ownEdit := func(c, anchor string) step {
+		return func(h *harness, _ *fakeClock) {
+			h.mem.set(fid, c)
+			if _, err := h.m.SourceChanged(context.Background(), Change{URI: fid, Agent: "main", Anchor: anchor}); err != nil {
+				h.t.Fatal(err)
+			}
+		}
+	}
+	wait := func(d time.Duration) step { return func(_ *harness, clk *fakeClock) { clk.t = clk.t.Add(d) } }
+	sent := func(h *harness, _ *fakeClock) { h.sync("main", 1) } // the read was in a model call
+	reread := func(h *harness, _ *fakeClock) {
+		h.observe("main", 2, "call_2", SourceRef{URI: fid, Range: rng(1, 10), Text: span(ls, 1, 10)})
+	}
+	// The agent's edit lands on disk and a watcher applies it before the
+	// binding reports it (another agent's read verifies the source first).
+	watcherFirst := func(h *harness, _ *fakeClock) {
+		h.mem.set(fid, text(edited))
+		h.observe("other", 1, "o_1", SourceRef{URI: fid, Range: rng(1, 1), Text: ls[0]})
+		if _, err := h.m.SourceChanged(context.Background(), Change{URI: fid, Agent: "main", Anchor: "call_7"}); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+
+	tests := []struct {
+		name      string
+		placement string
+		steps     []step
+		want      placed
+		rebuilt   bool
+	}{
+		{"inplace rewrites a sent message", PlacementInplace, []step{sent, write(text(inserted))},
+			placed{inplace: []string{"call_1 patched"}}, false},
+		{"tail: a move is one line", PlacementTail, []step{sent, write(text(inserted))},
+			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; the same text is now at lines 5-7."}}, false},
+		{"auto: a sent message goes to the tail", PlacementAuto, []step{sent, write(text(inserted))},
+			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; the same text is now at lines 5-7."}}, false},
+		{"auto: a message never sent is rewritten in place", PlacementAuto, []step{write(text(inserted))},
+			placed{inplace: []string{"call_1 patched"}}, false},
+		{"tail: even a message never sent keeps its text", PlacementTail, []step{write(text(inserted))},
+			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; the same text is now at lines 5-7."}}, false},
+		{"own edit: a pointer to the edit", PlacementAuto, []step{sent, ownEdit(text(edited), "call_7")},
+			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; your edit in call_7 changed it."}}, false},
+		{"own edit reported after the watcher applied it", PlacementAuto, []step{sent, watcherFirst},
+			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; your edit in call_7 changed it."}}, false},
+		{"two own edits: the last one named", PlacementAuto, []step{sent, ownEdit(text(edited), "call_7"), ownEdit(text(append([]string{"// a"}, edited...)), "call_8")},
+			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; your edits (the last in call_8) changed it."}}, false},
+		{"a warning stays true: the next change adds nothing", PlacementAuto, []step{sent, ownEdit(text(edited), "call_7"), sent, write(text(append([]string{"// a"}, edited...)))},
+			placed{}, false},
+		{"a superseded read whose lines change points to the newer read", PlacementAuto, []step{sent, reread, write(text(edited))},
+			placed{inplace: []string{"call_2 patched"}, errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; a newer read of those lines (call_2) is in the context. Rely on the newer read."}}, false},
+		{"outside change: the changed lines", PlacementAuto, []step{sent, write(text(edited))},
+			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; changed (now lines 3-5):\n-4: " + ls[3] + "\n+4: func f4() { return 42 }"}}, false},
+		{"own edit then an outside change: the changed lines", PlacementAuto, []step{sent, ownEdit(text(edited), "call_7"), write(text(append([]string{"// a"}, edited...)))},
+			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; changed (now lines 4-6):\n-4: " + ls[3] + "\n+5: func f4() { return 42 }"}}, false},
+		{"a large change asks for a re-read", PlacementAuto, []step{sent, write(text(append(ls[:2:2], append([]string{strings.Repeat("x", 900)}, ls[3:]...)...)))},
+			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; changed (now lines 3-5). Re-read /proj/main.go lines 3-5 before relying on it."}}, false},
+		{"deleted: the notice, naming the call", PlacementAuto, []step{sent, func(h *harness, _ *fakeClock) { h.mem.remove(fid) }},
+			placed{errata: []string{"[concord] About the output of call_1: /proj/main.go was deleted after that read; the content shown earlier (lines 3-5) is no longer accurate. Re-read /proj/main.go lines 3-5 (check whether it still exists) before relying on it."}}, false},
+		{"auto: supersession alone rewrites nothing", PlacementAuto, []step{sent, reread},
+			placed{}, false},
+		{"tail: supersession alone rewrites nothing", PlacementTail, []step{sent, reread},
+			placed{}, false},
+		{"inplace: supersession rewrites", PlacementInplace, []step{sent, reread},
+			placed{inplace: []string{"call_1 superseded"}}, false},
+		{"auto: a read superseded before it was sent becomes the pointer", PlacementAuto, []step{reread},
+			placed{inplace: []string{"call_1 superseded"}}, false},
+		{"auto: an expired cache flushes in place", PlacementAuto, []step{sent, write(text(inserted)), wait(6 * time.Minute)},
+			placed{inplace: []string{"call_1 patched"}, flushed: true}, false},
+		{"auto: a warm cache does not", PlacementAuto, []step{sent, write(text(inserted)), wait(4 * time.Minute)},
+			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; the same text is now at lines 5-7."}}, false},
+		{"tail ignores the cache clock", PlacementTail, []step{sent, write(text(inserted)), wait(time.Hour)},
+			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; the same text is now at lines 5-7."}}, false},
+		{"tail: a rebuilt prefix flushes", PlacementTail, []step{sent, write(text(inserted))},
+			placed{inplace: []string{"call_1 patched"}, flushed: true}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &fakeClock{t: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
+			h := newHarness(t, Config{Placement: tc.placement, Now: clk.now})
+			h.mem.set(fid, text(ls))
+			h.observe("main", 1, read, SourceRef{URI: fid, Range: rng(3, 5), Text: span(ls, 3, 5)})
+			for _, s := range tc.steps {
+				s(h, clk)
+			}
+			r, err := h.m.Sync(context.Background(), SyncRequest{Agent: "main", Turn: 3, PrefixRebuilt: tc.rebuilt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := placedOf(t, r)
+			if !slices.Equal(got.inplace, tc.want.inplace) || !slices.Equal(got.errata, tc.want.errata) || got.flushed != tc.want.flushed {
+				t.Fatalf("got  %#v\nwant %#v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestErrataSticky: errata are delivered once per change; a second change
+// before the next sync replaces the first; a deferred message is flushed
+// in place with every other one, and a change back makes the last erratum
+// say the copy is current again.
+func TestErrataSticky(t *testing.T) {
+	ls := numbered(10)
+	clk := &fakeClock{t: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
+	h := newHarness(t, Config{Placement: PlacementAuto, Now: clk.now})
+	h.mem.set(fid, text(ls))
+	h.observe("main", 1, "call_1", SourceRef{URI: fid, Range: rng(3, 5), Text: span(ls, 3, 5)})
+	h.observe("main", 1, "call_2", SourceRef{URI: fid, Range: rng(8, 9), Text: span(ls, 8, 9)})
+	h.sync("main", 1)
+
+	h.mem.set(fid, text(append([]string{"// a"}, ls...)))
+	h.mem.set(fid, text(append([]string{"// a", "// b"}, ls...)))
+	p := placedOf(t, h.sync("main", 2))
+	want := []string{
+		"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; the same text is now at lines 5-7.",
+		"[concord] Outdated: call_2 showed /proj/main.go lines 8-9; the same text is now at lines 10-11.",
+	}
+	if !slices.Equal(p.errata, want) || len(p.inplace) != 0 {
+		t.Fatalf("first sync: %#v", p)
+	}
+	if p := placedOf(t, h.sync("main", 3)); len(p.errata)+len(p.inplace) != 0 {
+		t.Fatalf("an erratum was delivered twice: %#v", p)
+	}
+	h.mem.set(fid, text(ls))
+	p = placedOf(t, h.sync("main", 4))
+	want = []string{"[concord] The output of call_1 is current again.", "[concord] The output of call_2 is current again."}
+	if !slices.Equal(p.errata, want) {
+		t.Fatalf("back to the original: %#v", p)
+	}
+	h.mem.set(fid, text(append([]string{"// c"}, ls...)))
+	h.sync("main", 5)
+	clk.t = clk.t.Add(10 * time.Minute)
+	p = placedOf(t, h.sync("main", 6))
+	if !p.flushed || !slices.Equal(p.inplace, []string{"call_1 patched", "call_2 patched"}) || len(p.errata) != 0 {
+		t.Fatalf("expired cache: %#v", p)
+	}
+	if st := h.m.Stats(); st.Reconciliations["errata"] != 6 || st.Reconciliations["flushes"] != 1 {
+		t.Fatalf("stats %v", st.Reconciliations)
+	}
+}
+
+func TestValidatePlacement(t *testing.T) {
+	neg, zero, ok := -1.0, 0.0, 60.0
+	tests := []struct {
+		placement string
+		ttl       *float64
+		field     string
+	}{
+		{"", nil, ""}, {"auto", &ok, ""}, {"tail", nil, ""}, {"inplace", nil, ""},
+		{"end", nil, "placement"}, {"auto", &neg, "cache.ttlSeconds"}, {"auto", &zero, "cache.ttlSeconds"},
+	}
+	for _, tc := range tests {
+		err := ValidatePlacement(tc.placement, &CacheParams{TTLSeconds: tc.ttl})
+		var fe *FieldError
+		if got := ""; err != nil {
+			if !errors.As(err, &fe) {
+				t.Fatalf("%q: %v is not a FieldError", tc.placement, err)
+			}
+			got = fe.Field
+			if got != tc.field {
+				t.Errorf("%q ttl %v: field %q, want %q", tc.placement, tc.ttl, got, tc.field)
+			}
+		} else if tc.field != "" {
+			t.Errorf("%q ttl %v: accepted, want an error on %s", tc.placement, tc.ttl, tc.field)
+		}
+	}
+	if CacheTTL(nil) != DefaultCacheTTL || CacheTTL(&CacheParams{TTLSeconds: &ok}) != time.Minute {
+		t.Fatal("CacheTTL")
+	}
+}
