@@ -329,3 +329,39 @@ func BenchmarkSyncUnchangedFiles(b *testing.B) {
 		}
 	}
 }
+
+// TestEncodingsReadAsTheToolShowedThem: a read of a file with a UTF-8 byte order mark, or of a
+// Latin-1 file, is a true read however the tool decoded it (issue 10: a Latin-1 read decoded
+// correctly was invalid at once, which loops an agent that obeys the re-read notice). A later
+// edit elsewhere in the file leaves the block valid; an edit inside it is still seen.
+func TestEncodingsReadAsTheToolShowedThem(t *testing.T) {
+	tests := []struct {
+		name, file string // file: raw bytes on disk
+		shown      string // what the tool showed for lines 1-2
+		edit       string // raw bytes after an edit inside lines 1-2
+	}{
+		{"BOM kept by the tool", "\xef\xbb\xbfname: demo\nport: 8080\nend\n", "\ufeffname: demo\nport: 8080", "\xef\xbb\xbfname: demo\nport: 9090\nend\n"},
+		{"BOM dropped by the tool", "\xef\xbb\xbfname: demo\nport: 8080\nend\n", "name: demo\nport: 8080", "\xef\xbb\xbfname: demo\nport: 9090\nend\n"},
+		{"Latin-1 decoded as Latin-1", "caf\xe9 au lait\nprice: 4\nend\n", "café au lait\nprice: 4", "caf\xe9 au lait\nprice: 5\nend\n"},
+		{"Latin-1 decoded with U+FFFD", "caf\xe9 au lait\nprice: 4\nend\n", "caf\ufffd au lait\nprice: 4", "caf\xe9 au lait\nprice: 5\nend\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newFileEnv(t, fileadapter.ModeHooks, runtime.PolicyConfig{})
+			writeFile(t, e.path("f.txt"), tt.file)
+			o, err := e.observe("main", "call_1", "f.txt", 1, 2, tt.shown)
+			if err != nil || o.Status != runtime.Valid {
+				t.Fatalf("observe: %+v %v; want valid", o, err)
+			}
+			writeFile(t, e.path("f.txt"), strings.Replace(tt.file, "end", "the end", 1))
+			if r := e.sync("main"); len(r.Blocks) != 0 {
+				t.Fatalf("an edit below the read changed it: %+v", r.Blocks)
+			}
+			writeFile(t, e.path("f.txt"), tt.edit)
+			r := e.sync("main")
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Patched || strings.ContainsRune(r.Blocks[0].Sources[0].Text, '\ufeff') {
+				t.Fatalf("after an edit inside the read: %+v; want it patched, without a byte order mark", r.Blocks)
+			}
+		})
+	}
+}

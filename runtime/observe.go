@@ -185,7 +185,7 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 	}
 	b.links = make([]*link, len(obs.Sources))
 	for i, ref := range obs.Sources {
-		l := &link{block: b, idx: i, src: srcs[i], uri: srcs[i].id, whole: ref.Range == nil, text: normalizeText(ref.Text), version: ref.Version, tracked: true}
+		l := &link{block: b, idx: i, src: srcs[i], uri: srcs[i].id, whole: ref.Range == nil, text: observedText(ref.Text, ref.Range == nil || ref.Range.Start == 1), version: ref.Version, tracked: true}
 		if ref.Range != nil {
 			l.rng = Range(*ref.Range)
 		}
@@ -242,17 +242,17 @@ func (m *Manager) verifyLink(l *link) {
 	cur := src.getLines()
 	if l.whole {
 		// A tool may drop the final newline of a file ending in a blank line.
-		if slices.Equal(locator.SplitLines(l.text), cur) || slices.Equal(locator.SplitLines(l.text+"\n"), cur) {
+		if sameLines(locator.SplitLines(l.text), cur) || sameLines(locator.SplitLines(l.text+"\n"), cur) {
 			l.text, l.version = wholeText(src.text), src.version
 			l.shown, l.shownVersion = l.text, l.version // the same content, canonical
 			return
 		}
-	} else if l.rng.End <= len(cur) && slices.Equal(spanLines(l.text, l.rng), cur[l.rng.Start-1:l.rng.End]) {
+	} else if shown, at := spanLines(l.text, l.rng), curSpan(cur, l.rng); at != nil && sameLines(shown, at) {
 		// The canonical form (lines joined by "\n") keeps text == lines at
-		// rng; most tools already send it, so only a terminated or CR text
-		// is rebuilt.
-		if strings.HasSuffix(l.text, "\n") || strings.IndexByte(l.text, '\r') >= 0 {
-			l.text = locator.JoinLines(cur[l.rng.Start-1 : l.rng.End])
+		// rng; most tools already send it, so only a terminated or CR text,
+		// or one decoded from non-UTF-8 bytes, is rebuilt.
+		if strings.HasSuffix(l.text, "\n") || strings.IndexByte(l.text, '\r') >= 0 || !slices.Equal(shown, at) {
+			l.text = locator.JoinLines(at)
 		}
 		l.version = src.version
 		l.shown, l.shownVersion = l.text, l.version // the same content, canonical
@@ -264,4 +264,12 @@ func (m *Manager) verifyLink(l *link) {
 	rc.prefix = "raced read: "
 	rc.link(l)
 	rc.finish(false)
+}
+
+// curSpan is the source's lines at r, or nil when r runs past the end.
+func curSpan(cur []string, r Range) []string {
+	if r.End > len(cur) {
+		return nil
+	}
+	return cur[r.Start-1 : r.End]
 }

@@ -5,9 +5,57 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/concord-ctx/concord/locator"
 )
+
+// sourceText is a source's content as the model would see it: CRLF as LF, and no leading byte
+// order mark (an encoding signature, not content: most tools drop it when they decode).
+func sourceText(s string) string { return normalizeText(strings.TrimPrefix(s, bom)) }
+
+// observedText is what a tool showed: a read that starts at line 1 may still carry the byte
+// order mark (a tool that decoded without dropping it); it is not content either way.
+func observedText(s string, fromTop bool) string {
+	if fromTop {
+		s = strings.TrimPrefix(s, bom)
+	}
+	return normalizeText(s)
+}
+
+const bom = "\uFEFF"
+
+// sameLines reports whether the lines a tool showed are the source's lines. A byte that is not
+// UTF-8 is U+FFFD in the source's text; a tool that decoded such a file as Latin-1 (or cp1252)
+// shows another character there, one per byte: that is the same content, not a change.
+func sameLines(shown, cur []string) bool {
+	if len(shown) != len(cur) {
+		return false
+	}
+	for i := range shown {
+		if shown[i] != cur[i] && !sameUndecodable(shown[i], cur[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameUndecodable: equal rune by rune, where the source's U+FFFD stands for any non-ASCII rune.
+func sameUndecodable(shown, cur string) bool {
+	if !strings.ContainsRune(cur, utf8.RuneError) {
+		return false
+	}
+	a, b := []rune(shown), []rune(cur)
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] && (b[i] != utf8.RuneError || a[i] < utf8.RuneSelf) {
+			return false
+		}
+	}
+	return true
+}
 
 // normalizeText turns CRLF into LF, as the protocol promises.
 func normalizeText(s string) string {
@@ -408,7 +456,7 @@ func (m *Manager) applyContent(src *source, stamp string, c Content) []*block {
 		return nil
 	}
 	oldText, oldLines, oldKnown := src.text, src.lines, src.state == statePresent && src.known
-	src.text, src.lines, src.version, src.known, src.state, src.readErr = normalizeText(c.Text), nil, c.Version, true, statePresent, ""
+	src.text, src.lines, src.version, src.known, src.state, src.readErr = sourceText(c.Text), nil, c.Version, true, statePresent, ""
 	if len(src.links) == 0 {
 		return nil
 	}
