@@ -253,3 +253,42 @@ func TestToolSchemasRequiredIsAList(t *testing.T) {
 		}
 	}
 }
+
+// TestReadersFollowErrata: under tail placement a stale copy stays in place and errata after the
+// newest message speak of it. Both readers take an erratum naming a call as marking that copy
+// outdated, its "+N:" lines as the current text, and "current again" as taking the marks back
+// (found in the bench's repeated and edits workloads: a change back, and a superseded read whose
+// line moved out of the newer read).
+func TestReadersFollowErrata(t *testing.T) {
+	span := tasks.Probe{Kind: tasks.ProbeSpan, Clozes: []tasks.Cloze{{Prefix: "X Corp employs ", Suffix: " people."}}}
+	tool := func(id, content string) Message { return Message{Role: "tool", ToolCallID: id, Content: content} }
+	cases := []struct {
+		name              string
+		msgs              []Message
+		latest, firstCopy string
+	}{
+		{"changed lines in an erratum", []Message{
+			tool("call_1", "4: X Corp employs 100 people."),
+			tool("call_2", "1: other\n\n[concord] Outdated: call_1 showed /w/x.txt line 4; changed (now line 4):\n-4: X Corp employs 100 people.\n+4: X Corp employs 200 people."),
+		}, "200", "200"},
+		{"changed, then current again, in one note with another erratum", []Message{
+			tool("call_1", "4: X Corp employs 100 people."),
+			tool("call_2", "1: other\n\n[concord] Outdated: call_1 showed /w/x.txt line 4; changed (now line 4):\n-4: X Corp employs 100 people.\n+4: X Corp employs 200 people."),
+			tool("call_3", "1: more\n\n[concord] The output of call_1 is current again.\n[concord] Outdated: call_2 showed /w/y.txt line 1; the same text is now at line 2."),
+		}, "100", "100"},
+		{"a copy named outdated without its text is not evidence", []Message{
+			tool("call_1", "4: X Corp employs 100 people."),
+			tool("call_2", "1: other\n\n[concord] Outdated: call_1 showed /w/x.txt line 4; a newer read of those lines (call_2) is in the context. Rely on the newer read."),
+		}, Unknown, Unknown},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Extract(span, tc.msgs); got != tc.latest {
+				t.Errorf("latest-copy reader: %q, want %q", got, tc.latest)
+			}
+			if got := ExtractFirst(span, tc.msgs); got != tc.firstCopy {
+				t.Errorf("first-copy reader: %q, want %q", got, tc.firstCopy)
+			}
+		})
+	}
+}

@@ -31,7 +31,9 @@ import (
 //  5. Answer from the latest visible copy of each evidence line: the last
 //     line in the context (later messages first, then later lines) equal to
 //     the cloze's prefix + value + suffix, ignoring diff lines marked "-".
-//     A span probe answers the value; "same" answers yes when both values
+//     A copy that a later Concord erratum names as outdated is no evidence
+//     (the erratum's own "+N:" lines are), until an erratum says "the output
+//     of X is current again". A span probe answers the value; "same" answers yes when both values
 //     are equal; "earlier" answers the option with the smaller number;
 //     "all" answers every value, joined by "; ". A message that says it
 //     holds the true contents of files (Aider's) comes first.
@@ -310,12 +312,19 @@ func corrected(msgs []Message, i int) bool {
 	if id == "" {
 		return false
 	}
+	// The latest erratum naming the call decides: "current again" takes back the earlier ones.
+	marked := false
 	for _, m := range msgs[i:] {
-		if strings.Contains(m.Content, "[concord] Outdated: "+id+" ") || strings.Contains(m.Content, "[concord] About the output of "+id+":") {
-			return true
+		for _, seg := range segments(m.Content)[1:] {
+			switch {
+			case strings.HasPrefix(seg, "[concord] Outdated: "+id+" "), strings.HasPrefix(seg, "[concord] About the output of "+id+":"):
+				marked = true
+			case strings.HasPrefix(seg, "[concord] The output of "+id+" is current again."):
+				marked = false
+			}
 		}
 	}
-	return false
+	return marked
 }
 
 // Masked is the placeholder of a masked observation (OpenHands).
@@ -376,14 +385,58 @@ func latest(c tasks.Cloze, msgs []Message) (string, bool) {
 		if !evidenceMessage(msgs, i) {
 			continue
 		}
-		vs := visibleLines(msgs[i].Content)
-		for j := len(vs) - 1; j >= 0; j-- {
-			if v, ok := c.Fill(vs[j]); ok {
-				return v, true
+		segs := segments(msgs[i].Content)
+		if corrected(msgs, i) {
+			segs[0] = "" // an erratum after it says this copy is outdated: only the errata speak
+		}
+		for k := len(segs) - 1; k >= 0; k-- {
+			seg := segs[k]
+			if m := currentAgainRe.FindStringSubmatch(seg); m != nil {
+				// "The output of X is current again": X's copy in place is
+				// the latest word on its lines, as of this erratum.
+				seg = own(toolOutput(msgs, m[1]))
+			}
+			vs := visibleLines(seg)
+			for j := len(vs) - 1; j >= 0; j-- {
+				if v, ok := c.Fill(vs[j]); ok {
+					return v, true
+				}
 			}
 		}
 	}
 	return "", false
+}
+
+// currentAgainRe is the erratum that takes back an earlier one: the copy in place is true again.
+var currentAgainRe = regexp.MustCompile(`^\[concord\] The output of (\S+) is current again\.`)
+
+// segments splits a message into its own content and the errata a binding appended after it:
+// a note after "\n\n", its errata one per line (each starting as erratumRe says).
+func segments(content string) []string {
+	var segs []string
+	start := 0
+	for i := 0; ; {
+		j := strings.Index(content[i:], "\n[concord] ")
+		if j < 0 {
+			return append(segs, content[start:])
+		}
+		at := i + j
+		if erratumRe.MatchString(content[at+1:]) {
+			segs = append(segs, strings.TrimSuffix(content[start:at], "\n"))
+			start = at + 1
+		}
+		i = at + 1
+	}
+}
+
+// toolOutput is the content of the tool message answering call id ("" when none).
+func toolOutput(msgs []Message, id string) string {
+	for _, m := range msgs {
+		if m.Role == "tool" && m.ToolCallID == id {
+			return m.Content
+		}
+	}
+	return ""
 }
 
 // Unknown is the answer when the evidence is not in the context.
