@@ -85,6 +85,10 @@ class TerminalRead:
     # the same so a repaired read looks like the command's output.
     screen: bool = True
     heading: bool = False  # "hits": rg's tty format (a path line, then N:text lines)
+    # "lines": the lines the command asked for, to check the screen against
+    # the file: ("range", A, B) with B = -1 for "to the end", ("tail", N, 0),
+    # or ("whole", 0, 0).
+    want: tuple[str, int, int] = ("whole", 0, 0)
 
 
 def parse_command(command: str, output: str, cwd: str) -> TerminalRead | None:
@@ -142,18 +146,24 @@ def _recover(read: TerminalRead, output: str) -> None:
         file_lines = _file_lines(read.path, cache)
         if file_lines is None:
             return
-        start = read.range[0] if read.range else 1
-        k = len(read.text.split("\n")) if read.text or read.range else 0
-        cand = file_lines[start - 1 : start - 1 + k]
-        if read.range is None and len(file_lines) != k:
+        n = len(file_lines)
+        how, x, y = read.want
+        if how == "range":
+            start, end = x, (n if y == -1 else min(y, n))
+        elif how == "tail":
+            start, end = max(n - x + 1, 1), n
+        else:
+            start, end = 1, n
+        if end < start:
             return
-        if len(cand) != k or len(shown) != k:
+        cand = file_lines[start - 1 : end]
+        body = [f"{start + i:6}\t{ln}" for i, ln in enumerate(cand)] if read.numbered else cand
+        # The screen strips the whole output, so leading and trailing blank
+        # lines of the window do not show: compare screens, not line counts.
+        if _screen_of(body) != output.strip():
             return
-        for i, (s, line) in enumerate(zip(shown, cand)):
-            want = screen_line(f"{start + i:6}\t{line}" if read.numbered else line)
-            if s.rstrip() != want and not (i == 0 and s.strip() == want.lstrip()):
-                return
         read.text = "\n".join(cand)
+        read.range = None if how == "whole" else (start, end)
         return
     if read.kind == "hits":
         for h in read.hits:
@@ -166,6 +176,10 @@ def _recover(read: TerminalRead, output: str) -> None:
                 == screen_line(_hit_prefix(h, read.heading) + h.text)
             ):
                 h.text = line
+
+
+def _screen_of(lines: list[str]) -> str:
+    return "\n".join(screen_line(ln) for ln in lines).strip()
 
 
 def _hit_prefix(h: Hit, heading: bool) -> str:
@@ -283,7 +297,8 @@ def _head(args: list[str], output: str, cwd: str) -> TerminalRead | None:
     lines, ends = _lines(output)
     if path is None or not lines or len(lines) > int(count):
         return None
-    return TerminalRead("lines", path, (1, len(lines)), "\n".join(lines), ends_with_newline=ends)
+    return TerminalRead("lines", path, (1, len(lines)), "\n".join(lines), ends_with_newline=ends,
+                        want=("range", 1, int(count)))
 
 
 def _tail(args: list[str], output: str, cwd: str) -> TerminalRead | None:
@@ -296,7 +311,9 @@ def _tail(args: list[str], output: str, cwd: str) -> TerminalRead | None:
         return None
     if count.startswith("+"):
         start = max(int(count[1:]), 1)
+        want = ("range", start, -1)
     else:
+        want = ("tail", int(count), 0)
         if len(lines) > int(count):
             return None
         # The output is the file's last lines: number them from the file's
@@ -306,7 +323,8 @@ def _tail(args: list[str], output: str, cwd: str) -> TerminalRead | None:
         except FileNotFoundError:
             total = len(lines)
         start = max(total - len(lines) + 1, 1)
-    return TerminalRead("lines", path, (start, start + len(lines) - 1), "\n".join(lines), ends_with_newline=ends)
+    return TerminalRead("lines", path, (start, start + len(lines) - 1), "\n".join(lines), ends_with_newline=ends,
+                        want=want)
 
 
 _SED_SCRIPT = re.compile(r"(\d+)(?:,(\d+|\$))?p")
@@ -327,7 +345,9 @@ def _sed(args: list[str], output: str, cwd: str) -> TerminalRead | None:
     want = 1 if end is None else (None if end == "$" else int(end) - start + 1)
     if want is not None and (want < 1 or len(lines) > want):
         return None
-    return TerminalRead("lines", path, (start, start + len(lines) - 1), "\n".join(lines), ends_with_newline=ends)
+    last = start if end is None else (-1 if end == "$" else int(end))
+    return TerminalRead("lines", path, (start, start + len(lines) - 1), "\n".join(lines), ends_with_newline=ends,
+                        want=("range", start, last))
 
 
 def _nl(args: list[str], output: str, cwd: str) -> TerminalRead | None:
