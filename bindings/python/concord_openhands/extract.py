@@ -18,6 +18,8 @@ from . import terminal as _terminal
 FILE_EDITOR_TOOLS = frozenset({"file_editor", "planning_file_editor"})
 FILE_EDITOR_WRITES = frozenset({"create", "str_replace", "insert", "undo_edit"})
 TERMINAL_TOOLS = frozenset({"terminal", "bash", "execute_bash"})
+# openhands-tools' MAX_CMD_OUTPUT_SIZE (30,000): longer output is cut in the middle.
+_TERMINAL_MAX = 30000 - 500
 
 
 @dataclass
@@ -88,6 +90,11 @@ def _terminal_effects(action: Any, observation: Any, text: str) -> Effects:
         exit_code = get(metadata, "exit_code")
     cwd = get(metadata, "working_dir")
     if exit_code != 0 or get(observation, "timeout", False) or not cwd or get(action, "is_input", False):
+        return Effects(event=command)
+    if get(metadata, "prefix") or len(text) >= _TERMINAL_MAX:
+        # "[Previous command outputs are truncated ...]": the tool lost the
+        # start of the output; or the output was cut in the middle. Either
+        # way it is not plainly the file's content.
         return Effects(event=command)
     read = _terminal.parse_command(command, text, str(cwd))
     if read is None:
