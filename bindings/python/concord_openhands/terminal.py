@@ -483,18 +483,17 @@ def _hit(line: str, cwd: str, single: str | None) -> Hit | None:
 
 def listing_uri(directory: str, *, depth: int, hidden: bool, ignore: list[str] | None = None,
                 glob: str | None = None) -> str:
-    """The listing source URI (CONTRACTS.md: parameters in order, defaults omitted)."""
+    """The listing source URI (CONTRACTS.md: parameters in order, defaults but depth omitted)."""
     base = "file://" + quote(directory)
-    params = []
-    if depth != 1:
-        params.append(f"depth={depth}")
+    # depth is always written: a file:// URI without a query names a file.
+    params = [f"depth={depth}"]
     if hidden:
         params.append("hidden=1")
     if ignore:
         params.append("ignore=" + ",".join(quote(n, safe="") for n in ignore))
     if glob:
         params.append("glob=" + quote(glob, safe="*?{},/"))
-    return base + ("?" + "&".join(params) if params else "")
+    return base + "?" + "&".join(params)
 
 
 def _dir(arg: str, cwd: str) -> str | None:

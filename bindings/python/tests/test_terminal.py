@@ -109,16 +109,16 @@ def test_search_hits_from_real_output(ws, command, hits, heading):
 
 
 LISTINGS = [
-    ("ls", "", "", "blank.txt\nconfig.txt\nnoeol.txt\nsrc/"),
-    ("ls -a", "", "?hidden=1", ".hidden\nblank.txt\nconfig.txt\nnoeol.txt\nsrc/"),
-    ("ls -la src", "/src", "?hidden=1", "main.py\npkg/"),
-    ("ls -1 src", "/src", "", "main.py\npkg/"),
+    ("ls", "", "?depth=1", "blank.txt\nconfig.txt\nnoeol.txt\nsrc/"),
+    ("ls -a", "", "?depth=1&hidden=1", ".hidden\nblank.txt\nconfig.txt\nnoeol.txt\nsrc/"),
+    ("ls -la src", "/src", "?depth=1&hidden=1", "main.py\npkg/"),
+    ("ls -1 src", "/src", "?depth=1", "main.py\npkg/"),
     ("find . -not -path '*/.git/*'", "", "?depth=0&hidden=1&ignore=.git",
      ".hidden\nblank.txt\nconfig.txt\nnoeol.txt\nsrc/\nsrc/main.py\nsrc/pkg/\nsrc/pkg/util.py"),
     ("find src -name '*.py'", "/src", "?depth=0&hidden=1&glob=**/*.py", "main.py\npkg/util.py"),
     ("find . -type f", "", "?depth=0&hidden=1&glob=**",
      ".hidden\nblank.txt\nconfig.txt\nnoeol.txt\nsrc/main.py\nsrc/pkg/util.py"),
-    ("find . -maxdepth 1", "", "?hidden=1", ".hidden\nblank.txt\nconfig.txt\nnoeol.txt\nsrc/"),
+    ("find . -maxdepth 1", "", "?depth=1&hidden=1", ".hidden\nblank.txt\nconfig.txt\nnoeol.txt\nsrc/"),
 ]
 
 
@@ -154,7 +154,7 @@ def test_extract_makes_one_block_per_command(ws):
     text, cwd, _, _ = case("ls -a", ws)
     obs = {"command": "ls -a", "exit_code": 0, "metadata": {"working_dir": cwd}}
     (r,) = extract("terminal", None, obs, text).reads
-    assert r.uri == ws.as_uri() + "?hidden=1" and r.range is None
+    assert r.uri == ws.as_uri() + "?depth=1&hidden=1" and r.range is None
 
 
 def test_the_trailer_is_not_part_of_what_is_parsed(ws):
@@ -180,7 +180,7 @@ def test_simple_argv(command, ok):
 
 
 def test_listing_uri_order_and_defaults():
-    assert listing_uri("/w/d", depth=1, hidden=False) == "file:///w/d"
+    assert listing_uri("/w/d", depth=1, hidden=False) == "file:///w/d?depth=1"
     assert (listing_uri("/w/a b", depth=0, hidden=True, ignore=["node_modules", ".git"], glob="**/*.ts")
             == "file:///w/a%20b?depth=0&hidden=1&ignore=node_modules,.git&glob=**/*.ts")
 
@@ -271,3 +271,30 @@ def _one_garbage(tmp_path: Path, seed: int) -> None:
     read = parse_command(cmd, out, str(tmp_path))
     if read is not None:
         assert read.kind in ("lines", "hits", "listing")
+
+
+def test_listings_match_the_servers_canonical_listing(ws, concord_bin):
+    """Each listing the parser builds from real output is what the server lists
+    for that URI (status valid), once the server has listing sources."""
+    from concord_openhands.session import ConcordSession, Source
+
+    s = ConcordSession([str(ws)], binary=concord_bin, agent="listings")
+    try:
+        probe = s.observe("probe", [Source(str(ws), "x", uri=ws.as_uri() + "?depth=1")], turn=1)
+        if not (isinstance(probe, dict) and probe.get("block")) or probe.get("reason") == "unreadable":
+            pytest.skip("server lacks directory listing sources (helper fs, not merged yet)")
+        stats = s.stats() or {}
+        if not stats:
+            pytest.skip("server unavailable")
+        res = s.observe("probe2", [Source(str(ws), "blank.txt", uri=ws.as_uri() + "?depth=1")], turn=1)
+        s.sync(2)
+        blocks = {b.anchor: b for b in (s.sync(3, full=True) or [])}
+        if "probe2" in blocks and "unreadable" in blocks["probe2"].notice:
+            pytest.skip("server lacks directory listing sources (helper fs, not merged yet)")
+        for i, (command, *_rest) in enumerate(LISTINGS):
+            text, cwd, _, _ = case(command, ws)
+            read = parse_command(command, text, cwd)
+            res = s.observe(f"l{i}", [Source(read.path, read.text, uri=read.uri)], turn=4)
+            assert res is not None and res["status"] == "valid", (command, read.uri, read.text, res)
+    finally:
+        s.close()
