@@ -156,8 +156,13 @@ def test_grep_hits_are_one_block_and_repaired(workspace, condenser):
     a.write_text("import os\n# TODO: one\nprint(1)\n")
     b.write_text("x = 1\ny = 2\n# TODO: two\n")
 
+    seen: dict[str, str] = {}
+
     def change(req: Request) -> Reply:
-        body, _ = body_and_trailer(req.tool_result("call_1"))
+        seen["first"] = req.tool_result("call_1")
+        if tmux_lost_start(req, "call_1"):
+            return Reply.finish()
+        body, _ = body_and_trailer(seen["first"])
         assert body == "src/a.py:2:# TODO: one\nsrc/b.py:3:# TODO: two"
         b.write_text("# header\nx = 1\ny = 2\n# TODO: two, reworded\n")
         return Reply.call("call_2", "think", thought="hm")
@@ -169,7 +174,12 @@ def test_grep_hits_are_one_block_and_repaired(workspace, condenser):
 
     with FakeLLM([lambda r: Reply.call("call_1", "terminal", command="grep -rn TODO src"), change, expect]) as fake:
         conv = make_conversation(fake, workspace, condenser, tools=TOOLS)
-        run(conv, fake)
+        conv.send_message("go")
+        conv.run()
+    if seen["first"].startswith(LOST_START):
+        pytest.skip("the terminal tool lost the start of the output (tmux race): an event by design")
+    fake.check()
+    assert conv.state.execution_status.value == "finished", conv.state.execution_status
     st = condenser.stats()
     assert st["tracked"] == 1 and st["repaired"] == 1, st
 
