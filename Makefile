@@ -112,7 +112,7 @@ dist-wheel: dist-bin
 	cp -R bindings/python/concord_openhands $(STAGE)/python/
 	find $(STAGE)/python -name __pycache__ -prune -exec rm -rf {} +
 	rm -f $(DIST)/concord_openhands-*.whl
-	CONCORD_WHEEL_BINARY=$(HOST_BIN) CONCORD_WHEEL_GOOS=$(DIST_OS) CONCORD_WHEEL_GOARCH=$(DIST_ARCH) \
+	SOURCE_DATE_EPOCH=$(EPOCH) CONCORD_WHEEL_BINARY=$(HOST_BIN) CONCORD_WHEEL_GOOS=$(DIST_OS) CONCORD_WHEEL_GOARCH=$(DIST_ARCH) \
 	  $(PYTHON3) -m pip wheel --no-deps --disable-pip-version-check -w $(DIST) $(STAGE)/python
 
 # One tarball for the build platform with the binary at bin/concord (where the plugin looks),
