@@ -78,8 +78,11 @@ STAGE     := $(DIST)/.stage
 SHA256    := $(shell command -v sha256sum >/dev/null 2>&1 && echo sha256sum || echo shasum -a 256)
 # Any Python 3.9+ with pip builds the wheel; the user-path test needs 3.12+ (the OpenHands SDK).
 PYTHON3   ?= python3
-# npm's names for the platform (package.json "os"/"cpu").
+# npm's names for the platform (package.json "os"/"cpu"), and the edit of the packed package.json.
 NPM_CPU    = $(if $(filter amd64,$(1)),x64,$(1))
+NPM_PLATFORM_JS := const fs = require("fs"), p = JSON.parse(fs.readFileSync("package.json")); \
+  p.os = [process.argv[1]]; p.cpu = [process.argv[2]]; delete p.devDependencies; delete p.scripts; \
+  fs.writeFileSync("package.json", JSON.stringify(p, null, 2) + "\n")
 
 dist: dist-bin dist-wheel dist-npm
 	cd $(DIST) && $(SHA256) concord_$(VERSION)_*.tar.gz concord_openhands-$(VERSION)-*.whl \
@@ -124,9 +127,7 @@ dist-npm: dist-bin
 	cp -L bindings/ts/package.json bindings/ts/README.md bindings/ts/LICENSE $(STAGE)/npm/
 	cp -R bindings/ts/dist/src bindings/ts/dist/concord-opencode.js $(STAGE)/npm/dist/
 	cp $(HOST_BIN) $(STAGE)/npm/bin/concord && chmod 755 $(STAGE)/npm/bin/concord
-	cd $(STAGE)/npm && node -e 'const fs=require("fs"), p=JSON.parse(fs.readFileSync("package.json")); \
-	  p.os=["$(DIST_OS)"]; p.cpu=["$(call NPM_CPU,$(DIST_ARCH))"]; delete p.devDependencies; delete p.scripts; \
-	  fs.writeFileSync("package.json", JSON.stringify(p, null, 2) + "\n")'
+	cd $(STAGE)/npm && node -e '$(NPM_PLATFORM_JS)' "$(DIST_OS)" "$(call NPM_CPU,$(DIST_ARCH))"
 	rm -f $(DIST)/concord-opencode-*.tgz
 	cd $(STAGE)/npm && npm pack --silent --pack-destination $(DIST) >/dev/null
 	mv $(DIST)/concord-opencode-$(VERSION).tgz \
