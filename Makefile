@@ -132,3 +132,27 @@ dist-npm: dist-bin
 	cd $(STAGE)/npm && npm pack --silent --pack-destination $(DIST) >/dev/null
 	mv $(DIST)/concord-opencode-$(VERSION).tgz \
 	  $(DIST)/concord-opencode-$(VERSION)-$(DIST_OS)-$(call NPM_CPU,$(DIST_ARCH)).tgz
+
+# The artifacts as a user installs them (the user-path tests skip unless given an artifact):
+# a fresh 3.12 venv gets the wheel and the pinned SDK, and a program with the README's two lines
+# gets a repaired read; a fresh OpenCode project npm-installs the tarball, enables it with one
+# config line, and the model sees a repair. Neither sets CONCORD_BIN or has concord on PATH.
+DIST_VENV := $(DIST)/.test/venv
+
+dist-test: dist
+	$(MAKE) dist-test-wheel dist-test-npm
+
+dist-test-wheel:
+	@py="$$(bindings/python/find-python.sh)" || { echo "dist-test-wheel: no Python >= 3.12 (the OpenHands SDK needs it; see bindings/python/README.md)"; exit 1; }; \
+	  rm -rf $(DIST_VENV) && echo "fresh venv $(DIST_VENV) ($$py)" && "$$py" -m venv $(DIST_VENV)
+	@echo "pip install the wheel and the pinned openhands-sdk/openhands-tools/pytest (about 2 minutes)"
+	$(DIST_VENV)/bin/python -m pip install --disable-pip-version-check --progress-bar off -q \
+	  $(DIST)/concord_openhands-$(VERSION)-*.whl -r bindings/python/requirements-test.txt
+	cd $(DIST)/.test && env -u CONCORD_BIN CONCORD_WHEEL="$$(ls $(DIST)/concord_openhands-$(VERSION)-*.whl)" \
+	  LITELLM_LOCAL_MODEL_COST_MAP=True OPENHANDS_SUPPRESS_BANNER=1 \
+	  $(DIST_VENV)/bin/python -m pytest -p no:cacheprovider $(CURDIR)/bindings/python/tests/test_wheel_install.py
+
+dist-test-npm:
+	$(MAKE) -C bindings/ts build
+	cd bindings/ts && env -u CONCORD_BIN CONCORD_NPM_TARBALL="$$(ls $(DIST)/concord-opencode-$(VERSION)-*.tgz)" \
+	  node --test --test-reporter=spec --test-concurrency=1 dist/test/e2e/tarball.test.js
