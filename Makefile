@@ -145,7 +145,7 @@ dist-test: dist
 dist-test-wheel:
 	@py="$$(bindings/python/find-python.sh)" || { echo "dist-test-wheel: no Python >= 3.12 (the OpenHands SDK needs it; see bindings/python/README.md)"; exit 1; }; \
 	  rm -rf $(DIST_VENV) && echo "fresh venv $(DIST_VENV) ($$py)" && "$$py" -m venv $(DIST_VENV)
-	@echo "pip install the wheel and the pinned openhands-sdk/openhands-tools/pytest (about 2 minutes)"
+	@echo "pip install the wheel and the pinned openhands-sdk/openhands-tools/pytest (a few minutes the first time)"
 	$(DIST_VENV)/bin/python -m pip install --disable-pip-version-check --progress-bar off -q \
 	  $(DIST)/concord_openhands-$(VERSION)-*.whl -r bindings/python/requirements-test.txt
 	cd $(DIST)/.test && env -u CONCORD_BIN CONCORD_WHEEL="$$(ls $(DIST)/concord_openhands-$(VERSION)-*.whl)" \
