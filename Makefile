@@ -10,7 +10,8 @@ COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 DATE    := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: all build test go-test py-test ts-test bench fuzz lint complexity reliability clean
+.PHONY: all build test go-test py-test ts-test bench fuzz lint complexity reliability clean \
+        dist dist-bin dist-wheel dist-npm dist-test dist-test-wheel dist-test-npm
 
 all: build
 
@@ -76,4 +77,105 @@ complexity:
 	$(GO) run $(GOCYCLO) -over 25 -ignore '_test|/testdata/' .
 
 clean:
-	rm -rf bin bench.txt
+	rm -rf bin bench.txt dist
+
+# ---------------------------------------------------------------------------------------------
+# Release artifacts. `make dist` writes into dist/ (gitignored), building everything from this
+# checkout (nothing downloaded but the pinned build tools from the package registries):
+#   concord_<v>_<os>_<arch>.tar.gz (+ .sha256)   the binary for linux/darwin x amd64/arm64
+#   concord_openhands-<v>-py3-none-<platform>.whl the OpenHands binding with the binary inside
+#   concord-opencode-<v>-<os>-<cpu>.tgz           the OpenCode plugin with the binary inside
+#   SHA256SUMS                                    every artifact above
+# The wheel and the npm tarball are for the build platform (DIST_OS/DIST_ARCH to choose another).
+# `make dist-test` installs them as a user would and checks that a changed file is repaired.
+VERSION   := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' bindings/python/pyproject.toml)
+# Release builds carry the commit's date (the same commit gives the same bytes), not the build time.
+DIST_DATE := $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+EPOCH     := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+DIST_LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DIST_DATE)
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+DIST_OS   ?= $(shell $(GO) env GOOS)
+DIST_ARCH ?= $(shell $(GO) env GOARCH)
+DIST      := $(CURDIR)/dist
+STAGE     := $(DIST)/.stage
+SHA256    := $(shell command -v sha256sum >/dev/null 2>&1 && echo sha256sum || echo shasum -a 256)
+# Any Python 3.9+ with pip builds the wheel; the user-path test needs 3.12+ (the OpenHands SDK).
+PYTHON3   ?= python3
+# npm's names for the platform (package.json "os"/"cpu"), and the edit of the packed package.json.
+NPM_CPU    = $(if $(filter amd64,$(1)),x64,$(1))
+NPM_PLATFORM_JS := const fs = require("fs"), p = JSON.parse(fs.readFileSync("package.json")); \
+  p.os = [process.argv[1]]; p.cpu = [process.argv[2]]; delete p.devDependencies; delete p.scripts; \
+  fs.writeFileSync("package.json", JSON.stringify(p, null, 2) + "\n")
+
+dist: dist-bin dist-wheel dist-npm
+	cd $(DIST) && $(SHA256) concord_$(VERSION)_*.tar.gz concord_openhands-$(VERSION)-*.whl \
+	  concord-opencode-$(VERSION)-*.tgz > SHA256SUMS
+	@ls -l $(DIST) | sed 1d
+
+# One static binary per platform, then a tarball holding concord_<v>_<os>_<arch>/{concord,
+# LICENSE,README.md} with fixed owner and times, so the same commit gives the same bytes.
+dist-bin:
+	@test -n "$(VERSION)" || { echo "no version in bindings/python/pyproject.toml"; exit 1; }
+	@node -e 'const v=require("./bindings/ts/package.json").version; if (v !== "$(VERSION)") { console.error("version mismatch: pyproject.toml $(VERSION), package.json " + v); process.exit(1) }'
+	@set -e; for p in $(PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; name=concord_$(VERSION)_$${os}_$${arch}; dir=$(STAGE)/bin/$$name; \
+	  echo "go build $$os/$$arch"; rm -rf $$dir; mkdir -p $$dir; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(DIST_LDFLAGS)' -o $$dir/concord ./cmd/concord; \
+	  cp LICENSE README.md $$dir/; \
+	  tar -C $(STAGE)/bin --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(EPOCH) \
+	    -cf - $$name | gzip -9n > $(DIST)/$$name.tar.gz; \
+	  (cd $(DIST) && $(SHA256) $$name.tar.gz > $$name.tar.gz.sha256); \
+	done
+
+HOST_BIN = $(STAGE)/bin/concord_$(VERSION)_$(DIST_OS)_$(DIST_ARCH)/concord
+
+# The package copied (no tests, caches or venv) beside the binary; setup.py puts the binary in
+# the wheel and tags it for DIST_OS/DIST_ARCH. pip fetches the pinned setuptools to build.
+dist-wheel: dist-bin
+	rm -rf $(STAGE)/python && mkdir -p $(STAGE)/python
+	cp -L bindings/python/pyproject.toml bindings/python/setup.py bindings/python/README.md \
+	  bindings/python/LICENSE $(STAGE)/python/
+	cp -R bindings/python/concord_openhands $(STAGE)/python/
+	find $(STAGE)/python -name __pycache__ -prune -exec rm -rf {} +
+	rm -f $(DIST)/concord_openhands-*.whl
+	SOURCE_DATE_EPOCH=$(EPOCH) CONCORD_WHEEL_BINARY=$(HOST_BIN) CONCORD_WHEEL_GOOS=$(DIST_OS) CONCORD_WHEEL_GOARCH=$(DIST_ARCH) \
+	  $(PYTHON3) -m pip wheel --no-deps --disable-pip-version-check -w $(DIST) $(STAGE)/python
+
+# One tarball for the build platform with the binary at bin/concord (where the plugin looks),
+# "os"/"cpu" set so npm refuses it elsewhere. Built by the binding's own Makefile (npm ci, tsc,
+# bundle), then packed from a copy so the source tree never holds a binary the tests would find.
+dist-npm: dist-bin
+	$(MAKE) -C bindings/ts build
+	rm -rf $(STAGE)/npm && mkdir -p $(STAGE)/npm/dist $(STAGE)/npm/bin
+	cp -L bindings/ts/package.json bindings/ts/README.md bindings/ts/LICENSE $(STAGE)/npm/
+	cp -R bindings/ts/dist/src bindings/ts/dist/concord-opencode.js $(STAGE)/npm/dist/
+	cp $(HOST_BIN) $(STAGE)/npm/bin/concord && chmod 755 $(STAGE)/npm/bin/concord
+	cd $(STAGE)/npm && node -e '$(NPM_PLATFORM_JS)' "$(DIST_OS)" "$(call NPM_CPU,$(DIST_ARCH))"
+	rm -f $(DIST)/concord-opencode-*.tgz
+	cd $(STAGE)/npm && npm pack --silent --pack-destination $(DIST) >/dev/null
+	mv $(DIST)/concord-opencode-$(VERSION).tgz \
+	  $(DIST)/concord-opencode-$(VERSION)-$(DIST_OS)-$(call NPM_CPU,$(DIST_ARCH)).tgz
+
+# The artifacts as a user installs them (the user-path tests skip unless given an artifact):
+# a fresh 3.12 venv gets the wheel and the pinned SDK, and a program with the README's two lines
+# gets a repaired read; a fresh OpenCode project npm-installs the tarball, enables it with one
+# config line, and the model sees a repair. Neither sets CONCORD_BIN or has concord on PATH.
+DIST_VENV := $(DIST)/.test/venv
+
+dist-test: dist
+	$(MAKE) dist-test-wheel dist-test-npm
+
+dist-test-wheel:
+	@py="$$(bindings/python/find-python.sh)" || { echo "dist-test-wheel: no Python >= 3.12 (the OpenHands SDK needs it; see bindings/python/README.md)"; exit 1; }; \
+	  rm -rf $(DIST_VENV) && echo "fresh venv $(DIST_VENV) ($$py)" && "$$py" -m venv $(DIST_VENV)
+	@echo "pip install the wheel and the pinned openhands-sdk/openhands-tools/pytest (a few minutes the first time)"
+	$(DIST_VENV)/bin/python -m pip install --disable-pip-version-check --progress-bar off -q \
+	  $(DIST)/concord_openhands-$(VERSION)-*.whl -r bindings/python/requirements-test.txt
+	cd $(DIST)/.test && env -u CONCORD_BIN CONCORD_WHEEL="$$(ls $(DIST)/concord_openhands-$(VERSION)-*.whl)" \
+	  LITELLM_LOCAL_MODEL_COST_MAP=True OPENHANDS_SUPPRESS_BANNER=1 \
+	  $(DIST_VENV)/bin/python -m pytest -p no:cacheprovider $(CURDIR)/bindings/python/tests/test_wheel_install.py
+
+dist-test-npm:
+	$(MAKE) -C bindings/ts build
+	cd bindings/ts && env -u CONCORD_BIN CONCORD_NPM_TARBALL="$$(ls $(DIST)/concord-opencode-$(VERSION)-*.tgz)" \
+	  node --test --test-reporter=spec --test-concurrency=1 dist/test/e2e/tarball.test.js

@@ -14,8 +14,8 @@ const E2E_ROOT = path.join(PKG_ROOT, ".e2e")
 
 function findPackageRoot(dir: string): string {
   for (let d = dir; ; d = path.dirname(d)) {
-    if (readJson(path.join(d, "package.json"))?.name === "opencode-concord") return d
-    if (path.dirname(d) === d) throw new Error(`no opencode-concord package.json above ${dir}`)
+    if (readJson(path.join(d, "package.json"))?.name === "concord-opencode") return d
+    if (path.dirname(d) === d) throw new Error(`no concord-opencode package.json above ${dir}`)
   }
 }
 
