@@ -11,7 +11,7 @@ DATE    := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
 .PHONY: all build test go-test py-test ts-test bench fuzz lint complexity reliability clean \
-        dist dist-bin dist-wheel dist-npm dist-test dist-test-wheel dist-test-npm
+        dist dist-bin dist-wheel dist-npm dist-test dist-test-wheel dist-test-npm artifact-test
 
 all: build
 
@@ -19,8 +19,9 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/concord
 
 # Every test: Go (race detector on), the Python binding (real OpenHands SDK in a
-# 3.12 venv), the TypeScript binding (real OpenCode program).
-test: lint build go-test py-test ts-test
+# 3.12 venv), the TypeScript binding (real OpenCode program), and the release artifacts
+# for this machine installed as a user would (a fresh venv, a fresh OpenCode project).
+test: lint build go-test py-test ts-test artifact-test
 
 go-test:
 	$(GO) test -race -count=1 $(PKGS)
@@ -164,6 +165,11 @@ DIST_VENV := $(DIST)/.test/venv
 
 dist-test: dist
 	$(MAKE) dist-test-wheel dist-test-npm
+
+# What `make test` runs of the above: the artifacts for this machine only (one cross-compile
+# instead of four), installed and checked as a user would.
+artifact-test:
+	$(MAKE) dist-test PLATFORMS=$(DIST_OS)/$(DIST_ARCH)
 
 dist-test-wheel:
 	@py="$$(bindings/python/find-python.sh)" || { echo "dist-test-wheel: no Python >= 3.12 (the OpenHands SDK needs it; see bindings/python/README.md)"; exit 1; }; \
