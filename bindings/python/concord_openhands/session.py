@@ -36,6 +36,14 @@ from .rpc import RpcClient, RpcError, ServerUnavailable
 log = logging.getLogger("concord_openhands")
 
 PROTOCOL_VERSION = 1
+UNSUPPORTED_VERSION = -32003  # initialize's answer to a protocol version the server does not speak
+
+
+def version_mismatch(binary: str, supported: Any) -> str:
+    """The message for a binary that speaks another protocol version than this binding."""
+    return (f"{binary} speaks protocol {supported}, {CLIENT_NAME} {CLIENT_VERSION} needs "
+            f"{PROTOCOL_VERSION}: use the concord binary that came with this package "
+            f"(or unset ${ENV_BIN})")
 CLIENT_NAME = "concord-openhands"
 CLIENT_VERSION = "0.1.0"
 ENV_BIN = "CONCORD_BIN"
@@ -221,10 +229,17 @@ class _Server:
         except (ServerUnavailable, RpcError) as exc:
             client.kill()
             self.last_error = f"initialize failed: {exc}"
+            if isinstance(exc, RpcError) and exc.code == UNSUPPORTED_VERSION:
+                self.last_error = version_mismatch(binary, (exc.data or {}).get("supported"))
             if isinstance(exc, RpcError):
                 self.give_up(self.last_error)  # a refusal will not change on retry
             else:
                 log.debug("concord: %s", self.last_error)
+            return False
+        got = result.get("protocolVersion") if isinstance(result, dict) else None
+        if got != PROTOCOL_VERSION:
+            client.kill()
+            self.give_up(version_mismatch(binary, [got]))
             return False
         self.server_info = result if isinstance(result, dict) else {}
         self.client = client
