@@ -6,7 +6,7 @@ PKGS    := ./...
 BENCH   ?= .
 COUNT   ?= 6
 
-.PHONY: all build test go-test py-test ts-test bench fuzz lint run clean
+.PHONY: all build test go-test py-test ts-test bench fuzz lint complexity run clean
 
 all: build
 
@@ -30,19 +30,36 @@ ts-test: build
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) $(PKGS) | tee bench.txt
 
-# Each fuzz target for a short while; FUZZTIME=5m for a longer hunt.
+# Each fuzz target for a short while; FUZZTIME=5m for a longer hunt. Every
+# target runs even when one fails; the failures are listed at the end.
 FUZZTIME ?= 20s
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
+	@failed=""; \
+	for pkg in $$($(GO) list ./...); do \
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
-	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $$pkg || exit 1; \
+	    echo "== $$pkg $$t"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $$pkg || failed="$$failed $$pkg.$$t"; \
 	  done; \
-	done
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz targets failed:"; for f in $$failed; do echo "  $$f"; done; exit 1; fi; \
+	echo "every fuzz target passed"
+
+# Linters run at pinned versions through the Go proxy (go run pkg@version):
+# nothing to install beforehand, the same result on every machine.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+UNPARAM     := mvdan.cc/unparam@v0.0.0-20260823230713-2fa3d841b0c8
+GOCYCLO     := github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+	$(GO) run $(UNPARAM) $(PKGS)
+
+# Production functions above cyclomatic complexity 25 (tests excluded).
+complexity:
+	$(GO) run $(GOCYCLO) -over 25 -ignore '_test|/testdata/' .
 
 clean:
 	rm -rf bin bench.txt

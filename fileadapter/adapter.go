@@ -123,20 +123,20 @@ func New(cfg Config, notify runtime.Notify) (*Adapter, error) {
 	}
 	a.poll = max(a.poll, minPollInterval)
 	a.debounce = max(a.debounce, 0)
-	for _, r := range cfg.Roots {
+	for i, r := range cfg.Roots {
 		if !filepath.IsAbs(r) {
-			return nil, fmt.Errorf("fileadapter: root %q is not absolute", r)
+			return nil, &RootError{i, r, fmt.Errorf("fileadapter: root %q is not absolute", r)}
 		}
 		rr, err := filepath.EvalSymlinks(filepath.Clean(r))
 		if errors.Is(err, fs.ErrNotExist) {
 			// lstat's own message names the first missing component, not the root.
-			return nil, fmt.Errorf("root %q: %w", r, fs.ErrNotExist)
+			return nil, &RootError{i, r, fmt.Errorf("root %q: %w", r, fs.ErrNotExist)}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("root %q: %w", r, err)
+			return nil, &RootError{i, r, fmt.Errorf("root %q: %w", r, err)}
 		}
 		if fi, err := os.Stat(rr); err != nil || !fi.IsDir() {
-			return nil, notDirError(r)
+			return nil, &RootError{i, r, notDirError(r)}
 		}
 		a.roots = append(a.roots, rr)
 	}

@@ -129,7 +129,7 @@ func Relocate(a Anchor, newText string, p Params) Result {
 			if e == b {
 				return invalid(ev, "deleted: the lines around the span are now adjacent")
 			}
-			return judged(a.Range, span, nl, b, e, p, ev)
+			return judged(span, nl, b, e, p, ev)
 		}
 		var found []Result
 		for _, pr := range pairs {
@@ -138,7 +138,7 @@ func Relocate(a Anchor, newText string, p Params) Result {
 			}
 			e := ev
 			e.Anchors = []string{startAnchor, endAnchor}
-			if r := judged(a.Range, span, nl, pr.b, pr.a, p, e); r.Status != Invalid {
+			if r := judged(span, nl, pr.b, pr.a, p, e); r.Status != Invalid {
 				found = append(found, r)
 			}
 		}
@@ -180,7 +180,7 @@ func Relocate(a Anchor, newText string, p Params) Result {
 		}
 		e := ev
 		e.Anchors = []string{c.anchor}
-		r := judged(a.Range, span, nl, c.b, c.e, p, e)
+		r := judged(span, nl, c.b, c.e, p, e)
 		if r.Status != Invalid {
 			return r
 		}
@@ -195,7 +195,7 @@ func Relocate(a Anchor, newText string, p Params) Result {
 }
 
 // judged applies the locality policy to new lines [b, e).
-func judged(old Range, span, nl []string, b, e int, p Params, ev Evidence) Result {
+func judged(span, nl []string, b, e int, p Params, ev Evidence) Result {
 	region := nl[b:e]
 	v := judge(span, region, p)
 	ev.Similarity, ev.Tokens, ev.Substitutions = v.similarity, v.tokens, v.substitutions

@@ -10,13 +10,7 @@ import (
 	"strings"
 )
 
-// validator is implemented by params structs: it checks what JSON types
-// cannot (required fields, ranges, enums) and names the offending field.
-type validator interface {
-	validate() error
-}
-
-// decodeParams decodes a request's params into v and validates them. Every
+// decodeParams decodes a request's params into v (the core validates). Every
 // failure is a *fieldError naming the field in the wire's own notation
 // ("sources[1].uri"), including wrong-typed fields. Absent or null params
 // decode as {} so that validation names the first missing field. Unknown
@@ -51,9 +45,6 @@ func decodeParams(raw *json.RawMessage, v any) error {
 			return fe
 		}
 		return invalidField("params", "%v", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if val, ok := v.(validator); ok {
-		return val.validate()
 	}
 	return nil
 }

@@ -9,38 +9,12 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/concord-ctx/concord/rpc/protocol"
 	"github.com/concord-ctx/concord/runtime"
 )
 
-// Error codes of docs/protocol.md.
-const (
-	CodeParseError       = -32700
-	CodeInvalidRequest   = -32600
-	CodeMethodNotFound   = -32601
-	CodeInvalidParams    = -32602
-	CodeInternalError    = -32603
-	CodeNotInitialized   = -32002
-	CodeUnsupportedProto = -32003
-	CodeOutsideRoots     = -32010
-	CodeUnavailable      = -32011
-	CodeUnknownBlock     = -32012
-	CodeRequestCancelled = -32800
-)
-
-// Error is a JSON-RPC error object, as the server sends it and as Client
-// calls return it (use errors.As to read the code).
-type Error struct {
-	Code    int64           `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-func (e *Error) Error() string {
-	if len(e.Data) > 0 {
-		return fmt.Sprintf("concord error %d: %s (data %s)", e.Code, e.Message, e.Data)
-	}
-	return fmt.Sprintf("concord error %d: %s", e.Code, e.Message)
-}
+// Error is the JSON-RPC error object (protocol.Error).
+type Error = protocol.Error
 
 func newError(code int64, msg string, data any) *Error {
 	e := &Error{Code: code, Message: msg}
@@ -54,7 +28,7 @@ func newError(code int64, msg string, data any) *Error {
 
 // wire converts to jsonrpc2's type. jsonrpc2 recognises its *Error by type
 // assertion only, so handlers hand it this value unwrapped.
-func (e *Error) wire() *jsonrpc2.Error {
+func wire(e *Error) *jsonrpc2.Error {
 	w := &jsonrpc2.Error{Code: e.Code, Message: e.Message}
 	if len(e.Data) > 0 {
 		d := json.RawMessage(e.Data)
@@ -63,21 +37,9 @@ func (e *Error) wire() *jsonrpc2.Error {
 	return w
 }
 
-func fromWire(e *jsonrpc2.Error) *Error {
-	out := &Error{Code: e.Code, Message: e.Message}
-	if e.Data != nil {
-		out.Data = append(json.RawMessage(nil), *e.Data...)
-	}
-	return out
-}
-
-// fieldError is invalid params naming the offending field.
-type fieldError struct {
-	Field  string
-	Reason string
-}
-
-func (e *fieldError) Error() string { return e.Field + ": " + e.Reason }
+// fieldError is invalid params naming the offending wire field: the core's
+// type, so that the server and the core report fields one way.
+type fieldError = runtime.FieldError
 
 func invalidField(field, format string, args ...any) error {
 	return &fieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
@@ -93,31 +55,28 @@ func toError(method string, err error) *Error {
 	}
 	var we *Error
 	var fe *fieldError
-	var rfe *runtime.FieldError
 	// The failing source, when the core names one: its uri and wire field.
 	uri, field := "", "uri"
 	var se *runtime.SourceError
 	if errors.As(err, &se) {
 		uri = se.URI
-		if method == MethodObserve {
+		if method == protocol.MethodObserve {
 			field = fmt.Sprintf("sources[%d].uri", se.Index)
 		}
 	}
 	switch {
 	case errors.As(err, &we):
 		return we
-	case errors.As(err, &fe):
-		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %s", fe.Field, fe.Reason), map[string]string{"field": fe.Field})
 	case errors.Is(err, runtime.ErrUnknownBlock):
 		field := "agent"
-		if errors.As(err, &rfe) {
-			field = rfe.Field // the core names the offending entry: blocks[2]
+		if errors.As(err, &fe) {
+			field = fe.Field // the core names the offending entry: blocks[2]
 		}
-		return newError(CodeUnknownBlock, msg, map[string]string{"field": field})
-	case errors.As(err, &rfe):
-		return newError(CodeInvalidParams, fmt.Sprintf("invalid params: %s: %s", rfe.Field, rfe.Reason), map[string]string{"field": rfe.Field})
+		return newError(protocol.CodeUnknownBlock, msg, map[string]string{"field": field})
+	case errors.As(err, &fe):
+		return newError(protocol.CodeInvalidParams, fmt.Sprintf("invalid params: %s: %s", fe.Field, fe.Reason), map[string]string{"field": fe.Field})
 	case errors.Is(err, runtime.ErrOutsideRoots):
-		return newError(CodeOutsideRoots, msg, map[string]string{"uri": uri})
+		return newError(protocol.CodeOutsideRoots, msg, map[string]string{"uri": uri})
 	case errors.Is(err, runtime.ErrNotFound):
 		return unavailable(msg, uri, "not_found")
 	case errors.Is(err, runtime.ErrBinary):
@@ -127,17 +86,17 @@ func toError(method string, err error) *Error {
 	case errors.Is(err, runtime.ErrUnreadable):
 		return unavailable(msg, uri, "unreadable")
 	case errors.Is(err, runtime.ErrUnknownScheme), errors.Is(err, runtime.ErrInvalidURI):
-		return newError(CodeInvalidParams, "invalid params: "+msg, map[string]string{"field": field, "uri": uri})
+		return newError(protocol.CodeInvalidParams, "invalid params: "+msg, map[string]string{"field": field, "uri": uri})
 	case errors.Is(err, runtime.ErrInvalidParams):
-		return newError(CodeInvalidParams, "invalid params: "+msg, nil)
+		return newError(protocol.CodeInvalidParams, "invalid params: "+msg, nil)
 	case errors.Is(err, runtime.ErrClosed):
-		return newError(CodeInvalidRequest, fmt.Sprintf("%s: session is shut down", method), nil)
+		return newError(protocol.CodeInvalidRequest, fmt.Sprintf("%s: session is shut down", method), nil)
 	case errors.Is(err, context.Canceled):
-		return newError(CodeRequestCancelled, fmt.Sprintf("%s: request cancelled", method), nil)
+		return newError(protocol.CodeRequestCancelled, fmt.Sprintf("%s: request cancelled", method), nil)
 	}
-	return newError(CodeInternalError, msg, nil)
+	return newError(protocol.CodeInternalError, msg, nil)
 }
 
 func unavailable(msg, uri, reason string) *Error {
-	return newError(CodeUnavailable, msg, map[string]string{"uri": uri, "reason": reason})
+	return newError(protocol.CodeUnavailable, msg, map[string]string{"uri": uri, "reason": reason})
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sort"
 	"sync"
+
+	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // notifier turns the core's change callbacks into blocksChanged
@@ -67,7 +69,7 @@ func (n *notifier) run(ctx context.Context, s *Server) {
 		if g, ok := core.(interface{ Generation() uint64 }); ok {
 			gen = g.Generation()
 		}
-		if err := conn.Notify(ctx, MethodBlocksChanged, BlocksChangedParams{Agents: agents, Generation: gen}); err != nil {
+		if err := conn.Notify(ctx, protocol.MethodBlocksChanged, protocol.BlocksChangedParams{Agents: agents, Generation: gen}); err != nil {
 			s.log.Debug("blocksChanged not sent", "error", err)
 		}
 	}

@@ -79,3 +79,22 @@ func TestSchedulerOrder(t *testing.T) {
 	close(b2.release)
 	wg.Wait()
 }
+
+// TestPeekAgentDecodes: the ordering lane is the decoded agent name, so one
+// agent spelled with JSON escapes shares its lane (issue 10, bug 8).
+func TestPeekAgentDecodes(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"agent":"main"}`:         "main",
+		`{"agent":"m\u0061in"}`:    "main",
+		`{"agent" : "sub-1"}`:      "sub-1",
+		`{"agent":5}`:              "",
+		`{"agent":null}`:           "",
+		`{"turn":1}`:               "",
+		`[1]`:                      "",
+		`{"agent":"\ud83d\ude00"}`: "😀",
+	} {
+		if got := peekAgent(raw(in)); got != want {
+			t.Errorf("peekAgent(%s) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,7 +1,9 @@
-// Package rpc is Concord's JSON-RPC 2.0 transport: framing, the lifecycle,
-// dispatch of each wire method to the core (one file per method), the
-// mapping of core errors to wire codes, and a Go client for the binary.
-// docs/protocol.md is the contract this package implements.
+// Package rpc is Concord's JSON-RPC 2.0 server: the lifecycle, dispatch of
+// each wire method to the core (a table, methods.go), per-agent ordering,
+// blocksChanged notifications and the mapping of core errors to wire codes
+// (errors.go). The wire types are package rpc/protocol, the framing is
+// rpc/internal/frame, and the Go client is rpc/client. docs/protocol.md is
+// the contract this package implements.
 package rpc
 
 import (
@@ -18,29 +20,33 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
-	"github.com/concord-ctx/concord/locator"
+	"github.com/concord-ctx/concord/rpc/internal/frame"
+	"github.com/concord-ctx/concord/rpc/protocol"
 	"github.com/concord-ctx/concord/runtime"
 )
 
 // Core is what the server needs of a session's context manager;
 // *runtime.Manager satisfies it.
 type Core interface {
-	Observe(ctx context.Context, o runtime.Observation) (runtime.ObserveResult, error)
-	SourceChanged(ctx context.Context, c runtime.Change) (runtime.ChangeResult, error)
-	Sync(ctx context.Context, r runtime.SyncRequest) (runtime.SyncResult, error)
-	Release(ctx context.Context, r runtime.ReleaseRequest) (runtime.ReleaseResult, error)
-	Stats() runtime.Stats
+	Observe(ctx context.Context, p protocol.ObserveParams) (protocol.ObserveResult, error)
+	SourceChanged(ctx context.Context, p protocol.SourceChangedParams) (protocol.SourceChangedResult, error)
+	Sync(ctx context.Context, p protocol.SyncParams) (protocol.SyncResult, error)
+	Release(ctx context.Context, p protocol.ReleaseParams) (protocol.ReleaseResult, error)
+	Stats() protocol.StatsResult
 	Close() error
 }
 
 // SessionConfig is what initialize resolved; NewSession builds the core
 // and its adapters from it.
 type SessionConfig struct {
-	Client  Info
-	Roots   []string // absolute, as the client sent them
-	Watch   string   // auto, fsnotify, poll or hooks
-	Policy  runtime.PolicyConfig
-	Locator locator.Params
+	Client protocol.Info
+	Roots  []string // absolute, as the client sent them
+	Watch  string   // auto, fsnotify, poll or hooks
+	// Policy is the operator's policy with initialize's laid over it.
+	Policy protocol.PolicyConfig
+	// Locator are initialize's thresholds, validated; the core fills in
+	// the defaults of omitted fields (runtime.LocatorParams).
+	Locator *protocol.LocatorParams
 	// Notify tells the client that the blocks of these agents changed
 	// (blocksChanged). It never blocks: hints are coalesced.
 	Notify func(agents []string)
@@ -64,13 +70,11 @@ type Config struct {
 	NewSession NewSessionFunc
 	Name       string // server name reported by initialize ("concord")
 	Version    string
-	Framing    string // FramingContentLength (default) or FramingNewline
+	Framing    string // protocol.FramingContentLength (default) or protocol.FramingNewline
 	MaxMessage int64  // default DefaultMaxMessage
 	// Policy is the operator's policy (--policy FILE); initialize's policy
 	// overrides it field by field.
-	Policy runtime.PolicyConfig
-	// Locator are the default thresholds (zero: locator.DefaultParams()).
-	Locator *locator.Params
+	Policy protocol.PolicyConfig
 	// ReadSourceTimeout bounds one readSource round trip (default 30s).
 	ReadSourceTimeout time.Duration
 	Logger            *slog.Logger // default: discard
@@ -101,6 +105,7 @@ type Server struct {
 	sched    scheduler
 	notes    notifier
 	handlers sync.WaitGroup
+	notified chan struct{} // closed when the notifier goroutine ended
 
 	// input is cancelled when stdin ends: no answer to readSource can come
 	// any more, so pending and later fetches fail at once.
@@ -118,10 +123,10 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 		return 1, errors.New("rpc.Serve: Config.NewSession is required")
 	}
 	if cfg.Framing == "" {
-		cfg.Framing = FramingContentLength
+		cfg.Framing = protocol.FramingContentLength
 	}
-	if cfg.Framing != FramingContentLength && cfg.Framing != FramingNewline {
-		return 1, fmt.Errorf("rpc.Serve: unknown framing %q (want %s or %s)", cfg.Framing, FramingContentLength, FramingNewline)
+	if cfg.Framing != protocol.FramingContentLength && cfg.Framing != protocol.FramingNewline {
+		return 1, fmt.Errorf("rpc.Serve: unknown framing %q (want %s or %s)", cfg.Framing, protocol.FramingContentLength, protocol.FramingNewline)
 	}
 	if cfg.MaxMessage <= 0 {
 		cfg.MaxMessage = DefaultMaxMessage
@@ -142,20 +147,21 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 	s.sched.init()
 	s.notes.init()
 
-	st := newStream(in, out, nil, cfg.Framing, cfg.MaxMessage)
-	st.answerBad = true
-	st.onBad = func(e *Error) { log.Warn("bad message", "code", e.Code, "error", e.Message) }
-	st.atEnd = func() {
+	st := frame.New(in, out, nil, cfg.Framing, cfg.MaxMessage)
+	st.AnswerBad = true
+	st.OnBad = func(e *Error) { log.Warn("bad message", "code", e.Code, "error", e.Message) }
+	st.AtEnd = func() {
 		s.endInput()
 		s.waitHandlers(endGrace)
 	}
 	if cfg.Trace {
-		st.trace = func(dir string, frame []byte) { log.Info("rpc "+dir, "json", clip(string(frame), 64<<10)) }
+		st.Trace = func(dir string, msg []byte) { log.Info("rpc "+dir, "json", clip(string(msg), 64<<10)) }
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	conn := jsonrpc2.NewConn(ctx, st, s, jsonrpc2.SetLogger(slogPrintf{log}))
-	go s.notes.run(ctx, s)
+	s.notified = make(chan struct{})
+	go func() { defer close(s.notified); s.notes.run(ctx, s) }()
 
 	code := 0
 	select {
@@ -167,6 +173,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 	}
 	cancel()
 	conn.Close()
+	<-s.notified // the notifier ends with Serve, not after it
 	s.mu.Lock()
 	s.closing = true // no new handlers while waiting for the running ones
 	s.mu.Unlock()
@@ -199,34 +206,6 @@ func (s *Server) waitHandlers(d time.Duration) {
 	}
 }
 
-// method is one wire method: its handler and how it is ordered.
-type method struct {
-	run   func(s *Server, ctx context.Context, params *json.RawMessage) (any, error)
-	order order
-}
-
-// order says what a request waits for; see docs/protocol.md, "Ordering".
-type order int
-
-const (
-	// byAgent: after earlier requests of the same agent and the latest
-	// barrier; concurrent with other agents.
-	byAgent order = iota
-	// barrier: after every earlier request, before every later one.
-	barrier
-)
-
-var methods = map[string]method{
-	MethodInitialize:    {(*Server).initialize, barrier},
-	MethodObserve:       {(*Server).observe, byAgent},
-	MethodSourceChanged: {(*Server).sourceChanged, barrier},
-	MethodSync:          {(*Server).sync, byAgent},
-	MethodRelease:       {(*Server).release, byAgent}, // barrier when it names no agent
-	MethodStats:         {(*Server).stats, barrier},
-	MethodShutdown:      {(*Server).shutdown, barrier},
-	MethodExit:          {(*Server).exitNotification, barrier},
-}
-
 // Handle implements jsonrpc2.Handler. It runs on the connection's read loop,
 // so it only orders the request and starts it: the loop keeps reading
 // (responses to readSource included) while handlers work.
@@ -240,7 +219,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	if closing {
 		return
 	}
-	if req.Method == MethodCancelRequest {
+	if req.Method == protocol.MethodCancelRequest {
 		s.cancelRequest(req.Params)
 		return
 	}
@@ -250,13 +229,13 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 			s.log.Debug("ignoring unknown notification", "method", req.Method)
 			return
 		}
-		s.reply(ctx, conn, req, nil, newError(CodeMethodNotFound, fmt.Sprintf("method not found: %q", req.Method), nil))
+		s.reply(ctx, conn, req, nil, newError(protocol.CodeMethodNotFound, fmt.Sprintf("method not found: %q", req.Method), nil))
 		return
 	}
 	lane, isBarrier := "", m.order == barrier
 	if !isBarrier {
 		lane = peekAgent(req.Params)
-		if lane == "" && req.Method == MethodRelease {
+		if lane == "" && req.Method == protocol.MethodRelease {
 			isBarrier = true
 		}
 	}
@@ -303,20 +282,20 @@ func (s *Server) call(ctx context.Context, req *jsonrpc2.Request, m method) (res
 			buf := make([]byte, 8<<10)
 			buf = buf[:goruntime.Stack(buf, false)]
 			s.log.Error("panic in handler", "method", req.Method, "panic", fmt.Sprint(r), "stack", string(buf))
-			res, err = nil, newError(CodeInternalError, fmt.Sprintf("%s: internal error: %v", req.Method, r), nil)
+			res, err = nil, newError(protocol.CodeInternalError, fmt.Sprintf("%s: internal error: %v", req.Method, r), nil)
 		}
 	}()
 	s.mu.Lock()
 	st := s.state
 	s.mu.Unlock()
 	switch {
-	case req.Method == MethodExit:
-	case st == stateNew && req.Method != MethodInitialize:
-		return nil, newError(CodeNotInitialized, fmt.Sprintf("%s: server not initialized: send initialize first", req.Method), nil)
-	case st == stateRunning && req.Method == MethodInitialize:
-		return nil, newError(CodeInvalidRequest, "initialize: already initialized", nil)
+	case req.Method == protocol.MethodExit:
+	case st == stateNew && req.Method != protocol.MethodInitialize:
+		return nil, newError(protocol.CodeNotInitialized, fmt.Sprintf("%s: server not initialized: send initialize first", req.Method), nil)
+	case st == stateRunning && req.Method == protocol.MethodInitialize:
+		return nil, newError(protocol.CodeInvalidRequest, "initialize: already initialized", nil)
 	case st == stateShutdown:
-		return nil, newError(CodeInvalidRequest, fmt.Sprintf("%s: server is shut down: only exit is accepted", req.Method), nil)
+		return nil, newError(protocol.CodeInvalidRequest, fmt.Sprintf("%s: server is shut down: only exit is accepted", req.Method), nil)
 	}
 	return m.run(s, ctx, req.Params)
 }
@@ -330,12 +309,12 @@ func (s *Server) reply(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.R
 	}
 	if err != nil {
 		e := toError(req.Method, err)
-		if e.Code == CodeInternalError {
+		if e.Code == protocol.CodeInternalError {
 			s.log.Error("request failed", "method", req.Method, "error", err)
 		} else {
 			s.log.Debug("request refused", "method", req.Method, "code", e.Code, "error", e.Message)
 		}
-		err = conn.ReplyWithError(ctx, req.ID, e.wire())
+		err = conn.ReplyWithError(ctx, req.ID, wire(e))
 	} else {
 		err = conn.Reply(ctx, req.ID, res)
 	}
@@ -355,7 +334,9 @@ func (s *Server) session() (Core, error) {
 }
 
 // peekAgent reads params.agent for ordering, without decoding the rest
-// into Go values (decoding happens in the handler, which reports errors).
+// (the handler decodes and reports errors). The lane is the decoded string,
+// so "m\u0061in" and "main" share one; a params object whose agent is not a
+// string gets the lane "" (the handler refuses it).
 func peekAgent(raw *json.RawMessage) string {
 	if raw == nil {
 		return ""
@@ -366,7 +347,11 @@ func peekAgent(raw *json.RawMessage) string {
 	if json.Unmarshal(*raw, &p) != nil {
 		return ""
 	}
-	return string(p.Agent)
+	var agent string
+	if json.Unmarshal(p.Agent, &agent) != nil {
+		return ""
+	}
+	return agent
 }
 
 // cancelRequest implements $/cancelRequest {"id": …}: the request's context
@@ -401,7 +386,7 @@ func (s *Server) readSource(ctx context.Context, uri string) (runtime.Content, e
 	s.mu.Lock()
 	conn := s.conn
 	s.mu.Unlock()
-	if err := conn.Call(ctx, MethodReadSource, ReadSourceParams{URI: uri}, &raw, jsonrpc2.PickID(id)); err != nil {
+	if err := conn.Call(ctx, protocol.MethodReadSource, protocol.ReadSourceParams{URI: uri}, &raw, jsonrpc2.PickID(id)); err != nil {
 		var we *jsonrpc2.Error
 		switch {
 		case errors.As(err, &we):
@@ -427,8 +412,8 @@ func (s *Server) readSource(ctx context.Context, uri string) (runtime.Content, e
 // "text" (required: a missing text is not empty content) and an optional
 // string "version". Its errors name the field in plain words; they end up
 // in the notice the model reads.
-func decodeReadSourceResult(raw json.RawMessage) (ReadSourceResult, error) {
-	var res ReadSourceResult
+func decodeReadSourceResult(raw json.RawMessage) (protocol.ReadSourceResult, error) {
+	var res protocol.ReadSourceResult
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return res, fmt.Errorf("result must be an object with text, not %s", clip(string(raw), 40))
@@ -445,6 +430,11 @@ func decodeReadSourceResult(raw json.RawMessage) (ReadSourceResult, error) {
 	}
 	return res, nil
 }
+
+// DefaultMaxMessage is the default cap on one message's size.
+const DefaultMaxMessage = frame.DefaultMaxMessage
+
+var clip = frame.Clip
 
 // slogPrintf adapts jsonrpc2's logger to slog.
 type slogPrintf struct{ log *slog.Logger }

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concord-ctx/concord/rpc/internal/frame"
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/concord-ctx/concord/runtime"
@@ -42,7 +45,7 @@ func TestHandlerFaults(t *testing.T) {
 	go func() {
 		code, err := Serve(context.Background(), inR, outW, Config{
 			NewSession: func(ctx context.Context, cfg SessionConfig) (Core, string, error) {
-				return faultyCore{}, WatchHooks, nil
+				return faultyCore{}, protocol.WatchHooks, nil
 			},
 		})
 		if err != nil {
@@ -51,9 +54,9 @@ func TestHandlerFaults(t *testing.T) {
 		outW.Close()
 		done <- code
 	}()
-	conn := jsonrpc2.NewConn(context.Background(), newStream(outR, inW, inW, FramingContentLength, 0), jsonrpc2.HandlerWithError(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }))
+	conn := jsonrpc2.NewConn(context.Background(), frame.New(outR, inW, inW, protocol.FramingContentLength, 0), jsonrpc2.HandlerWithError(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }))
 	ctx := context.Background()
-	if err := conn.Call(ctx, MethodInitialize, InitializeParams{ProtocolVersion: 1, Roots: []string{}}, nil); err != nil {
+	if err := conn.Call(ctx, protocol.MethodInitialize, protocol.InitializeParams{ProtocolVersion: 1, Roots: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	code := func(err error) int64 {
@@ -63,16 +66,16 @@ func TestHandlerFaults(t *testing.T) {
 		}
 		return we.Code
 	}
-	err := conn.Call(ctx, MethodObserve, ObserveParams{Agent: "a", Sources: []Source{{URI: "file:///r/a", Text: "x"}}}, nil)
-	if c := code(err); c != CodeInternalError {
-		t.Errorf("panic: code %d, want %d", c, CodeInternalError)
+	err := conn.Call(ctx, protocol.MethodObserve, protocol.ObserveParams{Agent: "a", Sources: []protocol.Source{{URI: "file:///r/a", Text: "x"}}}, nil)
+	if c := code(err); c != protocol.CodeInternalError {
+		t.Errorf("panic: code %d, want %d", c, protocol.CodeInternalError)
 	}
-	err = conn.Call(ctx, MethodSourceChanged, SourceChangedParams{URI: "file:///r/a"}, nil)
-	if c := code(err); c != CodeInternalError {
-		t.Errorf("unclassified error: code %d, want %d", c, CodeInternalError)
+	err = conn.Call(ctx, protocol.MethodSourceChanged, protocol.SourceChangedParams{URI: "file:///r/a"}, nil)
+	if c := code(err); c != protocol.CodeInternalError {
+		t.Errorf("unclassified error: code %d, want %d", c, protocol.CodeInternalError)
 	}
-	var res SyncResult
-	if err := conn.Call(ctx, MethodSync, SyncParams{Agent: "a"}, &res); err != nil || res.Generation != 7 || res.Blocks == nil {
+	var res protocol.SyncResult
+	if err := conn.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "a"}, &res); err != nil || res.Generation != 7 || res.Blocks == nil {
 		t.Fatalf("sync after the faults: %+v, %v", res, err)
 	}
 	inW.Close()
@@ -87,18 +90,18 @@ func TestToErrorMapping(t *testing.T) {
 		code   int64
 		reason string
 	}{
-		{runtime.ErrOutsideRoots, CodeOutsideRoots, ""},
-		{runtime.ErrNotFound, CodeUnavailable, "not_found"},
-		{runtime.ErrBinary, CodeUnavailable, "binary"},
-		{runtime.ErrTooLarge, CodeUnavailable, "too_large"},
-		{runtime.ErrUnreadable, CodeUnavailable, "unreadable"},
-		{runtime.ErrUnknownScheme, CodeInvalidParams, ""},
-		{runtime.ErrInvalidParams, CodeInvalidParams, ""},
-		{&runtime.FieldError{Field: "sources[0].range", Reason: "x"}, CodeInvalidParams, ""},
-		{runtime.ErrUnknownBlock, CodeUnknownBlock, ""},
-		{runtime.ErrClosed, CodeInvalidRequest, ""},
-		{context.Canceled, CodeRequestCancelled, ""},
-		{errors.New("boom"), CodeInternalError, ""},
+		{runtime.ErrOutsideRoots, protocol.CodeOutsideRoots, ""},
+		{runtime.ErrNotFound, protocol.CodeUnavailable, "not_found"},
+		{runtime.ErrBinary, protocol.CodeUnavailable, "binary"},
+		{runtime.ErrTooLarge, protocol.CodeUnavailable, "too_large"},
+		{runtime.ErrUnreadable, protocol.CodeUnavailable, "unreadable"},
+		{runtime.ErrUnknownScheme, protocol.CodeInvalidParams, ""},
+		{runtime.ErrInvalidParams, protocol.CodeInvalidParams, ""},
+		{&runtime.FieldError{Field: "sources[0].range", Reason: "x"}, protocol.CodeInvalidParams, ""},
+		{runtime.ErrUnknownBlock, protocol.CodeUnknownBlock, ""},
+		{runtime.ErrClosed, protocol.CodeInvalidRequest, ""},
+		{context.Canceled, protocol.CodeRequestCancelled, ""},
+		{errors.New("boom"), protocol.CodeInternalError, ""},
 	}
 	for _, tt := range tests {
 		e := toError("observe", &runtime.SourceError{Op: "observe", URI: "file:///r/a", Err: tt.err})
@@ -133,27 +136,79 @@ func TestReadSourceTimeoutInPlainWords(t *testing.T) {
 		Serve(context.Background(), inR, outW, Config{
 			ReadSourceTimeout: 100 * time.Millisecond,
 			NewSession: func(ctx context.Context, cfg SessionConfig) (Core, string, error) {
-				return fetchCore{fetch: cfg.Fetch}, WatchHooks, nil
+				return fetchCore{fetch: cfg.Fetch}, protocol.WatchHooks, nil
 			},
 		})
 		outW.Close()
 	}()
 	defer inW.Close()
 	// This client receives readSource and never answers it.
-	conn := jsonrpc2.NewConn(context.Background(), newStream(outR, inW, inW, FramingContentLength, 0), jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(func(ctx context.Context, _ *jsonrpc2.Conn, _ *jsonrpc2.Request) (any, error) {
+	conn := jsonrpc2.NewConn(context.Background(), frame.New(outR, inW, inW, protocol.FramingContentLength, 0), jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(func(ctx context.Context, _ *jsonrpc2.Conn, _ *jsonrpc2.Request) (any, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})))
 	ctx := context.Background()
-	if err := conn.Call(ctx, MethodInitialize, InitializeParams{ProtocolVersion: 1, Roots: []string{}}, nil); err != nil {
+	if err := conn.Call(ctx, protocol.MethodInitialize, protocol.InitializeParams{ProtocolVersion: 1, Roots: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	err := conn.Call(ctx, MethodSourceChanged, SourceChangedParams{URI: "res://k/1", Version: "v2"}, nil)
+	err := conn.Call(ctx, protocol.MethodSourceChanged, protocol.SourceChangedParams{URI: "res://k/1", Version: "v2"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "did not answer readSource within 100ms") || strings.Contains(err.Error(), "deadline") {
 		t.Fatalf("err = %v, want the timeout in plain words", err)
 	}
-	var res SyncResult
-	if err := conn.Call(ctx, MethodSync, SyncParams{Agent: "a"}, &res); err != nil {
+	var res protocol.SyncResult
+	if err := conn.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "a"}, &res); err != nil {
 		t.Fatalf("sync after the timeout: %v", err)
+	}
+}
+
+// genCore's Generation blocks until released: the notifier is inside it.
+type genCore struct {
+	faultyCore
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (c genCore) Generation() uint64 {
+	close(c.entered)
+	<-c.release
+	return 1
+}
+
+// TestNotifierEndsWithServe: Serve returns only after the notifier
+// goroutine has (issue 10 bug 8: it outlived Serve).
+func TestNotifierEndsWithServe(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go io.Copy(io.Discard, outR)
+	core := genCore{entered: make(chan struct{}), release: make(chan struct{})}
+	notifyc := make(chan func([]string), 1)
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		Serve(context.Background(), inR, outW, Config{
+			NewSession: func(ctx context.Context, cfg SessionConfig) (Core, string, error) {
+				notifyc <- cfg.Notify
+				return core, protocol.WatchHooks, nil
+			},
+		})
+	}()
+	never, _ := io.Pipe() // this client reads nothing
+	conn := jsonrpc2.NewConn(context.Background(), frame.New(never, inW, inW, protocol.FramingContentLength, 0), jsonrpc2.HandlerWithError(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }))
+	if err := conn.Notify(context.Background(), protocol.MethodInitialize, protocol.InitializeParams{ProtocolVersion: 1, Roots: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	(<-notifyc)([]string{"a"})
+	<-core.entered
+	inW.Close() // the end of input: Serve winds down
+	select {
+	case <-returned:
+		t.Fatal("Serve returned while its notifier was still running")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(core.release)
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return once the notifier ended")
 	}
 }

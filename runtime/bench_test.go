@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"context"
 	"fmt"
 	goruntime "runtime"
@@ -10,12 +12,11 @@ import (
 
 // benchWorld is 1,000 sources of 100 lines with 10 five-line blocks each.
 type benchWorld struct {
-	mem    *memStore
-	ids    []string
-	texts  [][]string
-	obs    []Observation
-	m      *Manager
-	agents int
+	mem   *memStore
+	ids   []string
+	texts [][]string
+	obs   []Observation
+	m     *Manager
 }
 
 func newBenchWorld(b *testing.B, files, blocksPerFile int) *benchWorld {
@@ -35,7 +36,7 @@ func newBenchWorld(b *testing.B, files, blocksPerFile int) *benchWorld {
 		for k := 0; k < blocksPerFile; k++ {
 			s := 1 + k*10
 			w.obs = append(w.obs, Observation{Agent: fmt.Sprintf("agent-%d", f%4), Turn: 1, Anchor: fmt.Sprintf("call_%d_%d", f, k),
-				Sources: []SourceRef{{URI: id, Range: &Range{Start: s, End: s + 4}, Text: span(ls, s, s+4)}}})
+				Sources: []SourceRef{{URI: id, Range: &protocol.Range{Start: s, End: s + 4}, Text: span(ls, s, s+4)}}})
 		}
 	}
 	w.m = New(Config{})
@@ -126,7 +127,7 @@ func BenchmarkReconcile1MB(b *testing.B) {
 			for k := 0; k < 1000; k++ {
 				s := 1 + k*20
 				if _, err := m.Observe(ctx, Observation{Agent: "main", Turn: 1, Anchor: fmt.Sprint(k),
-					Sources: []SourceRef{{URI: id, Range: &Range{Start: s, End: s + 4}, Text: span(base, s, s+4)}}}); err != nil {
+					Sources: []SourceRef{{URI: id, Range: &protocol.Range{Start: s, End: s + 4}, Text: span(base, s, s+4)}}}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -13,8 +13,8 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // Files are re-read from disk (the disk is the truth; Text is only a hint).
 // Keyed sources take Text when given, else the adapter asks the client.
 func (m *Manager) SourceChanged(ctx context.Context, ch Change) (ChangeResult, error) {
-	if ch.URI == "" {
-		return ChangeResult{}, fieldErr("uri", "required")
+	if err := validateURI("uri", ch.URI); err != nil {
+		return ChangeResult{}, err
 	}
 	src, err := m.lookup(ch.URI)
 	if err != nil {
@@ -66,97 +66,16 @@ func (m *Manager) SourceChanged(ctx context.Context, ch Change) (ChangeResult, e
 // (nothing is released); unknown anchors are skipped (events have anchors but
 // no blocks).
 func (m *Manager) Release(ctx context.Context, req ReleaseRequest) (ReleaseResult, error) {
-	if len(req.Blocks) == 0 && len(req.Anchors) == 0 {
-		return ReleaseResult{}, fieldErr("blocks", "required (or agent and anchors)")
+	if err := validateRelease(req); err != nil {
+		return ReleaseResult{}, err
 	}
-	if len(req.Anchors) > 0 && req.Agent == "" {
-		return ReleaseResult{}, fieldErr("agent", "required with anchors")
+	res, err := locked(m, func(ix *index) (ReleaseResult, error) { return ix.release(req) })
+	if err != nil {
+		return ReleaseResult{}, err
 	}
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return ReleaseResult{}, ErrClosed
-	}
-	var bs []*block
-	seen := map[*block]bool{}
-	for i, id := range req.Blocks {
-		b, ok := m.blocks[id]
-		if !ok {
-			m.mu.Unlock()
-			return ReleaseResult{}, unknownBlock(i, "%q", id)
-		}
-		if req.Agent != "" && b.agent.name != req.Agent {
-			// One agent's binding must not drop another agent's tracking.
-			m.mu.Unlock()
-			return ReleaseResult{}, unknownBlock(i, "%q belongs to agent %q, not %q", id, b.agent.name, req.Agent)
-		}
-		if !seen[b] {
-			seen[b] = true
-			bs = append(bs, b)
-		}
-	}
-	if ag := m.agents[req.Agent]; ag != nil {
-		for _, a := range req.Anchors {
-			for _, b := range ag.byAnchor[a] {
-				if !seen[b] {
-					seen[b] = true
-					bs = append(bs, b)
-				}
-			}
-		}
-	}
-	sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
-	res := ReleaseResult{Released: make([]string, 0, len(bs))}
-	for _, b := range bs {
-		m.unlink(b)
-		m.retireSuperseded(b)
-		b.status = Released
-		m.forget(b)
-		m.count("released")
-		res.Released = append(res.Released, b.id)
-	}
-	m.mu.Unlock()
 	m.syncPendingWatches()
 	m.flushNotify("") // blocks that lost the read superseding them changed
 	return res, nil
-}
-
-// forget drops a block from every index. Caller holds m.mu and has unlinked it.
-func (m *Manager) forget(b *block) {
-	delete(m.blocks, b.id)
-	ag := b.agent
-	delete(ag.blocks, b)
-	delete(ag.dirty, b)
-	rest := ag.byAnchor[b.anchor][:0]
-	for _, x := range ag.byAnchor[b.anchor] {
-		if x != b {
-			rest = append(rest, x)
-		}
-	}
-	if len(rest) == 0 {
-		delete(ag.byAnchor, b.anchor)
-	} else {
-		ag.byAnchor[b.anchor] = rest
-	}
-}
-
-// trimAudit keeps an agent's audit trail of superseded blocks within
-// m.auditMax. Only blocks a sync already reported are forgotten: an
-// unreported one still owes its agent the notice that hides the old read.
-// Caller holds m.mu.
-func (m *Manager) trimAudit(ag *agentState) {
-	for len(ag.audit) > m.auditMax {
-		b := ag.audit[0]
-		if b.status == Superseded || b.orphaned {
-			if _, owed := ag.dirty[b]; owed {
-				return
-			}
-			m.forget(b)
-			m.count("auditDropped")
-		}
-		ag.audit[0] = nil
-		ag.audit = ag.audit[1:]
-	}
 }
 
 // unknownBlock names the release entry that was refused.

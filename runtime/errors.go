@@ -5,7 +5,52 @@ import (
 	"fmt"
 )
 
+// Errors adapters and the manager return; rpc maps them to wire error codes.
+var (
+	ErrOutsideRoots  = errors.New("source outside the workspace roots")
+	ErrInvalidURI    = errors.New("invalid source uri")
+	ErrUnknownScheme = errors.New("no adapter for uri scheme")
+	ErrNotFound      = errors.New("source not found")
+	ErrBinary        = errors.New("source is binary")
+	ErrTooLarge      = errors.New("source exceeds size cap")
+	ErrUnreadable    = errors.New("source unreadable")
+	ErrInvalidParams = errors.New("invalid parameters")
+	ErrClosed        = errors.New("manager closed")
+)
+
+// ErrUnknownBlock is returned by Release for a block id the session does not
+// know (wire code -32012).
+var ErrUnknownBlock = errors.New("unknown block or agent")
+
+// FieldError is an error naming the offending request field, e.g.
+// "sources[0].uri". It wraps Err, or ErrInvalidParams when Err is nil.
+type FieldError struct {
+	Field  string
+	Reason string
+	Err    error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrInvalidParams) (or Err) true.
+func (e *FieldError) Unwrap() error {
+	if e.Err != nil {
+		return e.Err
+	}
+	return ErrInvalidParams
+}
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// unavailable reports whether err says the source cannot be read now (as
+// opposed to a request the core must refuse).
+func unavailable(err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrBinary) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrUnreadable)
+}
 
 // errReason is the short reason a source could not be read, for notices.
 func errReason(err error) string {

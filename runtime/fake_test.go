@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -140,7 +142,7 @@ func text(ls []string) string { return strings.Join(ls, "\n") + "\n" }
 
 func span(ls []string, s, e int) string { return strings.Join(ls[s-1:e], "\n") }
 
-func rng(s, e int) *Range { return &Range{Start: s, End: e} }
+func rng(s, e int) *protocol.Range { return &protocol.Range{Start: s, End: e} }
 
 type harness struct {
 	t     testing.TB

@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -113,9 +115,9 @@ type goldenObs struct {
 	Anchor  string `json:"anchor"`
 	Kind    string `json:"kind,omitempty"`
 	Sources []struct {
-		Path  string         `json:"path"`
-		Range *runtime.Range `json:"range,omitempty"`
-		Text  *string        `json:"text,omitempty"`
+		Path  string          `json:"path"`
+		Range *protocol.Range `json:"range,omitempty"`
+		Text  *string         `json:"text,omitempty"`
 	} `json:"sources"`
 	Policy *runtime.Policy `json:"policy,omitempty"`
 }
@@ -249,7 +251,7 @@ func runScenario(t *testing.T, ar archive) string {
 			touched = append(touched, n)
 		}
 		for _, n := range touched {
-			cr, err := m.SourceChanged(ctx, runtime.Change{URI: filepath.Join(root, n), Agent: "main"})
+			cr, err := m.SourceChanged(ctx, runtime.Change{URI: "file://" + filepath.Join(root, n), Agent: "main"})
 			if err != nil {
 				t.Fatalf("sourceChanged %s: %v", n, err)
 			}

@@ -1,6 +1,10 @@
 package runtime_test
 
 import (
+	"fmt"
+
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"context"
 	"errors"
 	"os"
@@ -59,7 +63,7 @@ func (e *fileEnv) onChange(agent string) int {
 
 func (e *fileEnv) observe(agent, anchor, name string, s, end int, text string) (runtime.ObserveResult, error) {
 	return e.m.Observe(context.Background(), runtime.Observation{Agent: agent, Turn: 1, Anchor: anchor,
-		Sources: []runtime.SourceRef{{URI: "file://" + e.path(name), Range: &runtime.Range{Start: s, End: end}, Text: text}}})
+		Sources: []runtime.SourceRef{{URI: "file://" + e.path(name), Range: &protocol.Range{Start: s, End: end}, Text: text}}})
 }
 
 func (e *fileEnv) sync(agent string) runtime.SyncResult {
@@ -142,7 +146,7 @@ func TestFileWriteHook(t *testing.T) {
 	o2, _ := e.observe("sub-1", "call_9", "config.yaml", 2, 2, "port: 8080")
 	writeFile(t, e.path("config.yaml"), strings.Replace(cfg, "8080", "9090", 1))
 	stale := "something else entirely"
-	cr, err := e.m.SourceChanged(context.Background(), runtime.Change{URI: e.path("config.yaml"), Agent: "sub-1", Text: &stale})
+	cr, err := e.m.SourceChanged(context.Background(), runtime.Change{URI: "file://" + e.path("config.yaml"), Agent: "sub-1", Text: &stale})
 	if err != nil || len(cr.Blocks) != 2 || cr.Blocks[0] != o.Block || cr.Blocks[1] != o2.Block {
 		t.Fatalf("sourceChanged %+v %v", cr, err)
 	}
@@ -166,12 +170,8 @@ func TestFileSourceErrors(t *testing.T) {
 		uri  string
 		want error
 	}{
-		{filepath.Join(outside, "secret"), runtime.ErrOutsideRoots},
+		{"file://" + filepath.Join(outside, "secret"), runtime.ErrOutsideRoots},
 		{"file://" + e.path("link"), runtime.ErrOutsideRoots},
-		{e.path("bin.dat"), runtime.ErrBinary},
-		{e.path("big.txt"), runtime.ErrTooLarge},
-		{e.path("missing.txt"), runtime.ErrNotFound},
-		{e.root, runtime.ErrUnreadable},
 	}
 	for _, tc := range tests {
 		_, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Anchor: "c",
@@ -182,6 +182,26 @@ func TestFileSourceErrors(t *testing.T) {
 	}
 	if st := e.m.Stats(); len(st.Blocks) != 0 || e.fa.Watched() != 0 {
 		t.Fatalf("refused observations left state: %+v watched=%d", st, e.fa.Watched())
+	}
+	// A file unavailable by the time the read is registered is tracked as
+	// an invalid block whose notice the next sync carries (issue 10 bug 4).
+	for i, tc := range []struct{ uri, notice string }{
+		{"file://" + e.path("bin.dat"), "(binary)"},
+		{"file://" + e.path("big.txt"), "(too large)"},
+		{"file://" + e.path("missing.txt"), "was deleted"},
+		{"file://" + e.root, "could not be re-read"},
+	} {
+		agent := fmt.Sprint("a", i)
+		o, err := e.m.Observe(context.Background(), runtime.Observation{Agent: agent, Anchor: "c",
+			Sources: []runtime.SourceRef{{URI: tc.uri, Text: "x"}}})
+		if err != nil || o.Status != runtime.Invalid {
+			t.Errorf("%s: %+v %v, want an invalid block", tc.uri, o, err)
+			continue
+		}
+		r := e.sync(agent)
+		if len(r.Blocks) != 1 || r.Blocks[0].Block != o.Block || !strings.Contains(r.Blocks[0].Notice, tc.notice) {
+			t.Errorf("%s: sync %+v, want the notice %q", tc.uri, r, tc.notice)
+		}
 	}
 }
 
@@ -254,6 +274,13 @@ func TestImports(t *testing.T) {
 			t.Errorf("runtime/keyed imports %s: it must not touch the file system", b)
 		}
 	}
+	// The wire types are pure: the standard library only, so that the
+	// core, the client and a benchmark can share them without weight.
+	for d := range list(mod+"rpc/protocol", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}") {
+		if d != mod+"rpc/protocol" {
+			t.Errorf("rpc/protocol depends on %s", d)
+		}
+	}
 }
 
 // BenchmarkSyncUnchangedFiles: the verify pass with real files: 1,000 files,
@@ -287,7 +314,7 @@ func BenchmarkSyncUnchangedFiles(b *testing.B) {
 		for k := 0; k < 10; k++ {
 			s := 1 + k*10
 			if _, err := m.Observe(ctx, runtime.Observation{Agent: "main", Turn: 1, Anchor: p + string(rune('0'+k)),
-				Sources: []runtime.SourceRef{{URI: p, Range: &runtime.Range{Start: s, End: s + 4}, Text: strings.Join(lines[s-1:s+4], "\n")}}}); err != nil {
+				Sources: []runtime.SourceRef{{URI: p, Range: &protocol.Range{Start: s, End: s + 4}, Text: strings.Join(lines[s-1:s+4], "\n")}}}); err != nil {
 				b.Fatal(err)
 			}
 		}

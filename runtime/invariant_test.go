@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"context"
 	"errors"
 	"fmt"
@@ -650,7 +652,7 @@ func (r *invRun) check(ag *invAgent) {
 					}
 					continue
 				}
-				if want, ok := at(cur, *ref.Range); !ok || want != ref.Text {
+				if want, ok := at(cur, Range(*ref.Range)); !ok || want != ref.Text {
 					r.fail("anchor %s: original output %q of %s lines %d-%d still shown (no delta) but those lines are now %q", a, ref.Text, ref.URI, ref.Range.Start, ref.Range.End, want)
 				}
 			}
@@ -716,7 +718,7 @@ func (r *invRun) checkSources(h *heldBlock, v *BlockView, current bool) {
 			}
 			continue
 		}
-		if want, ok := at(cur, *sv.Range); !ok || want != sv.Text {
+		if want, ok := at(cur, Range(*sv.Range)); !ok || want != sv.Text {
 			r.fail("anchor %s: %s view shows %s lines %d-%d as %q, current lines there %q (in range: %v)", h.anchor, v.Status, sv.URI, sv.Range.Start, sv.Range.End, sv.Text, want, ok)
 		}
 	}
@@ -731,7 +733,7 @@ func (r *invRun) wasTrue(sv SourceView) bool {
 			if slices.Equal(locator.SplitLines(sv.Text), cl) || slices.Equal(locator.SplitLines(sv.Text+"\n"), cl) {
 				return true
 			}
-		} else if t, ok := at(c, *sv.Range); ok && t == sv.Text {
+		} else if t, ok := at(c, Range(*sv.Range)); ok && t == sv.Text {
 			return true
 		}
 	}
@@ -874,7 +876,7 @@ func TestRangeEndingInBlankLine(t *testing.T) {
 			h.mem.set(fid, "new\na\nb\n\nc\n")
 			v := one(t, h.sync("main", 2))
 			want, _ := at("new\na\nb\n\nc\n", Range{Start: tc.ref.Range.Start + 1, End: tc.ref.Range.End + 1})
-			if v.Status != Patched || len(v.Sources) != 1 || v.Sources[0].Text != want || *v.Sources[0].Range != (Range{Start: tc.ref.Range.Start + 1, End: tc.ref.Range.End + 1}) {
+			if v.Status != Patched || len(v.Sources) != 1 || v.Sources[0].Text != want || *v.Sources[0].Range != (protocol.Range{Start: tc.ref.Range.Start + 1, End: tc.ref.Range.End + 1}) {
 				t.Fatalf("after an insert above: %+v, want patched %q", v, want)
 			}
 		})

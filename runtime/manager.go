@@ -9,12 +9,13 @@ import (
 	"unsafe"
 
 	"github.com/concord-ctx/concord/locator"
+	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // Config configures a Manager.
 type Config struct {
 	Policy  PolicyConfig
-	Locator locator.Params // zero fields take locator.DefaultParams
+	Locator *protocol.LocatorParams // omitted fields take locator.DefaultParams (see LocatorParams)
 	// OnChange, when set, is called after a change altered the model-visible
 	// state of some agents' blocks (a hint for the blocksChanged
 	// notification; Sync stays the source of truth). It is called outside the
@@ -33,9 +34,11 @@ type Config struct {
 // DefaultAuditLimit is Config.AuditLimit's default.
 const DefaultAuditLimit = 1024
 
-// Manager is the context manager. It is safe for concurrent use. Its lock is
-// never held during adapter I/O: sources are read outside it and the result
-// applied under it, in read order per source.
+// Manager is the context manager. It is safe for concurrent use. Its one
+// lock guards the index (index.go); public methods take it for an index
+// operation and release it before adapter I/O and before notifying, so a
+// source is read outside the lock and the result applied under it, in read
+// order per source (source.io).
 type Manager struct {
 	params   locator.Params
 	policy   PolicyConfig
@@ -47,170 +50,22 @@ type Manager struct {
 	adapters map[string]Adapter
 	fallback Adapter
 	bySource map[string]Policy // BySource keys normalised to canonical ids
-	sources  map[string]*source
-	blocks   map[string]*block
-	agents   map[string]*agentState
-	seq      uint64
-	gen      uint64
-	recon    map[string]int
-	verifies int
-	notify   map[string]struct{} // agents owed an OnChange call
-	ageUsed  bool                // some policy layer sets maxAgeTurns > 0
-	auditMax int
-	unwatch  []*source // sources that lost links; watches synced after unlock
+	index                      // guarded by mu
 
-	hintMu  sync.Mutex
-	pending map[string]bool // source id -> force a read
-	hintCh  chan struct{}
-	ctx     context.Context
-	cancel  context.CancelFunc
-	done    chan struct{}
-}
-
-type srcState uint8
-
-const (
-	statePresent srcState = iota
-	stateDeleted
-	stateUnreadable
-)
-
-// source is one source (file, keyed resource) with live links. Its last known
-// text is kept once, shared by all its blocks, so a change is one diff plus a
-// batch locate.
-type source struct {
-	id       string
-	scheme   string // policy type: the adapter's scheme, or the URI's for the "*" adapter
-	display  string // for notices: plain path for files, the URI otherwise
-	adapter  Adapter
-	reporter Reporter // non-nil for client-reported (keyed) sources
-
-	io sync.Mutex // serialises read+apply so content is applied in read order
-
-	// guarded by Manager.mu
-	state   srcState
-	known   bool // text is the content at version
-	text    string
-	lines   []string // lazily split from text, sharing its memory
-	version string
-	stamp   string
-	readErr string
-	links   map[*link]struct{}
-	pins    int // observations loading this source; keeps its text alive
-
-	watchMu sync.Mutex // orders Watch/Unwatch calls
-	watched bool       // guarded by watchMu
-}
-
-func (s *source) getLines() []string {
-	if s.lines == nil && s.text != "" {
-		s.lines = locator.SplitLines(s.text)
-	}
-	return s.lines
-}
-
-// wanted reports whether the source should be watched and its text kept.
-func (s *source) wanted() bool { return len(s.links) > 0 || s.pins > 0 }
-
-func (s *source) free() {
-	if s.wanted() {
-		return
-	}
-	s.text, s.lines, s.known, s.stamp, s.version = "", nil, false, "", ""
-}
-
-type linkState uint8
-
-const (
-	linkOK      linkState = iota
-	linkStale             // annotated: old text kept, with a warning
-	linkInvalid           // omitted: notice only
-)
-
-type cause uint8
-
-const (
-	causeNone cause = iota
-	causePolicy
-	causeDeleted
-	causeUnreadable
-)
-
-// link is one source link of a block. rng is the range the model was last
-// shown; while tracked it is also where that text sits in the source's
-// current text (text == current lines at rng).
-type link struct {
-	block   *block
-	idx     int     // position in block.links, for a deterministic order
-	src     *source // nil once the block left the index (audit only)
-	uri     string
-	whole   bool
-	rng     Range
-	text    string // model-visible text
-	version string // version text reflects
-	// shown* is what the model last saw of this link: the observation, then
-	// each view a sync delivered. Annotate keeps it, not a repair that was
-	// made but never delivered.
-	shown        string
-	shownRng     Range
-	shownVersion string
-	state        linkState
-	cause        cause
-	tracked      bool
-	patched      bool            // text or lines differ from the observation
-	anchor       *locator.Anchor // kept while the source is gone, to find the span again
-	notice       string
-	display      string // the source's display name, kept once the link leaves the index
-}
-
-type block struct {
-	id           string
-	seq          uint64
-	agent        *agentState
-	anchor       string
-	turn         int
-	policy       *Policy
-	links        []*link
-	status       Status
-	notice       string
-	reason       string
-	supersededBy string
-	orphaned     bool // superseded, then the newer read left the context: invalid for good
-	aged         bool
-	ageNotice    string
-}
-
-type agentState struct {
-	name     string
-	turn     int
-	blocks   map[*block]struct{}
-	byAnchor map[string][]*block
-	dirty    map[*block]struct{}
-	srcRefs  map[*source]int // live links per source: the sources a sync must wait for
-	audit    []*block        // superseded blocks, oldest first (bounded by Manager.auditMax)
+	hints  *hintQueue
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // New returns a Manager. Close it to stop its hint worker and adapters.
 func New(cfg Config) *Manager {
-	p := cfg.Locator
-	d := locator.DefaultParams()
-	if p.MinSimilarity == 0 {
-		p.MinSimilarity = d.MinSimilarity
-	}
-	if p.SubstitutionRatio == 0 {
-		p.SubstitutionRatio = d.SubstitutionRatio
-	}
-	if p.MinSubstitutions == 0 {
-		p.MinSubstitutions = d.MinSubstitutions
-	}
-	if p.ContextLines == 0 {
-		p.ContextLines = d.ContextLines
-	}
+	p := LocatorParams(cfg.Locator)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := cfg.Policy.Validate(); err != nil {
+	if err := ValidatePolicyConfig("policy", &cfg.Policy); err != nil {
 		log.Warn("policy: invalid entries are ignored", "err", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -221,20 +76,11 @@ func New(cfg Config) *Manager {
 		log:      log,
 		adapters: map[string]Adapter{},
 		bySource: map[string]Policy{},
-		sources:  map[string]*source{},
-		blocks:   map[string]*block{},
-		agents:   map[string]*agentState{},
-		recon:    map[string]int{},
-		notify:   map[string]struct{}{},
-		pending:  map[string]bool{},
-		hintCh:   make(chan struct{}, 1),
+		index:    newIndex(cfg.AuditLimit),
+		hints:    newHintQueue(),
 		ctx:      ctx,
 		cancel:   cancel,
 		done:     make(chan struct{}),
-		auditMax: cfg.AuditLimit,
-	}
-	if m.auditMax <= 0 {
-		m.auditMax = DefaultAuditLimit
 	}
 	for k, pol := range cfg.Policy.BySource {
 		m.bySource[k] = pol
@@ -246,6 +92,18 @@ func New(cfg Config) *Manager {
 	m.ageUsed = m.ageUsed || cfg.Policy.Global.MaxAgeTurns != nil && *cfg.Policy.Global.MaxAgeTurns > 0
 	go m.runHints()
 	return m
+}
+
+// locked runs op on the index under the lock, or fails with ErrClosed once
+// the manager is closed. I/O and notifications belong outside it.
+func locked[T any](m *Manager, op func(ix *index) (T, error)) (T, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		var zero T
+		return zero, ErrClosed
+	}
+	return op(&m.index)
 }
 
 // AddAdapter plugs in a resource adapter. An adapter whose Scheme() is "*"
@@ -281,17 +139,7 @@ func uriScheme(uri string) string {
 	if strings.HasPrefix(uri, "/") {
 		return "file"
 	}
-	i := strings.IndexByte(uri, ':')
-	if i <= 0 {
-		return ""
-	}
-	for j, c := range uri[:i] {
-		alpha := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-		if !alpha && (j == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
-			return ""
-		}
-	}
-	return strings.ToLower(uri[:i])
+	return scheme(uri)
 }
 
 func (m *Manager) adapterForLocked(uri string) Adapter {
@@ -372,16 +220,6 @@ func sameString(a, b string) bool {
 	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b))
 }
 
-// markDirty records that b's model-visible state changed.
-func (m *Manager) markDirty(b *block) {
-	if b.agent.dirty == nil {
-		b.agent.dirty = map[*block]struct{}{}
-	}
-	b.agent.dirty[b] = struct{}{}
-	m.gen++
-	m.notify[b.agent.name] = struct{}{}
-}
-
 // flushNotify calls OnChange for the agents owed one, outside the lock.
 func (m *Manager) flushNotify(exclude string) {
 	m.mu.Lock()
@@ -433,22 +271,9 @@ func (m *Manager) syncWatch(srcs ...*source) {
 // use it as their Notify function.
 func (m *Manager) Hint(id string) { m.enqueue([]string{id}, true) }
 
-// enqueue hands sources to the background worker; force reads even when the
-// stamp did not move (a hint: the hash decides).
-func (m *Manager) enqueue(ids []string, force bool) {
-	if len(ids) == 0 {
-		return
-	}
-	m.hintMu.Lock()
-	for _, id := range ids {
-		m.pending[id] = m.pending[id] || force
-	}
-	m.hintMu.Unlock()
-	select {
-	case m.hintCh <- struct{}{}:
-	default:
-	}
-}
+// enqueue hands sources to the background worker; force reads even when
+// the stamp did not move.
+func (m *Manager) enqueue(ids []string, force bool) { m.hints.add(ids, force) }
 
 func (m *Manager) runHints() {
 	defer close(m.done)
@@ -456,33 +281,22 @@ func (m *Manager) runHints() {
 		select {
 		case <-m.ctx.Done():
 			return
-		case <-m.hintCh:
+		case <-m.hints.kick:
 		}
-		m.hintMu.Lock()
-		ids := make([]string, 0, len(m.pending))
-		for id := range m.pending {
-			ids = append(ids, id)
-		}
-		force := m.pending
-		m.pending = map[string]bool{}
-		m.hintMu.Unlock()
-		sort.Strings(ids)
-		for _, id := range ids {
+		for _, h := range m.hints.take() {
 			m.mu.Lock()
-			s := m.sources[id]
+			s := m.sources[h.id]
 			m.mu.Unlock()
 			if s == nil {
 				continue
 			}
-			if err := m.verify(m.ctx, s, force[id]); err != nil && m.ctx.Err() == nil {
-				m.log.Warn("hint: verify failed", "source", id, "err", err)
+			if err := m.verify(m.ctx, s, h.force); err != nil && m.ctx.Err() == nil {
+				m.log.Warn("hint: verify failed", "source", h.id, "err", err)
 			}
 			m.flushNotify("")
 		}
 	}
 }
-
-func (m *Manager) count(k string) { m.recon[k]++ }
 
 // syncPendingWatches syncs the watches of sources that lost links.
 func (m *Manager) syncPendingWatches() {

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"context"
 	"errors"
 	"fmt"
@@ -129,7 +131,7 @@ func TestMovedSpanIsProjectedAsPatched(t *testing.T) {
 	if v.Block != o.Block || v.Status != Patched || v.Reason != "moved: lines 6-8 -> 8-10" {
 		t.Fatalf("got %+v", v)
 	}
-	if v.Sources[0].Range == nil || *v.Sources[0].Range != (Range{Start: 8, End: 10}) || v.Sources[0].Text != span(base, 6, 8) {
+	if v.Sources[0].Range == nil || *v.Sources[0].Range != (protocol.Range{Start: 8, End: 10}) || v.Sources[0].Text != span(base, 6, 8) {
 		t.Fatalf("source %+v", v.Sources[0])
 	}
 }
@@ -163,8 +165,8 @@ func TestSupersession(t *testing.T) {
 	base := numbered(30)
 	tests := []struct {
 		name       string
-		first      *Range
-		second     *Range
+		first      *protocol.Range
+		second     *protocol.Range
 		agent2     string
 		superseded bool
 	}{
@@ -180,7 +182,7 @@ func TestSupersession(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Config{})
 			h.mem.set(fid, text(base))
-			ref := func(r *Range) SourceRef {
+			ref := func(r *protocol.Range) SourceRef {
 				if r == nil {
 					return SourceRef{URI: fid, Text: text(base)}
 				}
@@ -325,7 +327,7 @@ func TestDeleteAndComeBack(t *testing.T) {
 			if v.Block != o.Block || v.Status != tc.status {
 				t.Fatalf("after return: %+v", v)
 			}
-			if tc.status != Invalid && (v.Notice != "" || *v.Sources[0].Range != tc.rng || v.Sources[0].Text != span(base, 4, 5)) {
+			if tc.status != Invalid && (v.Notice != "" || Range(*v.Sources[0].Range) != tc.rng || v.Sources[0].Text != span(base, 4, 5)) {
 				t.Fatalf("after return: %+v", v)
 			}
 		})
@@ -339,7 +341,7 @@ func TestRacedReadAtRegistration(t *testing.T) {
 	tests := []struct {
 		name   string
 		shown  string
-		rng    *Range
+		rng    *protocol.Range
 		status Status
 		text   string
 	}{
@@ -384,10 +386,8 @@ func TestSourceErrors(t *testing.T) {
 		want error
 	}{
 		{"mem://outside/x", ErrOutsideRoots},
-		{"mem://proj/missing", ErrNotFound},
-		{"mem://proj/bin", ErrBinary},
 		{"nope://x/y", ErrUnknownScheme},
-		{"relative/path", ErrUnknownScheme},
+		{"relative/path", ErrInvalidParams}, // the field is named: sources[0].uri
 	}
 	for _, tc := range tests {
 		_, err := h.m.Observe(context.Background(), Observation{Agent: "a", Anchor: "c", Sources: []SourceRef{{URI: tc.uri, Text: "x"}}})
@@ -397,6 +397,29 @@ func TestSourceErrors(t *testing.T) {
 	}
 	if st := h.m.Stats(); len(st.Blocks) != 0 {
 		t.Fatalf("blocks registered on error: %+v", st)
+	}
+}
+
+// TestUnavailableAtObserve: a source already gone (or binary) when the
+// binding registers the read is tracked all the same: the block is invalid
+// at once and the next sync tells the model (issue 10 bug 4: observe failed
+// and the binding took that as "don't track", so the stale text stayed).
+func TestUnavailableAtObserve(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.mem.set("mem://proj/bin", "x")
+	h.mem.errs["mem://proj/bin"] = fmt.Errorf("read: %w", ErrBinary)
+	for _, tc := range []struct{ uri, notice string }{
+		{"mem://proj/missing", "was deleted"},
+		{"mem://proj/bin", "could not be re-read (binary)"},
+	} {
+		o, err := h.m.Observe(context.Background(), Observation{Agent: tc.uri, Anchor: "c", Sources: []SourceRef{{URI: tc.uri, Range: rng(1, 1), Text: "x"}}})
+		if err != nil || o.Block == "" || o.Status != Invalid {
+			t.Fatalf("%s: observe %+v %v, want an invalid block", tc.uri, o, err)
+		}
+		v := one(t, h.sync(tc.uri, 1))
+		if v.Block != o.Block || v.Status != Invalid || !strings.Contains(v.Notice, tc.notice) || len(v.Sources) != 0 {
+			t.Errorf("%s: sync %+v, want the notice %q", tc.uri, v, tc.notice)
+		}
 	}
 }
 
@@ -417,7 +440,7 @@ func TestValidation(t *testing.T) {
 		{"range", func() error {
 			_, err := h.m.Observe(ctx, Observation{Agent: "a", Sources: []SourceRef{{URI: fid, Range: rng(5, 2)}}})
 			return err
-		}, "sources[0].range"},
+		}, "sources[0].range.end"},
 		{"kind", func() error {
 			_, err := h.m.Observe(ctx, Observation{Agent: "a", Kind: "x", Sources: []SourceRef{{URI: fid}}})
 			return err

@@ -4,49 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/concord-ctx/concord/locator"
 )
-
-func validateObservation(obs *Observation) error {
-	if obs.Agent == "" {
-		return fieldErr("agent", "required")
-	}
-	if obs.Turn < 0 {
-		return fieldErr("turn", "must be >= 0")
-	}
-	switch obs.Kind {
-	case "":
-		obs.Kind = Snapshot
-	case Snapshot, Event:
-	default:
-		return fieldErr("kind", "must be %q or %q, not %q", Snapshot, Event, obs.Kind)
-	}
-	if obs.Kind == Event {
-		return nil
-	}
-	if len(obs.Sources) == 0 {
-		return fieldErr("sources", "required (at least one)")
-	}
-	for i, s := range obs.Sources {
-		f := fmt.Sprintf("sources[%d]", i)
-		if s.URI == "" {
-			return fieldErr(f+".uri", "required")
-		}
-		if r := s.Range; r != nil && (r.Start < 1 || r.End < r.Start) {
-			return fieldErr(f+".range", "want 1 <= start <= end, got %d-%d", r.Start, r.End)
-		}
-	}
-	if obs.Policy != nil {
-		if err := obs.Policy.Validate("policy"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // lookup finds the adapter and canonical id for uri and the source entry,
 // creating it. Normalize runs outside the lock (it may touch the file system).
@@ -93,71 +55,84 @@ func (m *Manager) Observe(ctx context.Context, obs Observation) (ObserveResult, 
 		return ObserveResult{}, err
 	}
 	if obs.Kind == Event {
-		m.mu.Lock()
-		closed := m.closed
-		m.mu.Unlock()
-		if closed {
-			return ObserveResult{}, ErrClosed
-		}
-		return ObserveResult{Status: EventAck, Superseded: []string{}}, nil
+		return locked(m, func(*index) (ObserveResult, error) {
+			return ObserveResult{Status: EventAck, Superseded: []string{}}, nil
+		})
 	}
-	srcs := make([]*source, len(obs.Sources))
-	for i, ref := range obs.Sources {
+	srcs, err := m.lookupAll(obs.Sources)
+	if err != nil {
+		return ObserveResult{}, err
+	}
+	// Pinned, the sources keep their text while they load, before any
+	// link holds them.
+	m.pin(srcs, 1)
+	if err := m.loadAll(ctx, srcs, obs.Sources); err != nil {
+		m.pin(srcs, -1)
+		m.flushNotify("")
+		return ObserveResult{}, err
+	}
+	res, err := locked(m, func(*index) (ObserveResult, error) {
+		b := m.register(obs, srcs)
+		res := ObserveResult{Block: b.id, Superseded: []string{}}
+		if b.status != Invalid {
+			res.Superseded = m.supersede(b)
+		}
+		res.Status = b.status
+		return res, nil
+	})
+	m.pin(srcs, -1)
+	if err != nil {
+		return ObserveResult{}, err
+	}
+	m.syncWatch(srcs...)
+	m.syncPendingWatches()
+	m.flushNotify("")
+	return res, nil
+}
+
+// lookupAll resolves every source of an observation, checking that keyed
+// sources carry a version.
+func (m *Manager) lookupAll(refs []SourceRef) ([]*source, error) {
+	srcs := make([]*source, len(refs))
+	for i, ref := range refs {
 		s, err := m.lookup(ref.URI)
 		if err != nil {
-			return ObserveResult{}, wrapSource("observe", i, ref.URI, err)
+			return nil, wrapSource("observe", i, ref.URI, err)
 		}
 		if s.reporter != nil && ref.Version == "" {
-			return ObserveResult{}, fieldErr(fmt.Sprintf("sources[%d].version", i), "required for keyed sources")
+			return nil, fieldErr(fmt.Sprintf("sources[%d].version", i), "required for keyed (non-file) sources")
 		}
 		srcs[i] = s
 	}
+	return srcs, nil
+}
+
+// pin adds delta to the sources' pins; unpinned sources without links let
+// their text go.
+func (m *Manager) pin(srcs []*source, delta int) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, s := range srcs {
-		s.pins++
-	}
-	m.mu.Unlock()
-	unpin := func() {
-		m.mu.Lock()
-		for _, s := range srcs {
-			s.pins--
+		s.pins += delta
+		if delta < 0 {
 			s.free()
 		}
-		m.mu.Unlock()
 	}
+}
+
+// loadAll loads each distinct source once (I/O outside the lock).
+func (m *Manager) loadAll(ctx context.Context, srcs []*source, refs []SourceRef) error {
 	loaded := map[*source]bool{}
 	for i, s := range srcs {
 		if loaded[s] {
 			continue
 		}
 		loaded[s] = true
-		if err := m.load(ctx, s, obs.Sources[i]); err != nil {
-			unpin()
-			m.flushNotify("")
-			return ObserveResult{}, wrapSource("observe", i, obs.Sources[i].URI, err)
+		if err := m.load(ctx, s, refs[i]); err != nil {
+			return wrapSource("observe", i, refs[i].URI, err)
 		}
 	}
-
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		unpin()
-		return ObserveResult{}, ErrClosed
-	}
-	b := m.register(obs, srcs)
-	res := ObserveResult{Block: b.id, Status: b.status, Superseded: []string{}}
-	if b.status != Invalid {
-		res.Superseded = m.supersede(b)
-	}
-	res.Status = b.status
-	for _, s := range srcs {
-		s.pins--
-	}
-	m.mu.Unlock()
-	m.syncWatch(srcs...)
-	m.syncPendingWatches()
-	m.flushNotify("")
-	return res, nil
+	return nil
 }
 
 // load brings src's current content into the manager (I/O outside the lock).
@@ -201,8 +176,12 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 		m.mu.Lock()
 		m.applyGone(src, stamp, err)
 		m.mu.Unlock()
-		if src.reporter != nil {
-			return nil // the client could not answer: trust its report
+		if src.reporter != nil || unavailable(err) {
+			// A keyed source: the client could not answer, trust its report.
+			// A file gone, binary, too large or unreadable by now: the
+			// model saw its text all the same, so the block is registered
+			// invalid and the next sync carries the notice (issue 10 bug 4).
+			return nil
 		}
 		return err
 	}
@@ -215,11 +194,7 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 // register builds the block, verifies each link against the source's current
 // text and indexes it. Caller holds m.mu.
 func (m *Manager) register(obs Observation, srcs []*source) *block {
-	ag := m.agents[obs.Agent]
-	if ag == nil {
-		ag = &agentState{name: obs.Agent, blocks: map[*block]struct{}{}, byAnchor: map[string][]*block{}, srcRefs: map[*source]int{}}
-		m.agents[obs.Agent] = ag
-	}
+	ag := m.agent(obs.Agent)
 	if obs.Turn > ag.turn {
 		ag.turn = obs.Turn
 	}
@@ -234,16 +209,15 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 	for i, ref := range obs.Sources {
 		l := &link{block: b, idx: i, src: srcs[i], uri: srcs[i].id, whole: ref.Range == nil, text: normalizeText(ref.Text), version: ref.Version, tracked: true}
 		if ref.Range != nil {
-			l.rng = *ref.Range
+			l.rng = Range(*ref.Range)
 		}
 		b.links[i] = l
 	}
-	var touched []*block
 	for _, l := range b.links {
 		// What the model saw: the tool's text, at the version verification
 		// established (before any raced-read repair, which is not yet shown).
 		l.shown, l.shownRng = l.text, l.rng
-		touched = append(touched, m.verifyLink(l)...)
+		m.verifyLink(l)
 	}
 	for _, l := range b.links {
 		l.src.links[l] = struct{}{}
@@ -256,14 +230,7 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 		// The same tool result registered again (a binding that restarted or
 		// re-read its history): the new block replaces the old one outright.
 		// Superseding it instead would send the anchor two views.
-		for _, old := range slices.Clone(ag.byAnchor[obs.Anchor]) {
-			m.unlink(old)
-			m.retireSuperseded(old)
-			old.status = Released
-			m.forget(old)
-			m.count("replaced")
-			replaced = true
-		}
+		replaced = m.replaceAnchor(ag, obs.Anchor)
 		ag.byAnchor[obs.Anchor] = append(ag.byAnchor[obs.Anchor], b)
 	}
 	m.recompute(b)
@@ -275,12 +242,12 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 
 // verifyLink compares what the tool showed with the source's current text
 // and reconciles a mismatch (a read that raced a write).
-func (m *Manager) verifyLink(l *link) []*block {
+func (m *Manager) verifyLink(l *link) {
 	src := l.src
 	switch {
 	case src.state != statePresent:
 		if src.reporter != nil {
-			return nil // the client could not be asked: trust its report
+			return // the client could not be asked: trust its report
 		}
 		c := causeDeleted
 		if src.state == stateUnreadable {
@@ -289,9 +256,9 @@ func (m *Manager) verifyLink(l *link) []*block {
 		rc := m.newReconciler(src, "", nil, false)
 		rc.gone(l, c, src.readErr)
 		rc.finish(false)
-		return nil
+		return
 	case !src.known:
-		return nil // keyed source reported without full text: trust the report
+		return // keyed source reported without full text: trust the report
 	}
 	cur := src.getLines()
 	if l.whole {
@@ -299,7 +266,7 @@ func (m *Manager) verifyLink(l *link) []*block {
 		if slices.Equal(locator.SplitLines(l.text), cur) || slices.Equal(locator.SplitLines(l.text+"\n"), cur) {
 			l.text, l.version = wholeText(src.text), src.version
 			l.shown, l.shownVersion = l.text, l.version // the same content, canonical
-			return nil
+			return
 		}
 	} else if l.rng.End <= len(cur) && slices.Equal(spanLines(l.text, l.rng), cur[l.rng.Start-1:l.rng.End]) {
 		// The canonical form (lines joined by "\n") keeps text == lines at
@@ -310,119 +277,11 @@ func (m *Manager) verifyLink(l *link) []*block {
 		}
 		l.version = src.version
 		l.shown, l.shownVersion = l.text, l.version // the same content, canonical
-		return nil
+		return
 	}
 	m.count("raced")
 	rc := m.newReconciler(src, "", nil, false)
 	rc.prefix = "raced read: "
 	rc.link(l)
 	rc.finish(false)
-	return nil
-}
-
-// supersede retires older blocks of the same agent whose every link lies
-// inside a link of b. Caller holds m.mu.
-func (m *Manager) supersede(b *block) []string {
-	cands := map[*block]struct{}{}
-	seen := make(map[*source]bool, 1)
-	for _, l := range b.links {
-		if seen[l.src] {
-			continue // a grep block links one source many times: scan it once
-		}
-		seen[l.src] = true
-		for ol := range l.src.links {
-			ob := ol.block
-			if ob != b && ob.agent == b.agent && ob.seq < b.seq && ob.status != Superseded {
-				cands[ob] = struct{}{}
-			}
-		}
-	}
-	var old []*block
-	for ob := range cands {
-		if contained(ob, b) {
-			old = append(old, ob)
-		}
-	}
-	sort.Slice(old, func(i, j int) bool { return old[i].seq < old[j].seq })
-	ids := make([]string, 0, len(old))
-	for _, ob := range old {
-		ob.notice = noticeSuperseded(ob, b)
-		ob.status, ob.supersededBy, ob.reason = Superseded, b.id, "superseded by "+b.id
-		m.unlink(ob)
-		m.count("superseded")
-		m.markDirty(ob)
-		ob.agent.audit = append(ob.agent.audit, ob)
-		ids = append(ids, ob.id)
-	}
-	m.trimAudit(b.agent)
-	return ids
-}
-
-func contained(ob, nb *block) bool {
-	for _, ol := range ob.links {
-		in := false
-		for _, nl := range nb.links {
-			if nl.src == ol.src && (nl.whole || !ol.whole && nl.rng.Start <= ol.rng.Start && ol.rng.End <= nl.rng.End) {
-				in = true
-				break
-			}
-		}
-		if !in {
-			return false
-		}
-	}
-	return true
-}
-
-// unlink removes b's links from the source index, keeping a small audit
-// record (uri, lines, version) and dropping texts. Caller holds m.mu; the
-// caller syncs watches afterwards.
-func (m *Manager) unlink(b *block) []*source {
-	var srcs []*source
-	for _, l := range b.links {
-		if l.src == nil {
-			continue
-		}
-		delete(l.src.links, l)
-		l.src.free()
-		if ag := b.agent; ag.srcRefs[l.src] <= 1 {
-			delete(ag.srcRefs, l.src)
-		} else {
-			ag.srcRefs[l.src]--
-		}
-		srcs = append(srcs, l.src)
-		l.display = l.src.display
-		l.src, l.text, l.anchor = nil, "", nil
-	}
-	m.unwatch = append(m.unwatch, srcs...)
-	return srcs
-}
-
-// retireSuperseded runs when b leaves the context (released, or replaced by a
-// new result for its anchor). The blocks b superseded show only a notice that
-// "a newer read is in the context": if b was itself superseded, the newer
-// read that replaced b covers them too; otherwise nothing covers them any
-// more and they become invalid, asking for a re-read (their text is gone).
-// Caller holds m.mu, before changing b's status.
-func (m *Manager) retireSuperseded(b *block) {
-	var by *block
-	if b.status == Superseded {
-		by = m.blocks[b.supersededBy]
-	}
-	for _, s := range b.agent.audit {
-		if s == nil || s.status != Superseded || s.supersededBy != b.id {
-			continue
-		}
-		if by != nil {
-			s.supersededBy, s.reason = by.id, "superseded by "+by.id
-			s.notice = noticeSuperseded(s, by)
-		} else {
-			s.status, s.supersededBy, s.orphaned = Invalid, "", true
-			s.notice = noticeOrphaned(s)
-			s.reason = "the newer read " + b.id + " left the context"
-			m.count("orphaned")
-			m.retireSuperseded(s) // what s superseded lost its cover too
-		}
-		m.markDirty(s)
-	}
 }

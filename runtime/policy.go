@@ -1,5 +1,13 @@
 package runtime
 
+import (
+	"maps"
+	"slices"
+
+	"github.com/concord-ctx/concord/locator"
+	"github.com/concord-ctx/concord/rpc/protocol"
+)
+
 // effective is a policy with every field resolved.
 type effective struct {
 	local, drift Action
@@ -55,4 +63,124 @@ func (m *Manager) maxAge(b *block) int {
 		}
 	}
 	return n
+}
+
+// ValidatePolicy checks one policy layer; field names it on the wire
+// ("policy", "policy.global").
+func ValidatePolicy(field string, p *Policy) error {
+	if p == nil {
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		a    Action
+	}{{"local", p.Local}, {"drift", p.Drift}} {
+		if f.a != "" && !validAction(f.a) {
+			return fieldErr(field+"."+f.name, "must be patch, refresh, annotate or suppress, not %q", f.a)
+		}
+	}
+	if p.MaxAgeTurns != nil && *p.MaxAgeTurns < 0 {
+		return fieldErr(field+".maxAgeTurns", "must be >= 0")
+	}
+	return nil
+}
+
+// ValidatePolicyConfig checks every layer; field names the whole ("policy").
+// Keys are visited in sorted order, so the error named is deterministic.
+func ValidatePolicyConfig(field string, c *PolicyConfig) error {
+	if c == nil {
+		return nil
+	}
+	if err := ValidatePolicy(field+".global", &c.Global); err != nil {
+		return err
+	}
+	for _, layer := range []struct {
+		name string
+		m    map[string]Policy
+	}{{"byType", c.ByType}, {"bySource", c.BySource}} {
+		for _, k := range slices.Sorted(maps.Keys(layer.m)) {
+			p := layer.m[k]
+			if err := ValidatePolicy(field+"."+layer.name+"."+k, &p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// MergePolicy lays over on base, field by field within each layer and key;
+// the result shares no map with either.
+func MergePolicy(base PolicyConfig, over *PolicyConfig) PolicyConfig {
+	out := PolicyConfig{Global: base.Global, ByType: maps.Clone(base.ByType), BySource: maps.Clone(base.BySource)}
+	if over == nil {
+		return out
+	}
+	out.Global = mergeOne(out.Global, over.Global)
+	out.ByType = mergeLayer(out.ByType, over.ByType)
+	out.BySource = mergeLayer(out.BySource, over.BySource)
+	return out
+}
+
+func mergeLayer(base, over map[string]Policy) map[string]Policy {
+	for k, p := range over {
+		if base == nil {
+			base = map[string]Policy{}
+		}
+		base[k] = mergeOne(base[k], p)
+	}
+	return base
+}
+
+func mergeOne(base, over Policy) Policy {
+	if over.Local != "" {
+		base.Local = over.Local
+	}
+	if over.Drift != "" {
+		base.Drift = over.Drift
+	}
+	if over.MaxAgeTurns != nil {
+		n := *over.MaxAgeTurns
+		base.MaxAgeTurns = &n
+	}
+	return base
+}
+
+// ValidateLocator checks initialize's locator thresholds; field names the
+// whole ("locator").
+func ValidateLocator(field string, l *protocol.LocatorParams) error {
+	switch {
+	case l == nil:
+	case l.MinSimilarity != nil && (*l.MinSimilarity < 0 || *l.MinSimilarity > 1):
+		return fieldErr(field+".minSimilarity", "must be between 0 and 1")
+	case l.SubstitutionRatio != nil && (*l.SubstitutionRatio < 0 || *l.SubstitutionRatio > 1):
+		return fieldErr(field+".substitutionRatio", "must be between 0 and 1")
+	case l.MinSubstitutions != nil && *l.MinSubstitutions < 0:
+		return fieldErr(field+".minSubstitutions", "must be >= 0")
+	case l.ContextLines != nil && *l.ContextLines < 0:
+		return fieldErr(field+".contextLines", "must be >= 0")
+	}
+	return nil
+}
+
+// LocatorParams resolves the thresholds, the one place defaults are filled
+// in: an omitted field is locator.DefaultParams', a present one is taken as
+// given (0 included: contextLines 0 keeps no context).
+func LocatorParams(l *protocol.LocatorParams) locator.Params {
+	p := locator.DefaultParams()
+	if l == nil {
+		return p
+	}
+	if l.MinSimilarity != nil {
+		p.MinSimilarity = *l.MinSimilarity
+	}
+	if l.SubstitutionRatio != nil {
+		p.SubstitutionRatio = *l.SubstitutionRatio
+	}
+	if l.MinSubstitutions != nil {
+		p.MinSubstitutions = *l.MinSubstitutions
+	}
+	if l.ContextLines != nil {
+		p.ContextLines = *l.ContextLines
+	}
+	return p
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sort"
 	"sync"
+
+	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // verify brings src up to date: a cheap Stamp, and a Read only when the stamp
@@ -93,50 +95,63 @@ feed:
 // state changed since its previous Sync, or every block when Full. An agent
 // that has observed nothing gets an empty projection.
 func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error) {
-	if req.Agent == "" {
-		return SyncResult{}, fieldErr("agent", "required")
+	if err := validateSync(req); err != nil {
+		return SyncResult{}, err
 	}
-	if req.Turn < 0 {
-		return SyncResult{}, fieldErr("turn", "must be >= 0")
+	plan, err := locked(m, func(ix *index) (syncPlan, error) { return ix.planSync(req), nil })
+	if err != nil {
+		return SyncResult{}, err
 	}
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return SyncResult{}, ErrClosed
-	}
-	ag := m.agents[req.Agent]
-	if ag == nil {
-		res := SyncResult{Generation: m.gen, Full: req.Full, Blocks: []BlockView{}}
-		m.mu.Unlock()
-		return res, nil
-	}
-	if req.Turn > ag.turn {
-		ag.turn = req.Turn
+	if plan.agent == nil {
+		return SyncResult{Generation: plan.gen, Full: req.Full, Blocks: []BlockView{}}, nil
 	}
 	// Every source with live blocks is verified: the agent's own sources
 	// here, before projecting; the others by the background worker (their
 	// agents hear of changes via OnChange), so a slow read of someone
 	// else's source never blocks this sync.
-	srcs := make([]*source, 0, len(ag.srcRefs))
-	var others []string
-	for _, s := range m.sources {
-		if ag.srcRefs[s] > 0 {
-			srcs = append(srcs, s)
-		} else if len(s.links) > 0 {
-			others = append(others, s.id)
-		}
-	}
-	m.mu.Unlock()
-	m.enqueue(others, false)
-	if err := m.verifyAll(ctx, srcs); err != nil {
+	m.enqueue(plan.others, false)
+	if err := m.verifyAll(ctx, plan.own); err != nil {
 		return SyncResult{}, err
 	}
-
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return SyncResult{}, ErrClosed
+	res, err := locked(m, func(ix *index) (SyncResult, error) { return m.project(plan.agent, req), nil })
+	if err != nil {
+		return SyncResult{}, err
 	}
+	m.flushNotify(req.Agent)
+	return res, nil
+}
+
+// syncPlan is what a sync verifies before it projects.
+type syncPlan struct {
+	agent  *agentState // nil: the agent has observed nothing
+	gen    uint64
+	own    []*source // sources with the agent's live blocks
+	others []string  // other sources with live blocks, for the worker
+}
+
+func (ix *index) planSync(req SyncRequest) syncPlan {
+	ag := ix.agents[req.Agent]
+	if ag == nil {
+		return syncPlan{gen: ix.gen}
+	}
+	if req.Turn > ag.turn {
+		ag.turn = req.Turn
+	}
+	p := syncPlan{agent: ag, own: make([]*source, 0, len(ag.srcRefs))}
+	for _, s := range ix.sources {
+		if ag.srcRefs[s] > 0 {
+			p.own = append(p.own, s)
+		} else if len(s.links) > 0 {
+			p.others = append(p.others, s.id)
+		}
+	}
+	return p
+}
+
+// project ages the agent's blocks and takes its projection: the dirty
+// blocks (or all, when Full), whose views become what the model last saw.
+// Caller holds m.mu.
+func (m *Manager) project(ag *agentState, req SyncRequest) SyncResult {
 	m.verifies++
 	m.age(ag, req.Turn)
 	var bs []*block
@@ -162,9 +177,7 @@ func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error)
 		}
 		res.Blocks = append(res.Blocks, v)
 	}
-	m.mu.Unlock()
-	m.flushNotify(req.Agent)
-	return res, nil
+	return res
 }
 
 // age flags the agent's blocks not re-read within their resource type's
@@ -200,7 +213,7 @@ func view(b *block) BlockView {
 		for i, l := range b.links {
 			sv := SourceView{URI: l.uri, Text: l.text, Version: l.version}
 			if !l.whole {
-				r := l.rng
+				r := protocol.Range(l.rng)
 				sv.Range = &r
 			}
 			v.Sources[i] = sv

@@ -9,15 +9,28 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// commands is what help lists; a new subcommand adds a line here and a case
-// in run (main.go).
-var commands = []struct {
-	name, summary, usage, examples string
-	flags                          func() *pflag.FlagSet
-}{
-	{"serve", "speak the Concord protocol (JSON-RPC 2.0) on stdin/stdout",
-		"concord serve [flags]",
-		`  # what an agent runtime runs, once per session (stdin/stdout are the protocol):
+// command is one subcommand. The one table (commands) serves both dispatch
+// (run in main.go) and help, so they cannot disagree.
+type command struct {
+	name     string
+	aliases  []string // other names dispatch accepts ("--version")
+	summary  string   // one line, for the list
+	usage    string   // usage lines
+	long     string   // optional: what it prints, what statuses mean
+	examples string
+	flags    func() *pflag.FlagSet // nil: no flags
+	run      func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+// commands returns the table; a new subcommand is one entry here. (A
+// function, not a variable: help's entry refers back to the table.)
+func commands() []command {
+	return []command{
+		{
+			name:    "serve",
+			summary: "speak the Concord protocol (JSON-RPC 2.0) on stdin/stdout",
+			usage:   "concord serve [flags]",
+			examples: `  # what an agent runtime runs, once per session (stdin/stdout are the protocol):
   concord serve
   # one JSON message per line, every message traced to a log file:
   concord serve --framing=newline --rpc-trace --log-file /tmp/concord.log
@@ -26,19 +39,73 @@ var commands = []struct {
   # try it by hand:
   printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"roots":["/tmp"]}}' \
     | concord serve --framing=newline`,
-		func() *pflag.FlagSet { fs, _ := serveFlags(); return fs }},
-	{"locate", "relocate a line range in a changed file (the locator, standalone)",
-		"concord locate [flags]", "  concord help locate shows its flags", nil},
-	{"bench", "run ConcordBench, the race benchmark (one Markdown row per mode)",
-		"concord bench [flags]",
-		`  # the deterministic scripted agent on synthetic tasks (no network):
+			flags: func() *pflag.FlagSet { fs, _ := serveFlags(); return fs },
+			run:   runServe,
+		},
+		{
+			name:    "locate",
+			summary: "relocate a line range in a changed file (the locator, standalone)",
+			usage: `concord locate --old OLD --new NEW --lines A-B [--json] [thresholds]
+  concord locate --old OLD --new NEW --lines A-B --anchored
+  concord locate --span-file SPAN [--before-file F] [--after-file F] --new NEW --lines A-B`,
+			long: `Where does a line range now live in a changed file? Statuses: unchanged (same
+lines, same place), moved (same lines, new place), patched (a local edit: the new
+text at the new range), invalid (deleted, drifted, ambiguous or not found:
+re-read the file).`,
+			examples: `  concord locate --old testdata/locator/example/old.yaml \
+                 --new testdata/locator/example/new.yaml --lines 10-14`,
+			flags: func() *pflag.FlagSet { fs, _ := locateFlags(); return fs },
+			run:   noStdin(runLocate),
+		},
+		{
+			name:    "bench",
+			summary: "run ConcordBench, the race benchmark (one Markdown row per mode)",
+			usage:   "concord bench [flags]",
+			examples: `  # the deterministic scripted agent on synthetic tasks (no network):
   concord bench
   concord help bench shows every flag`,
-		func() *pflag.FlagSet { fs, _ := benchFlags(); return fs }},
-	{"version", "print the version and the protocol version",
-		"concord version", "  concord version", versionFlags},
-	{"help", "show help for a command",
-		"concord help [command]", "  concord help serve", nil},
+			flags: func() *pflag.FlagSet { fs, _ := benchFlags(); return fs },
+			run:   noStdin(runBench),
+		},
+		{
+			name:     "version",
+			aliases:  []string{"--version"},
+			summary:  "print the version and the protocol version",
+			usage:    "concord version",
+			examples: "  concord version",
+			flags:    versionFlags,
+			run:      noStdin(runVersion),
+		},
+		{
+			name:     "help",
+			aliases:  []string{"-h", "--help"},
+			summary:  "show help for a command",
+			usage:    "concord help [command]",
+			examples: "  concord help serve",
+			run:      noStdin(runHelp),
+		},
+	}
+}
+
+func noStdin(f func(ctx context.Context, args []string, stdout, stderr io.Writer) error) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
+	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		return f(ctx, args, stdout, stderr)
+	}
+}
+
+// lookup finds a command by name or alias.
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+		for _, a := range c.aliases {
+			if a == name {
+				return c, true
+			}
+		}
+	}
+	return command{}, false
 }
 
 func printUsage(w io.Writer) {
@@ -49,7 +116,7 @@ Usage:
 
 Commands:
 `)
-	for _, c := range commands {
+	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
@@ -63,31 +130,28 @@ func runHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		printUsage(stdout)
 		return nil
 	}
-	for _, c := range commands {
-		if c.name != args[0] {
-			continue
-		}
-		if c.flags == nil && c.name == "locate" {
-			// locate owns its flags: let it print its own help.
-			return runLocate(ctx, []string{"--help"}, stdout, stdout)
-		}
-		printCommand(stdout, c.name)
-		return nil
+	if _, ok := lookup(args[0]); !ok {
+		return usageError{fmt.Errorf("unknown command %q", args[0])}
 	}
-	return usageError{fmt.Errorf("unknown command %q", args[0])}
+	printCommand(stdout, args[0])
+	return nil
 }
 
+// printCommand prints one command's help: summary, usage, description,
+// flags and examples, all from its table entry.
 func printCommand(w io.Writer, name string) {
-	for _, c := range commands {
-		if c.name != name {
-			continue
-		}
-		fmt.Fprintf(w, "%s: %s\n\nUsage:\n  %s\n", c.name, c.summary, c.usage)
-		if c.flags != nil {
-			if u := c.flags().FlagUsages(); strings.TrimSpace(u) != "" {
-				fmt.Fprintf(w, "\nFlags:\n%s", u)
-			}
-		}
-		fmt.Fprintf(w, "\nExamples:\n%s\n", c.examples)
+	c, ok := lookup(name)
+	if !ok {
+		return
 	}
+	fmt.Fprintf(w, "%s: %s\n\nUsage:\n  %s\n", c.name, c.summary, c.usage)
+	if c.long != "" {
+		fmt.Fprintf(w, "\n%s\n", c.long)
+	}
+	if c.flags != nil {
+		if u := c.flags().FlagUsages(); strings.TrimSpace(u) != "" {
+			fmt.Fprintf(w, "\nFlags:\n%s", u)
+		}
+	}
+	fmt.Fprintf(w, "\nExamples:\n%s\n", c.examples)
 }

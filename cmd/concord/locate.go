@@ -8,55 +8,50 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/concord-ctx/concord/locator"
 )
 
+// locateOptions are locate's flag values.
+type locateOptions struct {
+	oldPath, newPath, lines, spanPath, before, after *string
+	asJSON, anchored, atEnd                          *bool
+	minSim, subRatio                                 *float64
+	minSubs, ctxLines                                *int
+	timeout                                          *time.Duration
+}
+
+func locateFlags() (*pflag.FlagSet, *locateOptions) {
+	fs := pflag.NewFlagSet("locate", pflag.ContinueOnError)
+	def := locator.DefaultParams()
+	return fs, &locateOptions{
+		oldPath:  fs.String("old", "", "the old file (as the agent read it)"),
+		newPath:  fs.String("new", "", "the new file (required)"),
+		lines:    fs.String("lines", "", "the old range, 1-based inclusive: A-B or A (required)"),
+		asJSON:   fs.Bool("json", false, "print the result as JSON"),
+		anchored: fs.Bool("anchored", false, "forget the old file but the span and its context (anchored mode)"),
+		spanPath: fs.String("span-file", "", "anchored mode without --old: the span's text as the agent saw it"),
+		before:   fs.String("before-file", "", "with --span-file: the lines just before the span"),
+		after:    fs.String("after-file", "", "with --span-file: the lines just after the span"),
+		atEnd:    fs.Bool("at-end", false, "with --span-file: the span ended the file"),
+		minSim:   fs.Float64("min-similarity", def.MinSimilarity, "local edit when the token similarity is at least this"),
+		subRatio: fs.Float64("substitution-ratio", def.SubstitutionRatio, "local edit when equal-length spans differ in at most max(min-substitutions, floor(tokens*ratio)) tokens"),
+		minSubs:  fs.Int("min-substitutions", def.MinSubstitutions, "see --substitution-ratio"),
+		ctxLines: fs.Int("context-lines", def.ContextLines, "context lines kept around the span in anchored mode"),
+		timeout:  fs.Duration("diff-timeout", 0, "line diff deadline (0: none, results independent of timing)"),
+	}
+}
+
 // runLocate is `concord locate`: the locator on two files, for users tuning
 // thresholds and for debugging golden cases. An Invalid verdict is a normal
 // answer (status 0); only bad input is an error.
 func runLocate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("locate", pflag.ContinueOnError)
+	fs, o := locateFlags()
 	fs.SetOutput(stderr)
-	def := locator.DefaultParams()
-	var (
-		oldPath  = fs.String("old", "", "the old file (as the agent read it)")
-		newPath  = fs.String("new", "", "the new file (required)")
-		lines    = fs.String("lines", "", "the old range, 1-based inclusive: A-B or A (required)")
-		asJSON   = fs.Bool("json", false, "print the result as JSON")
-		anchored = fs.Bool("anchored", false, "forget the old file but the span and its context (anchored mode)")
-		spanPath = fs.String("span-file", "", "anchored mode without --old: the span's text as the agent saw it")
-		before   = fs.String("before-file", "", "with --span-file: the lines just before the span")
-		after    = fs.String("after-file", "", "with --span-file: the lines just after the span")
-		atEnd    = fs.Bool("at-end", false, "with --span-file: the span ended the file")
-		minSim   = fs.Float64("min-similarity", def.MinSimilarity, "local edit when the token similarity is at least this")
-		subRatio = fs.Float64("substitution-ratio", def.SubstitutionRatio, "local edit when equal-length spans differ in at most max(min-substitutions, floor(tokens*ratio)) tokens")
-		minSubs  = fs.Int("min-substitutions", def.MinSubstitutions, "see --substitution-ratio")
-		ctxLines = fs.Int("context-lines", def.ContextLines, "context lines kept around the span in anchored mode")
-		timeout  = fs.Duration("diff-timeout", 0, "line diff deadline (0: none, results independent of timing)")
-	)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `concord locate: where does a line range now live in a changed file?
-
-Usage:
-  concord locate --old OLD --new NEW --lines A-B [--json] [thresholds]
-  concord locate --old OLD --new NEW --lines A-B --anchored
-  concord locate --span-file SPAN [--before-file F] [--after-file F] --new NEW --lines A-B
-
-Statuses: unchanged (same lines, same place), moved (same lines, new place),
-patched (a local edit: the new text at the new range), invalid (deleted,
-drifted, ambiguous or not found: re-read the file).
-
-Example:
-  concord locate --old testdata/locator/example/old.yaml \
-                 --new testdata/locator/example/new.yaml --lines 10-14
-
-Flags:
-`)
-		fmt.Fprint(fs.Output(), fs.FlagUsages())
-	}
+	fs.Usage = func() { printCommand(fs.Output(), "locate") }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
@@ -66,78 +61,22 @@ Flags:
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p := def
-	p.MinSimilarity, p.SubstitutionRatio, p.MinSubstitutions, p.ContextLines, p.DiffTimeout = *minSim, *subRatio, *minSubs, *ctxLines, *timeout
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	case *newPath == "":
-		return usageError{errors.New("--new is required")}
-	case *lines == "":
-		return usageError{errors.New("--lines is required")}
-	case *oldPath == "" && *spanPath == "":
-		return usageError{errors.New("one of --old or --span-file is required")}
-	case *oldPath != "" && *spanPath != "":
-		return usageError{errors.New("--old and --span-file exclude each other")}
-	case *spanPath == "" && (*before != "" || *after != "" || *atEnd):
-		return usageError{errors.New("--before-file, --after-file and --at-end go with --span-file")}
-	case p.MinSimilarity < 0 || p.MinSimilarity > 1:
-		return usageError{fmt.Errorf("--min-similarity %v: want 0..1", p.MinSimilarity)}
-	case p.SubstitutionRatio < 0 || p.SubstitutionRatio > 1:
-		return usageError{fmt.Errorf("--substitution-ratio %v: want 0..1", p.SubstitutionRatio)}
-	case p.MinSubstitutions < 0 || p.ContextLines < 0 || p.DiffTimeout < 0:
-		return usageError{errors.New("--min-substitutions, --context-lines and --diff-timeout must not be negative")}
 	}
-	r, err := locator.ParseRange(*lines)
+	p, r, err := o.check()
 	if err != nil {
 		return usageError{err}
 	}
-	if r.Start < 1 || r.End < r.Start {
-		// A verdict on an impossible range would only hide the typo.
-		return usageError{fmt.Errorf("--lines %q: want A-B with 1 <= A <= B", *lines)}
-	}
-	newText, err := readText(*newPath)
+	newText, err := readText(*o.newPath)
 	if err != nil {
 		return err
 	}
-
-	var res locator.Result
-	mode := "diff"
-	switch {
-	case *spanPath != "":
-		mode = "anchored"
-		a := locator.Anchor{Range: r, AtEnd: *atEnd}
-		for _, part := range []struct {
-			path string
-			dst  *[]string
-		}{{*spanPath, &a.Span}, {*before, &a.Before}, {*after, &a.After}} {
-			if part.path == "" {
-				continue
-			}
-			text, err := readText(part.path)
-			if err != nil {
-				return err
-			}
-			*part.dst = locator.SplitLines(text)
-		}
-		if len(a.Span) == 0 {
-			return fmt.Errorf("span file %s is empty", *spanPath)
-		}
-		res = locator.Relocate(a, newText, p)
-	default:
-		oldText, err := readText(*oldPath)
-		if err != nil {
-			return err
-		}
-		if *anchored {
-			mode = "anchored"
-			res = locator.Relocate(locator.NewAnchor(oldText, r, p.ContextLines), newText, p)
-		} else {
-			res = locator.Locate(oldText, newText, r, p)
-		}
+	res, mode, err := o.locate(newText, r, p)
+	if err != nil {
+		return err
 	}
-
-	if *asJSON {
+	if *o.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
@@ -147,10 +86,77 @@ Flags:
 			Mode   string         `json:"mode"`
 			Params locator.Params `json:"params"`
 			Result locator.Result `json:"result"`
-		}{*oldPath, *newPath, r, mode, p, res})
+		}{*o.oldPath, *o.newPath, r, mode, p, res})
 	}
-	printResult(stdout, *newPath, r, res)
+	printResult(stdout, *o.newPath, r, res)
 	return nil
+}
+
+// check validates the flags together and returns the thresholds and the
+// range; its errors are usage errors.
+func (o *locateOptions) check() (locator.Params, locator.Range, error) {
+	p := locator.DefaultParams()
+	p.MinSimilarity, p.SubstitutionRatio, p.MinSubstitutions, p.ContextLines, p.DiffTimeout = *o.minSim, *o.subRatio, *o.minSubs, *o.ctxLines, *o.timeout
+	switch {
+	case *o.newPath == "":
+		return p, locator.Range{}, errors.New("--new is required")
+	case *o.lines == "":
+		return p, locator.Range{}, errors.New("--lines is required")
+	case *o.oldPath == "" && *o.spanPath == "":
+		return p, locator.Range{}, errors.New("one of --old or --span-file is required")
+	case *o.oldPath != "" && *o.spanPath != "":
+		return p, locator.Range{}, errors.New("--old and --span-file exclude each other")
+	case *o.spanPath == "" && (*o.before != "" || *o.after != "" || *o.atEnd):
+		return p, locator.Range{}, errors.New("--before-file, --after-file and --at-end go with --span-file")
+	case p.MinSimilarity < 0 || p.MinSimilarity > 1:
+		return p, locator.Range{}, fmt.Errorf("--min-similarity %v: want 0..1", p.MinSimilarity)
+	case p.SubstitutionRatio < 0 || p.SubstitutionRatio > 1:
+		return p, locator.Range{}, fmt.Errorf("--substitution-ratio %v: want 0..1", p.SubstitutionRatio)
+	case p.MinSubstitutions < 0 || p.ContextLines < 0 || p.DiffTimeout < 0:
+		return p, locator.Range{}, errors.New("--min-substitutions, --context-lines and --diff-timeout must not be negative")
+	}
+	r, err := locator.ParseRange(*o.lines)
+	if err != nil {
+		return p, r, err
+	}
+	if r.Start < 1 || r.End < r.Start {
+		// A verdict on an impossible range would only hide the typo.
+		return p, r, fmt.Errorf("--lines %q: want A-B with 1 <= A <= B", *o.lines)
+	}
+	return p, r, nil
+}
+
+// locate runs the mode the flags chose: diff (--old), anchored (--old
+// --anchored) or anchored from span files (--span-file).
+func (o *locateOptions) locate(newText string, r locator.Range, p locator.Params) (locator.Result, string, error) {
+	if *o.spanPath == "" {
+		oldText, err := readText(*o.oldPath)
+		if err != nil {
+			return locator.Result{}, "", err
+		}
+		if *o.anchored {
+			return locator.Relocate(locator.NewAnchor(oldText, r, p.ContextLines), newText, p), "anchored", nil
+		}
+		return locator.Locate(oldText, newText, r, p), "diff", nil
+	}
+	a := locator.Anchor{Range: r, AtEnd: *o.atEnd}
+	for _, part := range []struct {
+		path string
+		dst  *[]string
+	}{{*o.spanPath, &a.Span}, {*o.before, &a.Before}, {*o.after, &a.After}} {
+		if part.path == "" {
+			continue
+		}
+		text, err := readText(part.path)
+		if err != nil {
+			return locator.Result{}, "", err
+		}
+		*part.dst = locator.SplitLines(text)
+	}
+	if len(a.Span) == 0 {
+		return locator.Result{}, "", fmt.Errorf("span file %s is empty", *o.spanPath)
+	}
+	return locator.Relocate(a, newText, p), "anchored", nil
 }
 
 // maxInput bounds what locate reads: it is a debugging tool, and the server

@@ -30,25 +30,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	cmd, rest := args[0], args[1:]
-	var err error
-	switch cmd {
-	case "serve":
-		err = runServe(ctx, rest, stdin, stdout, stderr)
-	case "locate":
-		err = runLocate(ctx, rest, stdout, stderr)
-	case "version", "--version":
-		err = runVersion(ctx, rest, stdout, stderr)
-	case "help", "-h", "--help":
-		err = runHelp(ctx, rest, stdout, stderr)
-	case "bench":
-		err = runBench(ctx, rest, stdout, stderr)
-	// New subcommands go here, one case each, and a line in the
-	// commands table of help.go.
-	default:
+	c, ok := lookup(cmd)
+	if !ok {
 		fmt.Fprintf(stderr, "concord: unknown command %q\n\n", cmd)
 		printUsage(stderr)
 		return 2
 	}
+	err := c.run(ctx, rest, stdin, stdout, stderr)
 	return exitCode(cmd, err, stderr)
 }
 
@@ -73,7 +61,7 @@ func exitCode(cmd string, err error, stderr io.Writer) int {
 		return int(st)
 	case errors.As(err, &ue):
 		hint := fmt.Sprintf("Run 'concord help %s' for usage.", cmd)
-		if cmd == "help" || cmd == "-h" || cmd == "--help" {
+		if c, _ := lookup(cmd); c.name == "help" {
 			hint = "Run 'concord help' for the list of commands."
 		}
 		fmt.Fprintf(stderr, "concord %s: %v\n%s\n", cmd, ue.err, hint)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // concordBin is the real binary, built once by TestMain; the end-to-end
@@ -43,6 +45,29 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// TestCommandTable: every command in the table dispatches (--help answers
+// with status 0) and help names it, from the same entry.
+func TestCommandTable(t *testing.T) {
+	var list bytes.Buffer
+	printUsage(&list)
+	for _, c := range commands() {
+		if !strings.Contains(list.String(), "  "+c.name+" ") {
+			t.Errorf("help does not list %s", c.name)
+		}
+		var out bytes.Buffer
+		if got := run(context.Background(), []string{"help", c.name}, strings.NewReader(""), &out, &out); got != 0 || !strings.Contains(out.String(), c.usage) {
+			t.Errorf("help %s: status %d\n%s", c.name, got, out.String())
+		}
+		if c.flags != nil {
+			c.flags().VisitAll(func(f *pflag.Flag) {
+				if !strings.Contains(out.String(), "--"+f.Name) {
+					t.Errorf("help %s lacks --%s", c.name, f.Name)
+				}
+			})
+		}
+	}
+}
+
 // TestRun covers the command line itself, in process.
 func TestRun(t *testing.T) {
 	tests := []struct {
@@ -58,6 +83,9 @@ func TestRun(t *testing.T) {
 		{"version extra arg", []string{"version", "x"}, 2, "", "unexpected argument"},
 		{"help", []string{"help"}, 0, "Commands:", ""},
 		{"help serve shows flags and examples", []string{"help", "serve"}, 0, "--max-message", ""},
+		{"help locate shows its flags", []string{"help", "locate"}, 0, "--min-similarity", ""},
+		{"locate --help is the same help", []string{"locate", "--help"}, 0, "", "--span-file"},
+		{"help by alias", []string{"--help", "version"}, 0, "concord version", ""},
 		{"help unknown", []string{"help", "nope"}, 2, "", `unknown command "nope"`},
 		{"help unknown lists the commands", []string{"help", "nope"}, 2, "", "Run 'concord help' for the list of commands."},
 		{"serve bad flag", []string{"serve", "--nope"}, 2, "", "unknown flag: --nope"},

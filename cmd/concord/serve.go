@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -14,12 +13,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/session"
+
 	"github.com/spf13/pflag"
 
-	"github.com/concord-ctx/concord/fileadapter"
 	"github.com/concord-ctx/concord/rpc"
 	"github.com/concord-ctx/concord/runtime"
-	"github.com/concord-ctx/concord/runtime/keyed"
 )
 
 type serveOptions struct {
@@ -37,7 +37,7 @@ type serveOptions struct {
 func serveFlags() (*pflag.FlagSet, *serveOptions) {
 	o := &serveOptions{maxMessage: rpc.DefaultMaxMessage}
 	flags := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	flags.StringVar(&o.framing, "framing", rpc.FramingContentLength, "message framing: content-length (LSP style) or newline (one JSON message per line)")
+	flags.StringVar(&o.framing, "framing", protocol.FramingContentLength, "message framing: content-length (LSP style) or newline (one JSON message per line)")
 	flags.StringVar(&o.logFile, "log-file", "", "append logs to this file instead of stderr")
 	flags.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	flags.BoolVar(&o.rpcTrace, "rpc-trace", false, "log every message read and written (at info level)")
@@ -62,8 +62,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if flags.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", flags.Arg(0))}
 	}
-	if o.framing != rpc.FramingContentLength && o.framing != rpc.FramingNewline {
-		return usageError{fmt.Errorf("--framing must be %s or %s, not %q", rpc.FramingContentLength, rpc.FramingNewline, o.framing)}
+	if o.framing != protocol.FramingContentLength && o.framing != protocol.FramingNewline {
+		return usageError{fmt.Errorf("--framing must be %s or %s, not %q", protocol.FramingContentLength, protocol.FramingNewline, o.framing)}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
@@ -73,7 +73,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return usageError{fmt.Errorf("--poll-interval must be positive")}
 	}
 	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
-		if o.framing != rpc.FramingNewline {
+		if o.framing != protocol.FramingNewline {
 			// A person ran it by hand: waiting silently for Content-Length
 			// frames nobody can type helps nobody.
 			fmt.Fprint(stderr, "concord serve speaks JSON-RPC on stdin/stdout: agent runtimes launch it as a subprocess.\n"+
@@ -111,7 +111,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	signal.Ignore(syscall.SIGPIPE)
 
 	status, err := rpc.Serve(ctx, stdin, stdout, rpc.Config{
-		NewSession: newSession(o, log),
+		NewSession: session.New(session.Options{PollInterval: o.pollInterval, Debounce: o.debounce, MaxSource: int64(o.maxSource)}),
 		Name:       "concord",
 		Version:    version,
 		Framing:    o.framing,
@@ -128,60 +128,6 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	return nil
 }
-
-// newSession wires a session's core: the manager, the file adapter for
-// file:// sources and the keyed adapter (readSource) for every other scheme.
-func newSession(o *serveOptions, log *slog.Logger) rpc.NewSessionFunc {
-	return func(ctx context.Context, cfg rpc.SessionConfig) (rpc.Core, string, error) {
-		m := runtime.New(runtime.Config{Policy: cfg.Policy, Locator: cfg.Locator, OnChange: cfg.Notify, Logger: cfg.Logger})
-		if len(cfg.Roots) == 0 {
-			// Keyed sources only: file URIs must be refused, not taken for keys.
-			m.AddAdapter(noFiles{})
-			m.AddAdapter(keyed.New(cfg.Fetch))
-			return m, rpc.WatchHooks, nil
-		}
-		fa, err := fileadapter.New(fileadapter.Config{
-			Roots:        cfg.Roots,
-			Mode:         cfg.Watch,
-			PollInterval: o.pollInterval,
-			Debounce:     o.debounce,
-			MaxBytes:     int64(o.maxSource),
-			Logger:       cfg.Logger,
-		}, m.Hint)
-		if err != nil {
-			m.Close()
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrInvalid) {
-				field := "roots"
-				for i, r := range cfg.Roots {
-					if strings.Contains(err.Error(), strconv.Quote(r)) {
-						field = fmt.Sprintf("roots[%d]", i)
-					}
-				}
-				return nil, "", rpc.FieldError(field, err.Error())
-			}
-			return nil, "", fmt.Errorf("start file watching: %w", err)
-		}
-		m.AddAdapter(fa)
-		m.AddAdapter(keyed.New(cfg.Fetch))
-		return m, fa.Mode(), nil
-	}
-}
-
-// noFiles serves the file scheme of a session without roots: it refuses
-// every file.
-type noFiles struct{}
-
-func (noFiles) Scheme() string { return "file" }
-func (noFiles) Normalize(uri string) (string, error) {
-	return "", fmt.Errorf("%s: %w (the session has no roots)", uri, runtime.ErrOutsideRoots)
-}
-func (noFiles) Read(context.Context, string) (runtime.Content, error) {
-	return runtime.Content{}, runtime.ErrOutsideRoots
-}
-func (noFiles) Stamp(context.Context, string) (string, error) { return "", runtime.ErrOutsideRoots }
-func (noFiles) Watch(string) error                            { return runtime.ErrOutsideRoots }
-func (noFiles) Unwatch(string)                                {}
-func (noFiles) Close() error                                  { return nil }
 
 // isTerminal reports whether f looks like a terminal: a character device
 // other than /dev/null (which a supervisor may well give us as stdin).

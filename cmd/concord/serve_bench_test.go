@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concord-ctx/concord/rpc"
+	"github.com/concord-ctx/concord/internal/transcript"
+	"github.com/concord-ctx/concord/rpc/client"
+
+	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // Round trips through the real pipe to the real binary, as a binding sees
@@ -24,8 +27,8 @@ import (
 // benchSession is a server loaded with n blocks: files of 1,000 lines,
 // 100 blocks of 10 lines each per file, all observed by agent "main".
 type benchSession struct {
-	c      *rpc.Client
-	blocks []rpc.ObserveParams
+	c      *client.Client
+	blocks []protocol.ObserveParams
 	dir    string
 	rss    int64 // kB, right after loading the blocks
 }
@@ -48,7 +51,7 @@ func loadedSession(b *testing.B, n int) *benchSession {
 		b.Fatal(err)
 	}
 	root, _ := filepath.EvalSymlinks(dir)
-	c, err := rpc.Start(context.Background(), concordBin, "serve")
+	c, err := client.Start(context.Background(), concordBin, "serve")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,21 +67,21 @@ func loadedSession(b *testing.B, n int) *benchSession {
 				content[l] = fmt.Sprintf("file %d line %d: some source text to hash and index", len(files), l+1)
 			}
 			files = append(files, content)
-			atomicWrite(b, filepath.Join(root, fmt.Sprintf("f%03d.txt", len(files)-1)), []byte(strings.Join(content, "\n")+"\n"))
+			transcript.AtomicWrite(b, filepath.Join(root, fmt.Sprintf("f%03d.txt", len(files)-1)), []byte(strings.Join(content, "\n")+"\n"))
 		}
 		f, k := len(files)-1, i%perFile
 		start := k*span + 1
-		s.blocks = append(s.blocks, rpc.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_" + strconv.Itoa(i),
-			Sources: []rpc.Source{{URI: fileURI(filepath.Join(root, fmt.Sprintf("f%03d.txt", f))),
-				Range: &rpc.Range{Start: start, End: start + span - 1}, Text: strings.Join(files[f][start-1:start-1+span], "\n")}}})
+		s.blocks = append(s.blocks, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_" + strconv.Itoa(i),
+			Sources: []protocol.Source{{URI: fileURI(filepath.Join(root, fmt.Sprintf("f%03d.txt", f))),
+				Range: &protocol.Range{Start: start, End: start + span - 1}, Text: strings.Join(files[f][start-1:start-1+span], "\n")}}})
 	}
 	for _, o := range s.blocks {
-		if err := c.Call(context.Background(), rpc.MethodObserve, o, nil); err != nil {
+		if err := c.Call(context.Background(), protocol.MethodObserve, o, nil); err != nil {
 			b.Fatalf("observe: %v", err)
 		}
 	}
 	// The first sync hands over everything; later ones are the steady state.
-	if err := c.Call(context.Background(), rpc.MethodSync, rpc.SyncParams{Agent: "main", Turn: 1}, nil); err != nil {
+	if err := c.Call(context.Background(), protocol.MethodSync, protocol.SyncParams{Agent: "main", Turn: 1}, nil); err != nil {
 		b.Fatal(err)
 	}
 	s.rss, _ = vmRSS(c.Pid())
@@ -106,7 +109,7 @@ func BenchmarkObserveRoundTrip(b *testing.B) {
 				i++
 				o := s.blocks[i%len(s.blocks)]
 				o.Turn = 2
-				return s.c.Call(ctx, rpc.MethodObserve, o, nil)
+				return s.c.Call(ctx, protocol.MethodObserve, o, nil)
 			})
 		})
 	}
@@ -116,10 +119,10 @@ func BenchmarkSyncRoundTrip(b *testing.B) {
 	for _, n := range []int{10, 10000} {
 		b.Run(fmt.Sprintf("blocks=%d", n), func(b *testing.B) {
 			s := loadedSession(b, n)
-			var res rpc.SyncResult
+			var res protocol.SyncResult
 			measure(b, s, func(ctx context.Context) error {
 				// Nothing changed: the verify pass stats every watched file.
-				return s.c.Call(ctx, rpc.MethodSync, rpc.SyncParams{Agent: "main", Turn: 3}, &res)
+				return s.c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "main", Turn: 3}, &res)
 			})
 		})
 	}

@@ -15,14 +15,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concord-ctx/concord/rpc"
+	"github.com/concord-ctx/concord/internal/transcript"
+	"github.com/concord-ctx/concord/rpc/client"
+
+	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // startServe launches the real binary through the Go client.
-func startServe(t testing.TB, args ...string) *rpc.Client {
+func startServe(t testing.TB, args ...string) *client.Client {
 	t.Helper()
-	var stderr lockedBuffer
-	c, err := rpc.ClientOptions{Stderr: &stderr}.Start(context.Background(), concordBin, append([]string{"serve"}, args...)...)
+	var stderr transcript.LockedBuffer
+	c, err := client.Options{Stderr: &stderr}.Start(context.Background(), concordBin, append([]string{"serve"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,15 +40,15 @@ func startServe(t testing.TB, args ...string) *rpc.Client {
 	return c
 }
 
-func initialize(t testing.TB, c *rpc.Client, root, watch string) rpc.InitializeResult {
+func initialize(t testing.TB, c *client.Client, root, watch string) protocol.InitializeResult {
 	t.Helper()
-	var res rpc.InitializeResult
+	var res protocol.InitializeResult
 	roots := []string{}
 	if root != "" {
 		roots = []string{root}
 	}
-	err := c.Call(context.Background(), rpc.MethodInitialize, rpc.InitializeParams{
-		ProtocolVersion: rpc.ProtocolVersion, ClientInfo: &rpc.Info{Name: "serve_test"}, Roots: roots, Watch: watch}, &res)
+	err := c.Call(context.Background(), protocol.MethodInitialize, protocol.InitializeParams{
+		ProtocolVersion: protocol.Version, ClientInfo: &protocol.Info{Name: "serve_test"}, Roots: roots, Watch: watch}, &res)
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
@@ -75,8 +78,8 @@ func TestWatchedEditNotifiesAndPatches(t *testing.T) {
 				args = append(args, "--poll-interval=100ms")
 			}
 			c := startServe(t, args...)
-			hints := make(chan rpc.BlocksChangedParams, 16)
-			c.HandleBlocksChanged(func(p rpc.BlocksChangedParams) {
+			hints := make(chan protocol.BlocksChangedParams, 16)
+			c.HandleBlocksChanged(func(p protocol.BlocksChangedParams) {
 				select {
 				case hints <- p:
 				default:
@@ -84,18 +87,18 @@ func TestWatchedEditNotifiesAndPatches(t *testing.T) {
 			})
 			root := tempRoot(t)
 			path := filepath.Join(root, "config.yaml")
-			atomicWrite(t, path, []byte("name: demo\nport: 8080\ndebug: false\n"))
+			transcript.AtomicWrite(t, path, []byte("name: demo\nport: 8080\ndebug: false\n"))
 			res := initialize(t, c, root, watch)
 			if watch == "poll" && res.Capabilities.Watch != "poll" {
 				t.Errorf("capabilities.watch = %q, want poll", res.Capabilities.Watch)
 			}
 			ctx := context.Background()
-			var obs rpc.ObserveResult
-			if err := c.Call(ctx, rpc.MethodObserve, rpc.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_1",
-				Sources: []rpc.Source{{URI: fileURI(path), Range: &rpc.Range{Start: 1, End: 3}, Text: "name: demo\nport: 8080\ndebug: false"}}}, &obs); err != nil {
+			var obs protocol.ObserveResult
+			if err := c.Call(ctx, protocol.MethodObserve, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_1",
+				Sources: []protocol.Source{{URI: fileURI(path), Range: &protocol.Range{Start: 1, End: 3}, Text: "name: demo\nport: 8080\ndebug: false"}}}, &obs); err != nil {
 				t.Fatal(err)
 			}
-			atomicWrite(t, path, []byte("name: demo\nport: 9090\ndebug: false\n"))
+			transcript.AtomicWrite(t, path, []byte("name: demo\nport: 9090\ndebug: false\n"))
 			select {
 			case h := <-hints:
 				if len(h.Agents) != 1 || h.Agents[0] != "main" {
@@ -104,8 +107,8 @@ func TestWatchedEditNotifiesAndPatches(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("no blocksChanged within 20s of the edit")
 			}
-			var sync rpc.SyncResult
-			if err := c.Call(ctx, rpc.MethodSync, rpc.SyncParams{Agent: "main", Turn: 2}, &sync); err != nil {
+			var sync protocol.SyncResult
+			if err := c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "main", Turn: 2}, &sync); err != nil {
 				t.Fatal(err)
 			}
 			if len(sync.Blocks) != 1 || sync.Blocks[0].Status != "patched" || sync.Blocks[0].Sources[0].Text != "name: demo\nport: 9090\ndebug: false" {
@@ -122,27 +125,27 @@ func TestReadSourceAnsweredByClient(t *testing.T) {
 	c := startServe(t)
 	var asked []string
 	var mu sync.Mutex
-	c.HandleReadSource(func(ctx context.Context, p rpc.ReadSourceParams) (rpc.ReadSourceResult, error) {
+	c.HandleReadSource(func(ctx context.Context, p protocol.ReadSourceParams) (protocol.ReadSourceResult, error) {
 		mu.Lock()
 		asked = append(asked, p.URI)
 		mu.Unlock()
 		if p.URI != "res://db/users/42" {
-			return rpc.ReadSourceResult{}, errors.New("no such record")
+			return protocol.ReadSourceResult{}, errors.New("no such record")
 		}
-		return rpc.ReadSourceResult{Text: "id: 42\nname: Ada\nrole: owner", Version: "v8"}, nil
+		return protocol.ReadSourceResult{Text: "id: 42\nname: Ada\nrole: owner", Version: "v8"}, nil
 	})
 	initialize(t, c, "", "")
 	ctx := context.Background()
-	if err := c.Call(ctx, rpc.MethodObserve, rpc.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_1",
-		Sources: []rpc.Source{{URI: "res://db/users/42", Text: "id: 42\nname: Ada\nrole: admin", Version: "v7"}}}, nil); err != nil {
+	if err := c.Call(ctx, protocol.MethodObserve, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_1",
+		Sources: []protocol.Source{{URI: "res://db/users/42", Text: "id: 42\nname: Ada\nrole: admin", Version: "v7"}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	var ch rpc.SourceChangedResult
-	if err := c.Call(ctx, rpc.MethodSourceChanged, rpc.SourceChangedParams{URI: "res://db/users/42", Version: "v8"}, &ch); err != nil {
+	var ch protocol.SourceChangedResult
+	if err := c.Call(ctx, protocol.MethodSourceChanged, protocol.SourceChangedParams{URI: "res://db/users/42", Version: "v8"}, &ch); err != nil {
 		t.Fatal(err)
 	}
-	var sync rpc.SyncResult
-	if err := c.Call(ctx, rpc.MethodSync, rpc.SyncParams{Agent: "main", Turn: 2}, &sync); err != nil {
+	var sync protocol.SyncResult
+	if err := c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "main", Turn: 2}, &sync); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -161,23 +164,23 @@ func TestReadSourceAnsweredByClient(t *testing.T) {
 func TestCancelRequest(t *testing.T) {
 	c := startServe(t)
 	release := make(chan struct{})
-	c.HandleReadSource(func(ctx context.Context, p rpc.ReadSourceParams) (rpc.ReadSourceResult, error) {
+	c.HandleReadSource(func(ctx context.Context, p protocol.ReadSourceParams) (protocol.ReadSourceResult, error) {
 		select {
 		case <-release:
 		case <-ctx.Done():
 		}
-		return rpc.ReadSourceResult{}, errors.New("gave up")
+		return protocol.ReadSourceResult{}, errors.New("gave up")
 	})
 	defer close(release)
 	initialize(t, c, "", "")
 	bg := context.Background()
-	if err := c.Call(bg, rpc.MethodObserve, rpc.ObserveParams{Agent: "main", Sources: []rpc.Source{{URI: "res://k", Text: "a", Version: "1"}}}, nil); err != nil {
+	if err := c.Call(bg, protocol.MethodObserve, protocol.ObserveParams{Agent: "main", Sources: []protocol.Source{{URI: "res://k", Text: "a", Version: "1"}}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Call(ctx, rpc.MethodSourceChanged, rpc.SourceChangedParams{URI: "res://k", Version: "2"}, nil)
+		done <- c.Call(ctx, protocol.MethodSourceChanged, protocol.SourceChangedParams{URI: "res://k", Version: "2"}, nil)
 	}()
 	// Cancel once the server is waiting on readSource; observed through a
 	// later request that must wait behind the barrier.
@@ -185,8 +188,8 @@ func TestCancelRequest(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("call = %v, want context.Canceled", err)
 	}
-	var st rpc.StatsResult
-	if err := c.Call(bg, rpc.MethodStats, nil, &st); err != nil {
+	var st protocol.StatsResult
+	if err := c.Call(bg, protocol.MethodStats, nil, &st); err != nil {
 		t.Fatalf("stats after cancel: %v", err)
 	}
 }
@@ -198,7 +201,7 @@ func TestPipelinedOrder(t *testing.T) {
 	cmd := exec.Command(concordBin, "serve", "--framing=newline")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
-	var stderr lockedBuffer
+	var stderr transcript.LockedBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -241,7 +244,7 @@ func TestPipelinedOrder(t *testing.T) {
 		t.Fatalf("got %d answers, want %d\nstderr:\n%s", len(got), len(reqs), stderr.String())
 	}
 	for _, id := range []int{5, 6} {
-		var s rpc.SyncResult
+		var s protocol.SyncResult
 		json.Unmarshal(got[id], &s)
 		if len(s.Blocks) != 1 || s.Blocks[0].Status == "valid" {
 			t.Errorf("sync %d = %s: the change sent before it was not applied", id, got[id])
@@ -254,7 +257,7 @@ func TestPipelinedOrder(t *testing.T) {
 func TestStdinCloseExitsPromptly(t *testing.T) {
 	root := tempRoot(t)
 	path := filepath.Join(root, "a.txt")
-	atomicWrite(t, path, []byte("one\ntwo\n"))
+	transcript.AtomicWrite(t, path, []byte("one\ntwo\n"))
 	cmd := exec.Command(concordBin, "serve", "--framing=newline")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -298,7 +301,7 @@ func TestServeTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer devnull.Close()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr transcript.LockedBuffer
 	if got := run(context.Background(), []string{"serve"}, devnull, &stdout, &stderr); got != 0 {
 		t.Errorf("serve < /dev/null: status %d, want 0 (stderr %s)", got, stderr.String())
 	}
@@ -307,7 +310,7 @@ func TestServeTerminal(t *testing.T) {
 		t.Skipf("no pseudo-terminal to test with: %v", err)
 	}
 	defer tty.Close()
-	stderr = lockedBuffer{}
+	stderr = transcript.LockedBuffer{}
 	if got := run(context.Background(), []string{"serve"}, tty, &stdout, &stderr); got != 2 {
 		t.Errorf("serve on a terminal: status %d, want 2", got)
 	}
@@ -316,7 +319,7 @@ func TestServeTerminal(t *testing.T) {
 	}
 	// With newline framing a person can type messages: it serves (until the
 	// context ends here; Ctrl-D in real life) and says so on stderr only.
-	stderr = lockedBuffer{}
+	stderr = transcript.LockedBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	if got := run(ctx, []string{"serve", "--framing=newline"}, tty, &stdout, &stderr); got != 0 {
@@ -336,26 +339,32 @@ func TestObserveErrorNamesTheFailingSource(t *testing.T) {
 	if err := os.WriteFile(good, []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(good+".bin", []byte("x\x00y\n"), 0o644); err != nil {
+	// A file missing or binary is tracked, not refused (issue 10 bug 4): a
+	// link out of the roots is the refusal that names one source of many.
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ok, bin, bad := rpc.Source{URI: fileURI(good), Text: "one"}, rpc.Source{URI: fileURI(good + ".bin"), Text: "x"}, rpc.Source{URI: fileURI(good) + "?x", Text: "one"}
+	if err := os.Symlink(outside, good+".out"); err != nil {
+		t.Fatal(err)
+	}
+	ok, bin, bad := protocol.Source{URI: fileURI(good), Text: "one"}, protocol.Source{URI: fileURI(good + ".out"), Text: "x"}, protocol.Source{URI: fileURI(good) + "?x", Text: "one"}
 	tests := []struct {
 		name    string
-		sources []rpc.Source
+		sources []protocol.Source
 		code    int64
 		want    map[string]string
 	}{
-		{"binary second, prefix first", []rpc.Source{ok, bin}, rpc.CodeUnavailable, map[string]string{"uri": bin.URI, "reason": "binary"}},
-		{"binary first", []rpc.Source{bin, ok}, rpc.CodeUnavailable, map[string]string{"uri": bin.URI, "reason": "binary"}},
-		{"invalid uri second", []rpc.Source{ok, bad}, rpc.CodeInvalidParams, map[string]string{"uri": bad.URI, "field": "sources[1].uri"}},
+		{"outside second, prefix first", []protocol.Source{ok, bin}, protocol.CodeOutsideRoots, map[string]string{"uri": bin.URI}},
+		{"outside first", []protocol.Source{bin, ok}, protocol.CodeOutsideRoots, map[string]string{"uri": bin.URI}},
+		{"invalid uri second", []protocol.Source{ok, bad}, protocol.CodeInvalidParams, map[string]string{"uri": bad.URI, "field": "sources[1].uri"}},
 	}
 	c := startServe(t)
 	initialize(t, c, root, "hooks")
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := c.Call(context.Background(), rpc.MethodObserve, rpc.ObserveParams{Agent: "main", Turn: 1, Anchor: fmt.Sprintf("call_%d", i), Sources: tc.sources}, nil)
-			var we *rpc.Error
+			err := c.Call(context.Background(), protocol.MethodObserve, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: fmt.Sprintf("call_%d", i), Sources: tc.sources}, nil)
+			var we *protocol.Error
 			if !errors.As(err, &we) || we.Code != tc.code {
 				t.Fatalf("err %v, want code %d", err, tc.code)
 			}

@@ -6,9 +6,9 @@ import (
 	"io"
 	goruntime "runtime"
 
-	"github.com/spf13/pflag"
+	"github.com/concord-ctx/concord/rpc/protocol"
 
-	"github.com/concord-ctx/concord/rpc"
+	"github.com/spf13/pflag"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=0.2.0".
@@ -27,6 +27,6 @@ func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
-	fmt.Fprintf(stdout, "concord %s (protocol %d, %s %s/%s)\n", version, rpc.ProtocolVersion, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
+	fmt.Fprintf(stdout, "concord %s (protocol %d, %s %s/%s)\n", version, protocol.Version, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
 	return nil
 }

@@ -1,6 +1,8 @@
 package keyed_test
 
 import (
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"context"
 	"errors"
 	"strings"
@@ -142,7 +144,7 @@ func TestManagerKeyedSources(t *testing.T) {
 			m, c := setup(t, tc.pol)
 			ctx := context.Background()
 			o, err := m.Observe(ctx, runtime.Observation{Agent: "main", Turn: 1, Anchor: "q1",
-				Sources: []runtime.SourceRef{{URI: uri, Range: &runtime.Range{Start: 2, End: 3}, Text: "name: Ann Lee\nrole: admin", Version: "v1"}}})
+				Sources: []runtime.SourceRef{{URI: uri, Range: &protocol.Range{Start: 2, End: 3}, Text: "name: Ann Lee\nrole: admin", Version: "v1"}}})
 			if err != nil || o.Status != runtime.Valid {
 				t.Fatalf("observe %+v %v", o, err)
 			}
@@ -197,7 +199,7 @@ func TestKeyedRacedRead(t *testing.T) {
 	}
 	// A read of v1 reported after v2 is known: verified against v2.
 	o, err := m.Observe(ctx, runtime.Observation{Agent: "sub", Turn: 1, Anchor: "q2",
-		Sources: []runtime.SourceRef{{URI: uri, Range: &runtime.Range{Start: 2, End: 2}, Text: "b: 2", Version: "v1"}}})
+		Sources: []runtime.SourceRef{{URI: uri, Range: &protocol.Range{Start: 2, End: 2}, Text: "b: 2", Version: "v1"}}})
 	if err != nil || o.Status != runtime.Patched || c.count() != 0 {
 		t.Fatalf("observe %+v %v fetches=%d", o, err, c.count())
 	}

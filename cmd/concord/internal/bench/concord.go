@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/concord-ctx/concord/rpc/client"
+
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"github.com/concord-ctx/concord/cmd/concord/internal/bench/race"
-	"github.com/concord-ctx/concord/rpc"
 )
 
 // concordSession drives the real `concord serve` exactly as a binding does:
@@ -14,7 +17,7 @@ import (
 // runs before each model call, and stale tool messages are replaced by the
 // repaired text or the notice.
 type concordSession struct {
-	c     *rpc.Client
+	c     *client.Client
 	ws    *race.Workspace
 	kinds map[string]string // anchor -> tool name, to re-render in the tool's format
 }
@@ -22,21 +25,21 @@ type concordSession struct {
 const benchAgent = "main"
 
 func startConcord(ctx context.Context, cfg Config, ws *race.Workspace) (*concordSession, error) {
-	c, err := rpc.ClientOptions{Stderr: cfg.ServerLog}.Start(ctx, cfg.ConcordBin, "serve")
+	c, err := client.Options{Stderr: cfg.ServerLog}.Start(ctx, cfg.ConcordBin, "serve")
 	if err != nil {
 		return nil, fmt.Errorf("concord mode: %w", err)
 	}
-	params := rpc.InitializeParams{
-		ProtocolVersion: rpc.ProtocolVersion,
-		ClientInfo:      &rpc.Info{Name: "concord-bench", Version: "1"},
+	params := protocol.InitializeParams{
+		ProtocolVersion: protocol.Version,
+		ClientInfo:      &protocol.Info{Name: "concord-bench", Version: "1"},
 		Roots:           []string{ws.Dir},
-		Watch:           rpc.WatchAuto,
+		Watch:           protocol.WatchAuto,
 	}
 	if cfg.ConcordLocal != "" {
-		params.Policy = &rpc.PolicyConfig{Global: rpc.Policy{Local: cfg.ConcordLocal}}
+		params.Policy = &protocol.PolicyConfig{Global: protocol.Policy{Local: protocol.Action(cfg.ConcordLocal)}}
 	}
-	var init rpc.InitializeResult
-	err = c.Call(ctx, rpc.MethodInitialize, params, &init)
+	var init protocol.InitializeResult
+	err = c.Call(ctx, protocol.MethodInitialize, params, &init)
 	if err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("concord initialize: %w", err)
@@ -46,27 +49,27 @@ func startConcord(ctx context.Context, cfg Config, ws *race.Workspace) (*concord
 
 // observe registers a read or a grep result under its tool call id.
 func (s *concordSession) observe(ctx context.Context, turn int, anchor string, res race.Result) error {
-	var srcs []rpc.Source
+	var srcs []protocol.Source
 	kind := ""
 	switch {
 	case res.Read != nil:
 		kind = race.ToolRead
-		srcs = []rpc.Source{{
+		srcs = []protocol.Source{{
 			URI:     s.ws.URI(res.Read.File),
-			Range:   &rpc.Range{Start: res.Read.Start, End: res.Read.End},
+			Range:   &protocol.Range{Start: res.Read.Start, End: res.Read.End},
 			Text:    strings.Join(res.Read.Lines, "\n"),
 			Version: res.Read.Version,
 		}}
 	case len(res.Hits) > 0:
 		kind = race.ToolGrep
 		for _, h := range res.Hits {
-			srcs = append(srcs, rpc.Source{URI: s.ws.URI(h.File), Range: &rpc.Range{Start: h.Line, End: h.Line}, Text: h.Text, Version: h.Version})
+			srcs = append(srcs, protocol.Source{URI: s.ws.URI(h.File), Range: &protocol.Range{Start: h.Line, End: h.Line}, Text: h.Text, Version: h.Version})
 		}
 	default:
 		return nil
 	}
-	var out rpc.ObserveResult
-	if err := s.c.Call(ctx, rpc.MethodObserve, rpc.ObserveParams{Agent: benchAgent, Turn: turn, Anchor: anchor, Kind: "snapshot", Sources: srcs}, &out); err != nil {
+	var out protocol.ObserveResult
+	if err := s.c.Call(ctx, protocol.MethodObserve, protocol.ObserveParams{Agent: benchAgent, Turn: turn, Anchor: anchor, Kind: "snapshot", Sources: srcs}, &out); err != nil {
 		return fmt.Errorf("concord observe %s: %w", anchor, err)
 	}
 	s.kinds[anchor] = kind
@@ -75,8 +78,8 @@ func (s *concordSession) observe(ctx context.Context, turn int, anchor string, r
 
 // sync applies the projection's delta to views (anchor -> shown content).
 func (s *concordSession) sync(ctx context.Context, turn int, views map[string]string) ([]ViewTrace, error) {
-	var out rpc.SyncResult
-	if err := s.c.Call(ctx, rpc.MethodSync, rpc.SyncParams{Agent: benchAgent, Turn: turn}, &out); err != nil {
+	var out protocol.SyncResult
+	if err := s.c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: benchAgent, Turn: turn}, &out); err != nil {
 		return nil, fmt.Errorf("concord sync: %w", err)
 	}
 	var tr []ViewTrace
@@ -91,13 +94,13 @@ func (s *concordSession) sync(ctx context.Context, turn int, views map[string]st
 		default: // invalid, superseded: the notice alone
 			views[b.Anchor] = b.Notice
 		}
-		tr = append(tr, ViewTrace{Anchor: b.Anchor, Status: b.Status, Reason: b.Reason, Shown: views[b.Anchor]})
+		tr = append(tr, ViewTrace{Anchor: b.Anchor, Status: string(b.Status), Reason: b.Reason, Shown: views[b.Anchor]})
 	}
 	return tr, nil
 }
 
 // render re-renders sources in the tool's own format at their new lines.
-func (s *concordSession) render(anchor string, srcs []rpc.Source) string {
+func (s *concordSession) render(anchor string, srcs []protocol.Source) string {
 	var parts []string
 	for _, src := range srcs {
 		start := 1
@@ -125,7 +128,7 @@ func (s *concordSession) rel(uri string) string {
 
 func (s *concordSession) stats(ctx context.Context) map[string]any {
 	var st map[string]any
-	if err := s.c.Call(ctx, rpc.MethodStats, nil, &st); err != nil {
+	if err := s.c.Call(ctx, protocol.MethodStats, nil, &st); err != nil {
 		return map[string]any{"error": err.Error()}
 	}
 	return st

@@ -1,4 +1,4 @@
-package rpc
+package frame
 
 import (
 	"bytes"
@@ -58,41 +58,10 @@ func (s *idScanner) feed(c byte) {
 		return
 	}
 	if s.inVal && s.field == "id" && !(s.depth == 1 && !s.inStr && (c == ',' || c == '}')) {
-		if len(s.val) < maxScannedID {
-			s.val = append(s.val, c)
-		} else {
-			s.over = true
-		}
+		s.keepID(c)
 	}
 	if s.inStr {
-		if s.inKey && c != '"' || s.inKey && s.esc {
-			if len(s.key) < 16 {
-				s.key = append(s.key, c)
-			} else {
-				s.keyOver = true
-			}
-		}
-		switch {
-		case s.esc:
-			s.esc = false
-		case c == '\\':
-			s.esc = true
-		case c == '"':
-			s.inStr = false
-			if s.inKey {
-				s.inKey = false
-				s.field = ""
-				if !s.keyOver {
-					s.field = string(s.key)
-					if bytes.IndexByte(s.key, '\\') >= 0 { // "\u0069d" is "id" too
-						var k string
-						if json.Unmarshal(append(append([]byte{'"'}, s.key...), '"'), &k) == nil {
-							s.field = k
-						}
-					}
-				}
-			}
-		}
+		s.feedString(c)
 		return
 	}
 	switch c {
@@ -103,14 +72,7 @@ func (s *idScanner) feed(c byte) {
 			s.keyNext, s.inKey, s.key, s.keyOver = false, true, s.key[:0], false
 		}
 	case '{', '[':
-		if s.depth == 0 && c != '{' {
-			s.bad = true
-			return
-		}
-		s.depth++
-		if s.depth == 1 {
-			s.keyNext = true
-		}
+		s.open(c)
 	case '}', ']':
 		if s.depth == 1 {
 			s.endValue()
@@ -124,19 +86,83 @@ func (s *idScanner) feed(c byte) {
 		}
 	case ':':
 		if s.depth == 1 && !s.inVal {
-			s.inVal = true
-			s.val, s.over = s.val[:0], false
-			switch s.field {
-			case "method":
-				s.hasMethod = true
-			case "result", "error":
-				s.hasResult = true
-			}
+			s.startValue()
 		}
 	default:
 		if s.depth == 0 {
 			s.bad = true
 		}
+	}
+}
+
+// keepID keeps a byte of the "id" value, up to maxScannedID.
+func (s *idScanner) keepID(c byte) {
+	if len(s.val) < maxScannedID {
+		s.val = append(s.val, c)
+	} else {
+		s.over = true
+	}
+}
+
+// feedString takes a byte inside a string: a top-level key is kept (up to
+// 16 bytes, enough for the keys that matter), escapes are skipped.
+func (s *idScanner) feedString(c byte) {
+	if s.inKey && c != '"' || s.inKey && s.esc {
+		if len(s.key) < 16 {
+			s.key = append(s.key, c)
+		} else {
+			s.keyOver = true
+		}
+	}
+	switch {
+	case s.esc:
+		s.esc = false
+	case c == '\\':
+		s.esc = true
+	case c == '"':
+		s.inStr = false
+		if s.inKey {
+			s.endKey()
+		}
+	}
+}
+
+// endKey names the top-level field whose value comes next.
+func (s *idScanner) endKey() {
+	s.inKey, s.field = false, ""
+	if s.keyOver {
+		return
+	}
+	s.field = string(s.key)
+	if bytes.IndexByte(s.key, '\\') >= 0 { // "\u0069d" is "id" too
+		var k string
+		if json.Unmarshal(append(append([]byte{'"'}, s.key...), '"'), &k) == nil {
+			s.field = k
+		}
+	}
+}
+
+func (s *idScanner) open(c byte) {
+	if s.depth == 0 && c != '{' {
+		s.bad = true
+		return
+	}
+	s.depth++
+	if s.depth == 1 {
+		s.keyNext = true
+	}
+}
+
+// startValue begins a top-level value (after ':') and notes what kind of
+// message its key makes this.
+func (s *idScanner) startValue() {
+	s.inVal = true
+	s.val, s.over = s.val[:0], false
+	switch s.field {
+	case "method":
+		s.hasMethod = true
+	case "result", "error":
+		s.hasResult = true
 	}
 }
 

@@ -1,4 +1,9 @@
-package rpc
+// Package frame reads and writes the JSON-RPC byte stream of
+// docs/protocol.md ("Framing"): Content-Length or newline frames, a size cap,
+// and answers for frames that cannot be used, so bad input never ends a
+// session. Stream is the jsonrpc2.ObjectStream of both the server and the
+// Go client; the id scanner recovers the id of a message too large to keep.
+package frame
 
 import (
 	"bufio"
@@ -12,6 +17,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -21,29 +28,29 @@ const DefaultMaxMessage = 16 << 20
 // maxHeaderLine caps one Content-Length header line; real headers are tiny.
 const maxHeaderLine = 4 << 10
 
-// stream is the jsonrpc2.ObjectStream for both ends. jsonrpc2's own codecs
+// Stream is the jsonrpc2.ObjectStream for both ends. jsonrpc2's own codecs
 // decode straight from the byte stream and its read loop closes the
 // connection on any decode error; this one reads one whole frame (with a
 // size cap), decodes it, and on failure answers the error itself (server
 // side) and reads the next frame, so bad input never ends a session.
-type stream struct {
+type Stream struct {
 	r       *bufio.Reader
 	w       *bufio.Writer
 	closer  io.Closer
 	framing string
 	max     int64
 
-	// answerBad makes the stream answer undecodable frames with JSON-RPC
+	// AnswerBad makes the stream answer undecodable frames with JSON-RPC
 	// errors (the server does; the client only reports them).
-	answerBad bool
-	// onBad is told about every undecodable frame (for logs).
-	onBad func(err *Error)
-	// trace, when set, sees every frame read ("recv") and written ("send").
-	trace func(dir string, frame []byte)
-	// atEnd, when set, runs when the input ends, before ReadObject reports
+	AnswerBad bool
+	// OnBad is told about every undecodable frame (for logs).
+	OnBad func(err *protocol.Error)
+	// Trace, when set, sees every frame read ("recv") and written ("send").
+	Trace func(dir string, frame []byte)
+	// AtEnd, when set, runs when the input ends, before ReadObject reports
 	// it (which closes the connection): the server finishes and answers the
 	// requests it already read.
-	atEnd func()
+	AtEnd func()
 
 	// strayErr describes bytes found before a Content-Length header (the
 	// tail of a short frame); pending is the frame read after them, served
@@ -54,16 +61,16 @@ type stream struct {
 	wmu sync.Mutex
 }
 
-var _ jsonrpc2.ObjectStream = (*stream)(nil)
+var _ jsonrpc2.ObjectStream = (*Stream)(nil)
 
-func newStream(r io.Reader, w io.Writer, closer io.Closer, framing string, max int64) *stream {
+func New(r io.Reader, w io.Writer, closer io.Closer, framing string, max int64) *Stream {
 	if max <= 0 {
 		max = DefaultMaxMessage
 	}
 	if framing == "" {
-		framing = FramingContentLength
+		framing = protocol.FramingContentLength
 	}
-	return &stream{
+	return &Stream{
 		r:       bufio.NewReaderSize(r, 64<<10),
 		w:       bufio.NewWriterSize(w, 64<<10),
 		closer:  closer,
@@ -76,7 +83,7 @@ func newStream(r io.Reader, w io.Writer, closer io.Closer, framing string, max i
 // id is the request id to echo in the answer; respID, the id of a refused
 // response, whose pending call is failed with err instead of left waiting.
 type frameError struct {
-	err    *Error
+	err    *protocol.Error
 	id     json.RawMessage
 	respID json.RawMessage
 }
@@ -85,7 +92,7 @@ func (e *frameError) Error() string { return e.err.Message }
 
 // ReadObject implements jsonrpc2.ObjectStream. It returns only errors of the
 // underlying reader (io.EOF when the peer closed); bad frames are skipped.
-func (s *stream) ReadObject(v any) error {
+func (s *Stream) ReadObject(v any) error {
 	for {
 		frame, err := s.readFrame()
 		if err != nil {
@@ -97,25 +104,25 @@ func (s *stream) ReadObject(v any) error {
 				s.bad(fe.id, fe.err)
 				continue
 			}
-			if s.atEnd != nil {
-				s.atEnd()
+			if s.AtEnd != nil {
+				s.AtEnd()
 			}
 			return err
 		}
-		if s.trace != nil {
-			s.trace("recv", frame)
+		if s.Trace != nil {
+			s.Trace("recv", frame)
 		}
 		id, rerr := decodeMessage(frame, v)
 		if rerr != nil {
-			if rerr.Code == CodeParseError {
+			if rerr.Code == protocol.CodeParseError {
 				// A truncated frame (often a Content-Length that counted
 				// characters, not UTF-8 bytes) still names its request:
 				// answer it, so the caller's call fails instead of waiting.
 				var scan idScanner
 				scan.Write(frame)
 				id = scan.requestID()
-				if id != nil && s.framing == FramingContentLength && strings.Contains(rerr.Message, "unexpected end of JSON input") {
-					rerr = &Error{Code: rerr.Code, Message: rerr.Message + " (Content-Length must count the body's bytes in UTF-8, not characters)"}
+				if id != nil && s.framing == protocol.FramingContentLength && strings.Contains(rerr.Message, "unexpected end of JSON input") {
+					rerr = &protocol.Error{Code: rerr.Code, Message: rerr.Message + " (Content-Length must count the body's bytes in UTF-8, not characters)"}
 				}
 			}
 			s.bad(id, rerr)
@@ -127,7 +134,7 @@ func (s *stream) ReadObject(v any) error {
 
 // decodeMessage decodes one frame into v (jsonrpc2's message type). On
 // failure it returns the request id when one could be read, for the reply.
-func decodeMessage(frame []byte, v any) (json.RawMessage, *Error) {
+func decodeMessage(frame []byte, v any) (json.RawMessage, *protocol.Error) {
 	var probe struct {
 		JSONRPC json.RawMessage `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -137,25 +144,25 @@ func decodeMessage(frame []byte, v any) (json.RawMessage, *Error) {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			if t := bytes.TrimSpace(frame); len(t) > 0 && t[0] == '[' {
-				return nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: a message must be one JSON object (batches are not supported)"}
+				return nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: a message must be one JSON object (batches are not supported)"}
 			}
-			return nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: a message must be one JSON object, not " + te.Value}
+			return nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: a message must be one JSON object, not " + te.Value}
 		}
-		return nil, &Error{Code: CodeParseError, Message: "parse error: " + strings.TrimPrefix(err.Error(), "json: ")}
+		return nil, &protocol.Error{Code: protocol.CodeParseError, Message: "parse error: " + strings.TrimPrefix(err.Error(), "json: ")}
 	}
 	id := probe.ID
 	if len(id) > 0 && string(id) != "null" && !validID(id) {
-		return nil, &Error{Code: CodeInvalidRequest, Message: "invalid request: id must be a string or an integer from 0 to 9223372036854775807"}
+		return nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: id must be a string or an integer from 0 to 9223372036854775807"}
 	}
 	if string(probe.JSONRPC) != `"2.0"` {
-		return id, &Error{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
+		return id, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
 	}
 	if len(probe.Method) > 0 && probe.Method[0] != '"' {
-		return id, &Error{Code: CodeInvalidRequest, Message: `invalid request: "method" must be a string`}
+		return id, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "method" must be a string`}
 	}
 	if err := json.Unmarshal(frame, v); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "jsonrpc2: ")
-		return id, &Error{Code: CodeInvalidRequest, Message: "invalid request: " + msg}
+		return id, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: " + msg}
 	}
 	return nil, nil
 }
@@ -176,16 +183,35 @@ func validID(raw json.RawMessage) bool {
 	return err == nil && n >= 0
 }
 
+// echoID is the id as an answer carries it: null when unknown, and a string
+// id decoded and encoded again, as the normal path (jsonrpc2's ID) does, so
+// invalid UTF-8 becomes U+FFFD in both (issue 10, bug 6) and escapes are
+// written one way.
+func echoID(id json.RawMessage) json.RawMessage {
+	if len(id) == 0 {
+		return json.RawMessage("null")
+	}
+	var str string
+	if id[0] != '"' || json.Unmarshal(id, &str) != nil {
+		return id
+	}
+	out, err := json.Marshal(str)
+	if err != nil {
+		return id
+	}
+	return out
+}
+
 // failCall hands jsonrpc2 an error response with id in place of a response
 // that was refused (too large), so the call waiting for it fails now.
-func (s *stream) failCall(id json.RawMessage, e *Error, v any) bool {
-	if s.onBad != nil {
-		s.onBad(e)
+func (s *Stream) failCall(id json.RawMessage, e *protocol.Error, v any) bool {
+	if s.OnBad != nil {
+		s.OnBad(e)
 	}
 	frame, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
-		Error   *Error          `json:"error"`
+		Error   *protocol.Error `json:"error"`
 	}{"2.0", id, e})
 	if err != nil {
 		return false
@@ -195,21 +221,18 @@ func (s *stream) failCall(id json.RawMessage, e *Error, v any) bool {
 }
 
 // bad reports an undecodable frame and, on the server, answers it.
-func (s *stream) bad(id json.RawMessage, e *Error) {
-	if s.onBad != nil {
-		s.onBad(e)
+func (s *Stream) bad(id json.RawMessage, e *protocol.Error) {
+	if s.OnBad != nil {
+		s.OnBad(e)
 	}
-	if !s.answerBad {
+	if !s.AnswerBad {
 		return
-	}
-	if len(id) == 0 {
-		id = json.RawMessage("null")
 	}
 	msg := struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
-		Error   *Error          `json:"error"`
-	}{"2.0", id, e}
+		Error   *protocol.Error `json:"error"`
+	}{"2.0", echoID(id), e}
 	data, err := json.Marshal(msg)
 	if err != nil {
 		return
@@ -219,19 +242,19 @@ func (s *stream) bad(id json.RawMessage, e *Error) {
 
 // readFrame returns the next frame's bytes, a *frameError for a frame that
 // was skipped, or the reader's error.
-func (s *stream) readFrame() ([]byte, error) {
+func (s *Stream) readFrame() ([]byte, error) {
 	if s.pending != nil {
 		frame := s.pending
 		s.pending = nil
 		return frame, nil
 	}
-	if s.framing == FramingNewline {
+	if s.framing == protocol.FramingNewline {
 		return s.readLineFrame()
 	}
 	return s.readContentLengthFrame()
 }
 
-func (s *stream) readContentLengthFrame() ([]byte, error) {
+func (s *Stream) readContentLengthFrame() ([]byte, error) {
 	length := int64(-1)
 	var headerErr string
 	started := false
@@ -257,20 +280,20 @@ func (s *stream) readContentLengthFrame() ([]byte, error) {
 		if i := strings.Index(strings.ToLower(line), "content-length:"); i > 0 && !headerNameByte(line[i-1]) {
 			// The rest of a body whose Content-Length was too short runs
 			// into the next header: report the stray bytes, keep the frame.
-			s.strayErr = fmt.Sprintf("%d stray bytes before a header (%q): was the previous Content-Length too short?", i, clip(line[:i], 20))
+			s.strayErr = fmt.Sprintf("%d stray bytes before a header (%q): was the previous Content-Length too short?", i, Clip(line[:i], 20))
 			line = line[i:]
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok {
 			if headerErr == "" {
-				headerErr = fmt.Sprintf("malformed header %q", clip(line, 40))
+				headerErr = fmt.Sprintf("malformed header %q", Clip(line, 40))
 			}
 			continue
 		}
 		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
 			n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
 			if err != nil || n < 0 {
-				headerErr = fmt.Sprintf("invalid Content-Length %q", clip(strings.TrimSpace(value), 40))
+				headerErr = fmt.Sprintf("invalid Content-Length %q", Clip(strings.TrimSpace(value), 40))
 				continue
 			}
 			length = n
@@ -280,7 +303,7 @@ func (s *stream) readContentLengthFrame() ([]byte, error) {
 		if headerErr == "" {
 			headerErr = "missing Content-Length header"
 		}
-		return nil, &frameError{err: &Error{Code: CodeParseError, Message: "parse error: " + headerErr}}
+		return nil, &frameError{err: &protocol.Error{Code: protocol.CodeParseError, Message: "parse error: " + headerErr}}
 	}
 	if length > s.max {
 		var scan idScanner // for the id to answer, in constant memory
@@ -294,18 +317,18 @@ func (s *stream) readContentLengthFrame() ([]byte, error) {
 		return nil, io.ErrUnexpectedEOF
 	}
 	if headerErr != "" {
-		return nil, &frameError{err: &Error{Code: CodeParseError, Message: "parse error: " + headerErr}}
+		return nil, &frameError{err: &protocol.Error{Code: protocol.CodeParseError, Message: "parse error: " + headerErr}}
 	}
 	if s.strayErr != "" {
 		// Report the stray bytes first, then serve this frame.
 		msg := "parse error: " + s.strayErr
 		s.pending, s.strayErr = body, ""
-		return nil, &frameError{err: &Error{Code: CodeParseError, Message: msg}}
+		return nil, &frameError{err: &protocol.Error{Code: protocol.CodeParseError, Message: msg}}
 	}
 	return body, nil
 }
 
-func (s *stream) readLineFrame() ([]byte, error) {
+func (s *Stream) readLineFrame() ([]byte, error) {
 	for {
 		var buf []byte
 		var size int64
@@ -357,9 +380,10 @@ func headerNameByte(c byte) bool {
 	return c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-func tooLarge(n, max int64) *Error {
-	return newError(CodeInvalidRequest, fmt.Sprintf("invalid request: message of %d bytes exceeds the limit of %d bytes (--max-message)", n, max),
-		map[string]any{"limit": max})
+func tooLarge(n, max int64) *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeInvalidRequest,
+		Message: fmt.Sprintf("invalid request: message of %d bytes exceeds the limit of %d bytes (--max-message)", n, max),
+		Data:    json.RawMessage(fmt.Sprintf(`{"limit":%d}`, max))}
 }
 
 // readLine reads one line without its terminator (LF or CRLF). A line longer
@@ -387,7 +411,9 @@ func readLine(r *bufio.Reader, limit int) (line string, tooLong bool, err error)
 	}
 }
 
-func clip(s string, n int) string {
+// Clip shortens s to n bytes for a log line or an error message, never
+// cutting a character in two.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -398,7 +424,7 @@ func clip(s string, n int) string {
 }
 
 // WriteObject implements jsonrpc2.ObjectStream.
-func (s *stream) WriteObject(obj any) error {
+func (s *Stream) WriteObject(obj any) error {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return err
@@ -406,13 +432,13 @@ func (s *stream) WriteObject(obj any) error {
 	return s.writeFrame(data)
 }
 
-func (s *stream) writeFrame(data []byte) error {
+func (s *Stream) writeFrame(data []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if s.trace != nil {
-		s.trace("send", data)
+	if s.Trace != nil {
+		s.Trace("send", data)
 	}
-	if s.framing == FramingNewline {
+	if s.framing == protocol.FramingNewline {
 		if _, err := s.w.Write(data); err != nil {
 			return err
 		}
@@ -431,7 +457,7 @@ func (s *stream) writeFrame(data []byte) error {
 }
 
 // Close implements jsonrpc2.ObjectStream.
-func (s *stream) Close() error {
+func (s *Stream) Close() error {
 	if s.closer == nil {
 		return nil
 	}

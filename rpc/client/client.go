@@ -1,7 +1,11 @@
-package rpc
+// Package client drives a `concord serve` subprocess over its stdin and
+// stdout: the Go client of docs/protocol.md, for tests, benchmarks and Go
+// hosts. Server errors come back as *protocol.Error.
+package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,12 +16,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/concord-ctx/concord/rpc/internal/frame"
+	"github.com/concord-ctx/concord/rpc/protocol"
+
 	"github.com/sourcegraph/jsonrpc2"
 )
 
 // Client drives one `concord serve` subprocess over its stdin and stdout.
 // It is safe for concurrent use. Calls fail with jsonrpc2.ErrClosed once the
-// process has exited; server errors come back as *Error (use errors.As).
+// process has exited; server errors come back as *protocol.Error (use errors.As).
 type Client struct {
 	cmd   *exec.Cmd
 	conn  *jsonrpc2.Conn
@@ -27,8 +34,8 @@ type Client struct {
 	grace time.Duration
 
 	mu       sync.Mutex
-	onBlocks func(BlocksChangedParams)
-	onRead   func(context.Context, ReadSourceParams) (ReadSourceResult, error)
+	onBlocks func(protocol.BlocksChangedParams)
+	onRead   func(context.Context, protocol.ReadSourceParams) (protocol.ReadSourceResult, error)
 
 	exited  chan struct{}
 	waitErr error
@@ -38,16 +45,16 @@ type Client struct {
 	closeErr  error
 }
 
-// ClientOptions configure Start. The zero value is ready to use.
-type ClientOptions struct {
+// Options configure Start. The zero value is ready to use.
+type Options struct {
 	// Stderr receives the child's stderr (its logs) as it arrives. The pipe
 	// is always drained, so a chatty child never blocks; nil discards it
 	// (the last 64 KiB stay available through Client.Stderr).
 	Stderr io.Writer
-	// Framing is FramingContentLength or FramingNewline; "" infers it from
+	// Framing is protocol.FramingContentLength or protocol.FramingNewline; "" infers it from
 	// a --framing argument in args (default content-length).
 	Framing string
-	// MaxMessage caps one incoming message (default DefaultMaxMessage).
+	// MaxMessage caps one incoming message (default 16 MiB).
 	MaxMessage int64
 	// Grace is how long Close waits for a clean exit before killing the
 	// process (default 5s).
@@ -61,11 +68,11 @@ type ClientOptions struct {
 // Start launches bin with args (typically "serve" and flags) using default
 // options. ctx bounds the launch only; end the process with Close.
 func Start(ctx context.Context, bin string, args ...string) (*Client, error) {
-	return ClientOptions{}.Start(ctx, bin, args...)
+	return Options{}.Start(ctx, bin, args...)
 }
 
 // Start launches bin with args using these options.
-func (o ClientOptions) Start(ctx context.Context, bin string, args ...string) (*Client, error) {
+func (o Options) Start(ctx context.Context, bin string, args ...string) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -110,7 +117,7 @@ func (o ClientOptions) Start(ctx context.Context, bin string, args ...string) (*
 	// Only stdin is closed with the connection: the child's stdout stays
 	// readable until it exits, so its last replies are not lost and it never
 	// writes into a closed pipe.
-	s := newStream(outR, inW, inW, framing, o.MaxMessage)
+	s := frame.New(outR, inW, inW, framing, o.MaxMessage)
 	c.conn = jsonrpc2.NewConn(context.Background(), s, clientHandler{c}, jsonrpc2.SetLogger(discardLogger{}))
 	return c, nil
 }
@@ -124,13 +131,13 @@ func framingFromArgs(args []string) string {
 			return args[i+1]
 		}
 	}
-	return FramingContentLength
+	return protocol.FramingContentLength
 }
 
 // HandleBlocksChanged sets the function called for each blocksChanged
 // notification. It runs on the connection's read loop: it must not block
 // (hand the hint to a channel or set a flag).
-func (c *Client) HandleBlocksChanged(f func(BlocksChangedParams)) {
+func (c *Client) HandleBlocksChanged(f func(protocol.BlocksChangedParams)) {
 	c.mu.Lock()
 	c.onBlocks = f
 	c.mu.Unlock()
@@ -140,7 +147,7 @@ func (c *Client) HandleBlocksChanged(f func(BlocksChangedParams)) {
 // requests (keyed sources). Without one the client answers with an error and
 // the server invalidates the blocks with a notice. Each request runs in its
 // own goroutine.
-func (c *Client) HandleReadSource(f func(ctx context.Context, p ReadSourceParams) (ReadSourceResult, error)) {
+func (c *Client) HandleReadSource(f func(ctx context.Context, p protocol.ReadSourceParams) (protocol.ReadSourceResult, error)) {
 	c.mu.Lock()
 	c.onRead = f
 	c.mu.Unlock()
@@ -152,18 +159,18 @@ func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	onBlocks, onRead := c.onBlocks, c.onRead
 	c.mu.Unlock()
 	switch {
-	case req.Method == MethodBlocksChanged:
-		var p BlocksChangedParams
-		if onBlocks != nil && decodeParams(req.Params, &p) == nil {
+	case req.Method == protocol.MethodBlocksChanged:
+		var p protocol.BlocksChangedParams
+		if onBlocks != nil && decode(req.Params, &p) == nil {
 			onBlocks(p)
 		}
-	case req.Method == MethodReadSource && !req.Notif:
+	case req.Method == protocol.MethodReadSource && !req.Notif:
 		// Answer off the read loop: the handler may take its time.
 		go func() {
 			resp := &jsonrpc2.Response{ID: req.ID}
-			var p ReadSourceParams
-			var res ReadSourceResult
-			err := decodeParams(req.Params, &p)
+			var p protocol.ReadSourceParams
+			var res protocol.ReadSourceResult
+			err := decode(req.Params, &p)
 			switch {
 			case err != nil:
 			case onRead == nil:
@@ -175,12 +182,12 @@ func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 				err = resp.SetResult(res)
 			}
 			if err != nil {
-				resp.Error = &jsonrpc2.Error{Code: CodeInternalError, Message: err.Error()}
+				resp.Error = &jsonrpc2.Error{Code: protocol.CodeInternalError, Message: err.Error()}
 			}
 			_ = conn.SendResponse(ctx, resp)
 		}()
 	case !req.Notif:
-		_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: CodeMethodNotFound, Message: "client does not handle " + req.Method})
+		_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: "client does not handle " + req.Method})
 	}
 }
 
@@ -191,7 +198,7 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	id := jsonrpc2.ID{Num: c.nextID.Add(1)}
 	err := c.conn.Call(ctx, method, params, result, jsonrpc2.PickID(id))
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		_ = c.conn.Notify(context.Background(), MethodCancelRequest, CancelParams{ID: id.Num})
+		_ = c.conn.Notify(context.Background(), protocol.MethodCancelRequest, protocol.CancelParams{ID: id.Num})
 		return err
 	}
 	var we *jsonrpc2.Error
@@ -232,7 +239,7 @@ func (c *Client) Stderr() string { return c.tail.String() }
 func (c *Client) exitNote() string {
 	select {
 	case <-c.exited:
-		return fmt.Sprintf(" (concord exited: %v; stderr: %s)", c.waitErr, clip(strings.TrimSpace(lastLines(c.tail.String(), 5)), 2000))
+		return fmt.Sprintf(" (concord exited: %v; stderr: %s)", c.waitErr, frame.Clip(strings.TrimSpace(lastLines(c.tail.String(), 5)), 2000))
 	default:
 		return ""
 	}
@@ -247,8 +254,8 @@ func (c *Client) Close() error {
 		case <-c.exited:
 		default:
 			ctx, cancel := context.WithTimeout(context.Background(), c.grace)
-			if err := c.conn.Call(ctx, MethodShutdown, nil, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: c.nextID.Add(1)})); err == nil {
-				_ = c.conn.Notify(ctx, MethodExit, nil)
+			if err := c.conn.Call(ctx, protocol.MethodShutdown, nil, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: c.nextID.Add(1)})); err == nil {
+				_ = c.conn.Notify(ctx, protocol.MethodExit, nil)
 			}
 			cancel()
 		}
@@ -264,7 +271,7 @@ func (c *Client) Close() error {
 		}
 		c.out.Close()
 		if c.closeErr == nil && c.waitErr != nil {
-			c.closeErr = fmt.Errorf("concord: %w; stderr: %s", c.waitErr, clip(strings.TrimSpace(lastLines(c.tail.String(), 5)), 2000))
+			c.closeErr = fmt.Errorf("concord: %w; stderr: %s", c.waitErr, frame.Clip(strings.TrimSpace(lastLines(c.tail.String(), 5)), 2000))
 		}
 	})
 	return c.closeErr
@@ -315,3 +322,19 @@ func (h clientHandler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jso
 type discardLogger struct{}
 
 func (discardLogger) Printf(string, ...any) {}
+
+// decode reads a server request's params (absent params decode as {}).
+func decode(raw *json.RawMessage, v any) error {
+	if raw == nil {
+		return nil
+	}
+	return json.Unmarshal(*raw, v)
+}
+
+func fromWire(e *jsonrpc2.Error) *protocol.Error {
+	out := &protocol.Error{Code: e.Code, Message: e.Message}
+	if e.Data != nil {
+		out.Data = append(json.RawMessage(nil), *e.Data...)
+	}
+	return out
+}

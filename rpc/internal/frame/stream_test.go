@@ -1,0 +1,246 @@
+package frame
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/concord-ctx/concord/rpc/protocol"
+)
+
+// msg is what the tests decode frames into (jsonrpc2's own type is unexported).
+type msg map[string]any
+
+func (m *msg) UnmarshalJSON(b []byte) error {
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if _, ok := v["method"]; !ok {
+		if _, ok := v["result"]; !ok {
+			if _, ok := v["error"]; !ok {
+				return fmt.Errorf("unable to determine message type")
+			}
+		}
+	}
+	*m = v
+	return nil
+}
+
+func cl(body string) string { return fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body) }
+
+// TestStreamRead feeds byte streams through the frame reader and checks
+// which messages come out and which errors are answered, in order.
+func TestStreamRead(t *testing.T) {
+	req := `{"jsonrpc":"2.0","id":1,"method":"stats"}`
+	tests := []struct {
+		name    string
+		framing string
+		max     int64
+		in      string
+		methods []string // methods of the messages read, in order
+		codes   []int64  // error codes answered, in order
+		ids     []string // ids echoed in those answers
+	}{
+		{"one message", protocol.FramingContentLength, 0, cl(req), []string{"stats"}, nil, nil},
+		{"two back to back", protocol.FramingContentLength, 0, cl(req) + cl(`{"jsonrpc":"2.0","method":"exit"}`), []string{"stats", "exit"}, nil, nil},
+		{"content-type header and odd case", protocol.FramingContentLength, 0, "content-length: 41\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" + req, []string{"stats"}, nil, nil},
+		{"bare LF headers", protocol.FramingContentLength, 0, "Content-Length: 41\n\n" + req, []string{"stats"}, nil, nil},
+		{"malformed JSON then valid", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"2.0",`) + cl(req), []string{"stats"}, []int64{protocol.CodeParseError}, []string{"null"}},
+		{"truncated JSON is answered with its id", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":"q","method":"sync","params":{`) + cl(req), []string{"stats"}, []int64{protocol.CodeParseError}, []string{`"q"`}},
+		{"not an object", protocol.FramingContentLength, 0, cl(`[1,2]`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		{"wrong jsonrpc version keeps the id", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"1.0","id":7,"method":"stats"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"7"}},
+		{"neither request nor response", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":"a"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{`"a"`}},
+		{"jsonrpc as a number is not a batch", protocol.FramingContentLength, 0, cl(`{"jsonrpc":2.0,"id":3,"method":"stats"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"3"}},
+		{"method as a number", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":5,"method":5}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"5"}},
+		{"id above int64 is not echoed", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":18446744073709551615,"method":"stats"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		{"a string is not a message", protocol.FramingContentLength, 0, cl(`"stats"`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		{"object id is not echoed", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"2.0","id":{},"method":"x"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		{"short Content-Length: the truncated request is answered by id, the next frame kept", protocol.FramingContentLength, 0,
+			"Content-Length: 60\r\n\r\n" + `{"jsonrpc":"2.0","id":9,"method":"observe","params":{"text":"héllo wörld"}}` + cl(req),
+			[]string{"stats"}, []int64{protocol.CodeParseError, protocol.CodeParseError}, []string{"9", "null"}},
+		{"a header ending in Content-Length is no stray tail", protocol.FramingContentLength, 0, "X-Original-Content-Length: 3\r\n" + cl(req), []string{"stats"}, nil, nil},
+		{"missing Content-Length", protocol.FramingContentLength, 0, "X-Foo: 1\r\n\r\n" + cl(req), []string{"stats"}, []int64{protocol.CodeParseError}, []string{"null"}},
+		{"oversized is skipped, its id echoed", protocol.FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":2,"method":"observe","params":{"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"2"}},
+		{"oversized: id after the params", protocol.FramingContentLength, 50, cl(`{"jsonrpc":"2.0","method":"observe","params":{"id":9,"t":"`+strings.Repeat("}", 100)+`"},"id":"r-3"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{`"r-3"`}},
+		{"oversized notification: id null", protocol.FramingContentLength, 50, cl(`{"jsonrpc":"2.0","method":"observe","params":{"id":9,"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		{"oversized with an unusable id: null", protocol.FramingContentLength, 50, cl(`{"jsonrpc":"2.0","id":-1,"method":"observe","params":{"text":"`+strings.Repeat("x", 100)+`"}}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		// Issue 10 bug 6: the error path echoed the raw bytes; the normal
+		// path (jsonrpc2) writes U+FFFD for invalid UTF-8.
+		{"newline: an id with invalid UTF-8 is echoed as U+FFFD", protocol.FramingNewline, 0, "{\"id\":\"0\xff\"}\n" + req + "\n", []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"\"0\uFFFD\""}},
+		{"escaped id echoed in one spelling", protocol.FramingContentLength, 0, cl(`{"jsonrpc":"1.0","id":"\u0061b","method":"stats"}`) + cl(req), []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{`"ab"`}},
+		{"newline: two lines", protocol.FramingNewline, 0, req + "\n" + req + "\r\n", []string{"stats", "stats"}, nil, nil},
+		{"newline: blank lines and no final newline", protocol.FramingNewline, 0, "\n\n" + req, []string{"stats"}, nil, nil},
+		{"newline: malformed then valid", protocol.FramingNewline, 0, "{oops\n" + req + "\n", []string{"stats"}, []int64{protocol.CodeParseError}, []string{"null"}},
+		{"newline: oversized line skipped", protocol.FramingNewline, 60, strings.Repeat("y", 70000) + "\n" + req + "\n", []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"null"}},
+		{"newline: oversized request answered with its id", protocol.FramingNewline, 60, `{"jsonrpc":"2.0","id":12,"method":"observe","params":{"text":"` + strings.Repeat("y", 70000) + "\"}}\n" + req + "\n", []string{"stats"}, []int64{protocol.CodeInvalidRequest}, []string{"12"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			s := New(strings.NewReader(tt.in), &out, nil, tt.framing, tt.max)
+			s.AnswerBad = true
+			var methods []string
+			for {
+				var m msg
+				err := s.ReadObject(&m)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("ReadObject: %v", err)
+				}
+				methods = append(methods, fmt.Sprint(m["method"]))
+			}
+			if fmt.Sprint(methods) != fmt.Sprint(tt.methods) {
+				t.Errorf("methods = %v, want %v", methods, tt.methods)
+			}
+			codes, ids := answers(t, out.Bytes(), tt.framing)
+			if fmt.Sprint(codes) != fmt.Sprint(tt.codes) || fmt.Sprint(ids) != fmt.Sprint(tt.ids) {
+				t.Errorf("answers: codes %v ids %v, want codes %v ids %v\n%s", codes, ids, tt.codes, tt.ids, out.String())
+			}
+		})
+	}
+}
+
+// answers decodes the error replies a stream wrote.
+func answers(t *testing.T, out []byte, framing string) (codes []int64, ids []string) {
+	t.Helper()
+	r := New(bytes.NewReader(out), io.Discard, nil, framing, 0)
+	for {
+		frame, err := r.readFrame()
+		if err == io.EOF {
+			return codes, ids
+		}
+		if err != nil {
+			t.Fatalf("reading answers: %v", err)
+		}
+		var resp struct {
+			ID    json.RawMessage `json:"id"`
+			Error *protocol.Error `json:"error"`
+		}
+		if err := json.Unmarshal(frame, &resp); err != nil || resp.Error == nil {
+			t.Fatalf("answer %s is not an error response (%v)", frame, err)
+		}
+		codes = append(codes, resp.Error.Code)
+		ids = append(ids, string(resp.ID))
+	}
+}
+
+// An oversized response (a client's readSource answer) must fail the call
+// waiting for it at once: the stream hands jsonrpc2 an error response with
+// the same id instead of skipping it.
+func TestStreamOversizedResponseFailsTheCall(t *testing.T) {
+	for _, framing := range []string{protocol.FramingContentLength, protocol.FramingNewline} {
+		body := `{"jsonrpc":"2.0","id":4,"result":{"text":"` + strings.Repeat("z", 200) + `","version":"v2"}}`
+		in := cl(body)
+		if framing == protocol.FramingNewline {
+			in = body + "\n"
+		}
+		var out bytes.Buffer
+		s := New(strings.NewReader(in), &out, nil, framing, 100)
+		s.AnswerBad = true
+		var m msg
+		if err := s.ReadObject(&m); err != nil {
+			t.Fatalf("%s: ReadObject: %v", framing, err)
+		}
+		e, _ := m["error"].(map[string]any)
+		if fmt.Sprint(m["id"]) != "4" || e == nil || fmt.Sprint(e["code"]) != fmt.Sprint(protocol.CodeInvalidRequest) {
+			t.Errorf("%s: got %v, want an error response with id 4 and code %d", framing, m, protocol.CodeInvalidRequest)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%s: the server answered a response: %q", framing, out.String())
+		}
+	}
+}
+
+func TestStreamTruncatedFrameEndsStream(t *testing.T) {
+	for _, in := range []string{"Content-Length: 100\r\n\r\n{\"jsonrpc\"", "Content-Length: 10\r\n"} {
+		s := New(strings.NewReader(in), io.Discard, nil, protocol.FramingContentLength, 0)
+		var m msg
+		if err := s.ReadObject(&m); err != io.ErrUnexpectedEOF {
+			t.Errorf("%q: err = %v, want io.ErrUnexpectedEOF", in, err)
+		}
+	}
+}
+
+func TestStreamWriteRoundTrip(t *testing.T) {
+	for _, framing := range []string{protocol.FramingContentLength, protocol.FramingNewline} {
+		var buf bytes.Buffer
+		w := New(strings.NewReader(""), &buf, nil, framing, 0)
+		want := []msg{{"jsonrpc": "2.0", "method": "a", "params": map[string]any{"text": "line1\nline2\r\n"}}, {"jsonrpc": "2.0", "method": "b"}}
+		for _, m := range want {
+			if err := w.WriteObject(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := New(&buf, io.Discard, nil, framing, 0)
+		for i := range want {
+			var m msg
+			if err := r.ReadObject(&m); err != nil {
+				t.Fatalf("%s: read %d: %v", framing, i, err)
+			}
+			if fmt.Sprint(m) != fmt.Sprint(want[i]) {
+				t.Errorf("%s: got %v, want %v", framing, m, want[i])
+			}
+		}
+	}
+}
+
+// FuzzStreamRead: any byte stream ends in EOF (or an unexpected EOF) after
+// finitely many frames, never a panic; every message read is a JSON object;
+// every answer written is a well-formed JSON-RPC error.
+func FuzzStreamRead(f *testing.F) {
+	req := `{"jsonrpc":"2.0","id":1,"method":"stats"}`
+	for _, seed := range []string{cl(req), cl("{") + cl(req), "Content-Length: 5\r\n\r\n[1,2]", "Content-Length: -1\r\n\r\n", "\r\n\r\n", req + "\n{\n", "Content-Length: 99999999999999999999\r\n\r\n"} {
+		f.Add([]byte(seed), false)
+		f.Add([]byte(seed), true)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, newline bool) {
+		framing := protocol.FramingContentLength
+		if newline {
+			framing = protocol.FramingNewline
+		}
+		var out bytes.Buffer
+		s := New(bytes.NewReader(in), &out, nil, framing, 1<<10)
+		s.AnswerBad = true
+		for i := 0; ; i++ {
+			if i > len(in)+1 {
+				t.Fatalf("more messages (%d) than input bytes", i)
+			}
+			var m msg
+			err := s.ReadObject(&m)
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("unexpected error %v", err)
+			}
+			if m == nil {
+				t.Fatalf("nil message without error")
+			}
+		}
+		r := New(&out, io.Discard, nil, framing, 0)
+		for {
+			frame, err := r.readFrame()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("answer stream unreadable: %v", err)
+			}
+			var resp struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Error   *protocol.Error `json:"error"`
+			}
+			if err := json.Unmarshal(frame, &resp); err != nil || resp.Error == nil || resp.JSONRPC != "2.0" || !utf8.Valid(frame) {
+				t.Fatalf("bad answer %q (%v)", frame, err)
+			}
+		}
+	})
+}

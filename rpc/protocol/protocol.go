@@ -1,0 +1,292 @@
+// Package protocol holds the wire messages of docs/protocol.md, version 1:
+// one set of types, with their JSON names, used by the server (package rpc),
+// the Go client (rpc/client), the benchmark and the core's API (package
+// runtime). It is pure types (the standard library only). JSON names here
+// are the contract; change them only together with the document.
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Version is the one protocol version this server speaks.
+const Version = 1
+
+// Method names, client to server.
+const (
+	MethodInitialize    = "initialize"
+	MethodObserve       = "observe"
+	MethodSourceChanged = "sourceChanged"
+	MethodSync          = "sync"
+	MethodRelease       = "release"
+	MethodStats         = "stats"
+	MethodShutdown      = "shutdown"
+	MethodExit          = "exit"            // notification
+	MethodCancelRequest = "$/cancelRequest" // notification
+)
+
+// Method names, server to client.
+const (
+	MethodBlocksChanged = "blocksChanged" // notification
+	MethodReadSource    = "readSource"    // request
+)
+
+// Framings of the byte stream.
+const (
+	FramingContentLength = "content-length"
+	FramingNewline       = "newline"
+)
+
+// Watch modes of initialize.
+const (
+	WatchAuto     = "auto"
+	WatchFsnotify = "fsnotify"
+	WatchPoll     = "poll"
+	WatchHooks    = "hooks"
+)
+
+// Error codes of docs/protocol.md.
+const (
+	CodeParseError       = -32700
+	CodeInvalidRequest   = -32600
+	CodeMethodNotFound   = -32601
+	CodeInvalidParams    = -32602
+	CodeInternalError    = -32603
+	CodeNotInitialized   = -32002
+	CodeUnsupportedProto = -32003
+	CodeOutsideRoots     = -32010
+	CodeUnavailable      = -32011
+	CodeUnknownBlock     = -32012
+	CodeRequestCancelled = -32800
+)
+
+// Status is a block's model-visible state.
+type Status string
+
+const (
+	Valid      Status = "valid"      // what the model saw is still true
+	Patched    Status = "patched"    // repaired in place after a local edit
+	Stale      Status = "stale"      // kept, but flagged (aged, or annotate policy)
+	Invalid    Status = "invalid"    // omitted from the prompt; a notice asks for a re-read
+	Superseded Status = "superseded" // a newer read of the same span replaced it
+	Released   Status = "released"   // the runtime dropped it
+
+	// EventAck is the status observe answers for an event: acknowledged,
+	// never tracked. It is never a block's status.
+	EventAck Status = "event"
+)
+
+// Kind separates snapshots of a source from events (results of actions).
+type Kind string
+
+const (
+	Snapshot Kind = "snapshot"
+	Event    Kind = "event" // acknowledged, never tracked, collapsed or rewritten
+)
+
+// Action is what a policy does to a block whose source changed.
+type Action string
+
+const (
+	Patch    Action = "patch"    // relocate and rewrite in place (on drift, which cannot be relocated: as Refresh)
+	Refresh  Action = "refresh"  // re-read the whole range from the source
+	Annotate Action = "annotate" // keep the old text, with a stale warning
+	Suppress Action = "suppress" // omit, with a notice to re-read path lines A-B
+)
+
+// Info names a client or server program.
+type Info struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// InitializeParams opens the session. ProtocolVersion is required (0 means
+// missing); Roots is required (an empty list allows keyed sources only).
+type InitializeParams struct {
+	ProtocolVersion int            `json:"protocolVersion"`
+	ClientInfo      *Info          `json:"clientInfo,omitempty"`
+	Roots           []string       `json:"roots"`
+	Watch           string         `json:"watch,omitempty"`
+	Policy          *PolicyConfig  `json:"policy,omitempty"`
+	Locator         *LocatorParams `json:"locator,omitempty"`
+}
+
+// LocatorParams are the locality thresholds; an omitted field keeps the
+// server's default, and a present one (0 included) is used as given.
+type LocatorParams struct {
+	MinSimilarity     *float64 `json:"minSimilarity,omitempty"`
+	SubstitutionRatio *float64 `json:"substitutionRatio,omitempty"`
+	MinSubstitutions  *int     `json:"minSubstitutions,omitempty"`
+	ContextLines      *int     `json:"contextLines,omitempty"`
+}
+
+// Policy says what to do on a local edit and on drift, and when a block
+// merely aged. Empty fields inherit: block > source > resource type > global.
+type Policy struct {
+	Local       Action `json:"local,omitempty"`       // default patch
+	Drift       Action `json:"drift,omitempty"`       // default suppress
+	MaxAgeTurns *int   `json:"maxAgeTurns,omitempty"` // 0 or nil = off
+}
+
+// PolicyConfig holds the policy layers below the block level.
+type PolicyConfig struct {
+	Global   Policy            `json:"global"`
+	ByType   map[string]Policy `json:"byType,omitempty"`   // by adapter scheme, e.g. "file", "res"
+	BySource map[string]Policy `json:"bySource,omitempty"` // by source URI
+}
+
+// InitializeResult answers initialize.
+type InitializeResult struct {
+	ProtocolVersion int          `json:"protocolVersion"`
+	ServerInfo      Info         `json:"serverInfo"`
+	Capabilities    Capabilities `json:"capabilities"`
+}
+
+// Capabilities tell the client what this server does.
+type Capabilities struct {
+	Watch         string   `json:"watch"`   // effective watch mode
+	Schemes       []string `json:"schemes"` // "file", and "*" for keyed sources of any other scheme
+	Framing       string   `json:"framing"`
+	Notifications []string `json:"notifications"`
+	Requests      []string `json:"requests"`
+	MaxMessage    int64    `json:"maxMessage"` // bytes; larger messages are refused
+}
+
+// Range is a 1-based, inclusive line range.
+type Range struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// Source links an observation, or a block view, to one source: which source
+// (URI), which part (Range; nil means the whole source) and its text (the
+// raw lines joined by "\n", without the tool's own decoration).
+type Source struct {
+	URI     string `json:"uri"`
+	Range   *Range `json:"range,omitempty"`
+	Text    string `json:"text"`
+	Version string `json:"version,omitempty"` // "sha256:…" for files; required for keyed sources in observe
+}
+
+// ObserveParams register one tool observation.
+type ObserveParams struct {
+	Agent   string   `json:"agent"`
+	Turn    int      `json:"turn"`
+	Anchor  string   `json:"anchor"`         // the runtime's handle, e.g. the tool call id
+	Kind    Kind     `json:"kind,omitempty"` // snapshot (default) or event
+	Sources []Source `json:"sources"`
+	Policy  *Policy  `json:"policy,omitempty"` // optional block-level override
+}
+
+// ObserveResult answers observe.
+type ObserveResult struct {
+	Block      string   `json:"block"`      // "" for events
+	Status     Status   `json:"status"`     // right after registration (a raced read may already be patched)
+	Superseded []string `json:"superseded"` // older blocks this one superseded
+}
+
+// SourceChangedParams report a change made by the runtime's own tools. Text,
+// when non-nil, is the new full content; Version is the new version when the
+// client knows it (required for keyed sources without Text).
+type SourceChangedParams struct {
+	URI     string  `json:"uri"`
+	Agent   string  `json:"agent,omitempty"`
+	Text    *string `json:"text,omitempty"`
+	Version string  `json:"version,omitempty"`
+}
+
+// SourceChangedResult answers sourceChanged.
+type SourceChangedResult struct {
+	Blocks []string `json:"blocks"` // blocks whose state changed
+}
+
+// SyncParams ask for an agent's projection before a model call.
+type SyncParams struct {
+	Agent string `json:"agent"`
+	Turn  int    `json:"turn"`
+	Full  bool   `json:"full,omitempty"` // the full live set, not just the delta
+}
+
+// SyncResult is the projection: blocks whose model-visible state changed
+// since the agent's previous sync (or all live blocks when Full).
+type SyncResult struct {
+	Generation uint64      `json:"generation"`
+	Full       bool        `json:"full"`
+	Blocks     []BlockView `json:"blocks"`
+}
+
+// BlockView is what a binding needs to rewrite one tool result.
+// Sources present: show their text (rendered in the tool's format).
+// Notice present with Sources: show both (annotate). Notice alone: show
+// only the notice (the content is suppressed).
+type BlockView struct {
+	Block        string   `json:"block"`
+	Anchor       string   `json:"anchor"`
+	Agent        string   `json:"agent"`
+	Turn         int      `json:"turn"`
+	Status       Status   `json:"status"`
+	Sources      []Source `json:"sources,omitempty"`
+	Notice       string   `json:"notice,omitempty"`
+	SupersededBy string   `json:"supersededBy,omitempty"`
+	Reason       string   `json:"reason,omitempty"`
+}
+
+// ReleaseParams drop blocks by id, or by anchor within Agent.
+type ReleaseParams struct {
+	Agent   string   `json:"agent,omitempty"`
+	Blocks  []string `json:"blocks,omitempty"`
+	Anchors []string `json:"anchors,omitempty"`
+}
+
+// ReleaseResult answers release.
+type ReleaseResult struct {
+	Released []string `json:"released"`
+}
+
+// StatsResult answers stats: counters for operators and benchmarks.
+type StatsResult struct {
+	Blocks          map[Status]int `json:"blocks"`
+	Reconciliations map[string]int `json:"reconciliations"` // by locator outcome and action: unchanged, moved, patched, invalid, refreshed, …
+	VerifyPasses    int            `json:"verifyPasses"`
+	Sources         int            `json:"sources"`
+	Agents          int            `json:"agents"`
+	BytesHeld       int64          `json:"bytesHeld"` // payload and source text held
+}
+
+// BlocksChangedParams is the server's hint that a sync would return something.
+type BlocksChangedParams struct {
+	Agents     []string `json:"agents"`
+	Generation uint64   `json:"generation"`
+}
+
+// ReadSourceParams ask the client for a keyed source's current content.
+type ReadSourceParams struct {
+	URI string `json:"uri"`
+}
+
+// ReadSourceResult answers readSource.
+type ReadSourceResult struct {
+	Text    string `json:"text"`
+	Version string `json:"version"`
+}
+
+// CancelParams name the request $/cancelRequest cancels.
+type CancelParams struct {
+	ID any `json:"id"`
+}
+
+// Error is a JSON-RPC error object, as the server sends it and as the Go
+// client returns it (use errors.As to read the code).
+type Error struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if len(e.Data) > 0 {
+		return fmt.Sprintf("concord error %d: %s (data %s)", e.Code, e.Message, e.Data)
+	}
+	return fmt.Sprintf("concord error %d: %s", e.Code, e.Message)
+}

@@ -1,0 +1,389 @@
+package runtime
+
+import (
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/concord-ctx/concord/locator"
+)
+
+// index is the manager's state: sources with their links, blocks, agents,
+// and the block lifecycle (register, supersede, unlink, retire, forget,
+// trim the audit trail). It has no lock and does no I/O: Manager.mu guards
+// it, so its methods are plain data-structure operations.
+type index struct {
+	sources  map[string]*source
+	blocks   map[string]*block
+	agents   map[string]*agentState
+	seq      uint64
+	gen      uint64
+	recon    map[string]int
+	verifies int
+	notify   map[string]struct{} // agents owed an OnChange call
+	ageUsed  bool                // some policy layer sets maxAgeTurns > 0
+	auditMax int
+	unwatch  []*source // sources that lost links; watches synced after unlock
+}
+
+func newIndex(auditMax int) index {
+	if auditMax <= 0 {
+		auditMax = DefaultAuditLimit
+	}
+	return index{
+		sources:  map[string]*source{},
+		blocks:   map[string]*block{},
+		agents:   map[string]*agentState{},
+		recon:    map[string]int{},
+		notify:   map[string]struct{}{},
+		auditMax: auditMax,
+	}
+}
+
+// release drops blocks by id, or by the agent's anchors; see
+// Manager.Release. An unknown or foreign id fails the whole request before
+// anything is dropped.
+func (ix *index) release(req ReleaseRequest) (ReleaseResult, error) {
+	var bs []*block
+	seen := map[*block]bool{}
+	for i, id := range req.Blocks {
+		b, ok := ix.blocks[id]
+		if !ok {
+			return ReleaseResult{}, unknownBlock(i, "%q", id)
+		}
+		if req.Agent != "" && b.agent.name != req.Agent {
+			// One agent's binding must not drop another agent's tracking.
+			return ReleaseResult{}, unknownBlock(i, "%q belongs to agent %q, not %q", id, b.agent.name, req.Agent)
+		}
+		if !seen[b] {
+			seen[b] = true
+			bs = append(bs, b)
+		}
+	}
+	if ag := ix.agents[req.Agent]; ag != nil {
+		for _, a := range req.Anchors {
+			for _, b := range ag.byAnchor[a] {
+				if !seen[b] {
+					seen[b] = true
+					bs = append(bs, b)
+				}
+			}
+		}
+	}
+	sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
+	res := ReleaseResult{Released: make([]string, 0, len(bs))}
+	for _, b := range bs {
+		ix.drop(b, "released")
+		res.Released = append(res.Released, b.id)
+	}
+	return res, nil
+}
+
+// agent returns the agent's state, creating it.
+func (ix *index) agent(name string) *agentState {
+	ag := ix.agents[name]
+	if ag == nil {
+		ag = &agentState{name: name, blocks: map[*block]struct{}{}, byAnchor: map[string][]*block{}, srcRefs: map[*source]int{}}
+		ix.agents[name] = ag
+	}
+	return ag
+}
+
+// replaceAnchor drops every block of the agent's anchor: the same tool result
+// registered again replaces the old blocks outright. It reports whether
+// there were any.
+func (ix *index) replaceAnchor(ag *agentState, anchor string) bool {
+	replaced := false
+	for _, old := range slices.Clone(ag.byAnchor[anchor]) {
+		ix.drop(old, "replaced")
+		replaced = true
+	}
+	return replaced
+}
+
+// drop takes b out of the context (released, or replaced by a new result
+// for its anchor): unlinked, what it superseded retired, forgotten.
+func (ix *index) drop(b *block, why string) {
+	ix.unlink(b)
+	ix.retireSuperseded(b)
+	b.status = Released
+	ix.forget(b)
+	ix.count(why)
+}
+
+type srcState uint8
+
+const (
+	statePresent srcState = iota
+	stateDeleted
+	stateUnreadable
+)
+
+// source is one source (file, keyed resource) with live links. Its last known
+// text is kept once, shared by all its blocks, so a change is one diff plus a
+// batch locate.
+type source struct {
+	id       string
+	scheme   string // policy type: the adapter's scheme, or the URI's for the "*" adapter
+	display  string // for notices: plain path for files, the URI otherwise
+	adapter  Adapter
+	reporter Reporter // non-nil for client-reported (keyed) sources
+
+	io sync.Mutex // serialises read+apply so content is applied in read order
+
+	// guarded by Manager.mu
+	state   srcState
+	known   bool // text is the content at version
+	text    string
+	lines   []string // lazily split from text, sharing its memory
+	version string
+	stamp   string
+	readErr string
+	links   map[*link]struct{}
+	pins    int // observations loading this source; keeps its text alive
+
+	watchMu sync.Mutex // orders Watch/Unwatch calls
+	watched bool       // guarded by watchMu
+}
+
+func (s *source) getLines() []string {
+	if s.lines == nil && s.text != "" {
+		s.lines = locator.SplitLines(s.text)
+	}
+	return s.lines
+}
+
+// wanted reports whether the source should be watched and its text kept.
+func (s *source) wanted() bool { return len(s.links) > 0 || s.pins > 0 }
+
+func (s *source) free() {
+	if s.wanted() {
+		return
+	}
+	s.text, s.lines, s.known, s.stamp, s.version = "", nil, false, "", ""
+}
+
+type linkState uint8
+
+const (
+	linkOK      linkState = iota
+	linkStale             // annotated: old text kept, with a warning
+	linkInvalid           // omitted: notice only
+)
+
+type cause uint8
+
+const (
+	causeNone cause = iota
+	causePolicy
+	causeDeleted
+	causeUnreadable
+)
+
+// link is one source link of a block. rng is the range the model was last
+// shown; while tracked it is also where that text sits in the source's
+// current text (text == current lines at rng).
+type link struct {
+	block   *block
+	idx     int     // position in block.links, for a deterministic order
+	src     *source // nil once the block left the index (audit only)
+	uri     string
+	whole   bool
+	rng     Range
+	text    string // model-visible text
+	version string // version text reflects
+	// shown* is what the model last saw of this link: the observation, then
+	// each view a sync delivered. Annotate keeps it, not a repair that was
+	// made but never delivered.
+	shown        string
+	shownRng     Range
+	shownVersion string
+	state        linkState
+	cause        cause
+	tracked      bool
+	patched      bool            // text or lines differ from the observation
+	anchor       *locator.Anchor // kept while the source is gone, to find the span again
+	notice       string
+	display      string // the source's display name, kept once the link leaves the index
+}
+
+type block struct {
+	id           string
+	seq          uint64
+	agent        *agentState
+	anchor       string
+	turn         int
+	policy       *Policy
+	links        []*link
+	status       Status
+	notice       string
+	reason       string
+	supersededBy string
+	orphaned     bool // superseded, then the newer read left the context: invalid for good
+	aged         bool
+	ageNotice    string
+}
+
+type agentState struct {
+	name     string
+	turn     int
+	blocks   map[*block]struct{}
+	byAnchor map[string][]*block
+	dirty    map[*block]struct{}
+	srcRefs  map[*source]int // live links per source: the sources a sync must wait for
+	audit    []*block        // superseded blocks, oldest first (bounded by Manager.auditMax)
+}
+
+// supersede retires older blocks of the same agent whose every link lies
+// inside a link of b. Caller holds ix.mu.
+func (ix *index) supersede(b *block) []string {
+	cands := map[*block]struct{}{}
+	seen := make(map[*source]bool, 1)
+	for _, l := range b.links {
+		if seen[l.src] {
+			continue // a grep block links one source many times: scan it once
+		}
+		seen[l.src] = true
+		for ol := range l.src.links {
+			ob := ol.block
+			if ob != b && ob.agent == b.agent && ob.seq < b.seq && ob.status != Superseded {
+				cands[ob] = struct{}{}
+			}
+		}
+	}
+	var old []*block
+	for ob := range cands {
+		if contained(ob, b) {
+			old = append(old, ob)
+		}
+	}
+	sort.Slice(old, func(i, j int) bool { return old[i].seq < old[j].seq })
+	ids := make([]string, 0, len(old))
+	for _, ob := range old {
+		ob.notice = noticeSuperseded(ob, b)
+		ob.status, ob.supersededBy, ob.reason = Superseded, b.id, "superseded by "+b.id
+		ix.unlink(ob)
+		ix.count("superseded")
+		ix.markDirty(ob)
+		ob.agent.audit = append(ob.agent.audit, ob)
+		ids = append(ids, ob.id)
+	}
+	ix.trimAudit(b.agent)
+	return ids
+}
+
+func contained(ob, nb *block) bool {
+	for _, ol := range ob.links {
+		in := false
+		for _, nl := range nb.links {
+			if nl.src == ol.src && (nl.whole || !ol.whole && nl.rng.Start <= ol.rng.Start && ol.rng.End <= nl.rng.End) {
+				in = true
+				break
+			}
+		}
+		if !in {
+			return false
+		}
+	}
+	return true
+}
+
+// unlink removes b's links from the source index, keeping a small audit
+// record (uri, lines, version) and dropping texts. Caller holds ix.mu; the
+// caller syncs watches afterwards.
+func (ix *index) unlink(b *block) {
+	for _, l := range b.links {
+		if l.src == nil {
+			continue
+		}
+		delete(l.src.links, l)
+		l.src.free()
+		if ag := b.agent; ag.srcRefs[l.src] <= 1 {
+			delete(ag.srcRefs, l.src)
+		} else {
+			ag.srcRefs[l.src]--
+		}
+		ix.unwatch = append(ix.unwatch, l.src)
+		l.display = l.src.display
+		l.src, l.text, l.anchor = nil, "", nil
+	}
+}
+
+// retireSuperseded runs when b leaves the context (released, or replaced by a
+// new result for its anchor). The blocks b superseded show only a notice that
+// "a newer read is in the context": if b was itself superseded, the newer
+// read that replaced b covers them too; otherwise nothing covers them any
+// more and they become invalid, asking for a re-read (their text is gone).
+// Caller holds ix.mu, before changing b's status.
+func (ix *index) retireSuperseded(b *block) {
+	var by *block
+	if b.status == Superseded {
+		by = ix.blocks[b.supersededBy]
+	}
+	for _, s := range b.agent.audit {
+		if s == nil || s.status != Superseded || s.supersededBy != b.id {
+			continue
+		}
+		if by != nil {
+			s.supersededBy, s.reason = by.id, "superseded by "+by.id
+			s.notice = noticeSuperseded(s, by)
+		} else {
+			s.status, s.supersededBy, s.orphaned = Invalid, "", true
+			s.notice = noticeOrphaned(s)
+			s.reason = "the newer read " + b.id + " left the context"
+			ix.count("orphaned")
+			ix.retireSuperseded(s) // what s superseded lost its cover too
+		}
+		ix.markDirty(s)
+	}
+}
+
+// forget drops a block from every index. Caller holds ix.mu and has unlinked it.
+func (ix *index) forget(b *block) {
+	delete(ix.blocks, b.id)
+	ag := b.agent
+	delete(ag.blocks, b)
+	delete(ag.dirty, b)
+	rest := ag.byAnchor[b.anchor][:0]
+	for _, x := range ag.byAnchor[b.anchor] {
+		if x != b {
+			rest = append(rest, x)
+		}
+	}
+	if len(rest) == 0 {
+		delete(ag.byAnchor, b.anchor)
+	} else {
+		ag.byAnchor[b.anchor] = rest
+	}
+}
+
+// trimAudit keeps an agent's audit trail of superseded blocks within
+// ix.auditMax. Only blocks a sync already reported are forgotten: an
+// unreported one still owes its agent the notice that hides the old read.
+// Caller holds ix.mu.
+func (ix *index) trimAudit(ag *agentState) {
+	for len(ag.audit) > ix.auditMax {
+		b := ag.audit[0]
+		if b.status == Superseded || b.orphaned {
+			if _, owed := ag.dirty[b]; owed {
+				return
+			}
+			ix.forget(b)
+			ix.count("auditDropped")
+		}
+		ag.audit[0] = nil
+		ag.audit = ag.audit[1:]
+	}
+}
+
+// markDirty records that b's model-visible state changed.
+func (ix *index) markDirty(b *block) {
+	if b.agent.dirty == nil {
+		b.agent.dirty = map[*block]struct{}{}
+	}
+	b.agent.dirty[b] = struct{}{}
+	ix.gen++
+	ix.notify[b.agent.name] = struct{}{}
+}
+
+func (ix *index) count(k string) { ix.recon[k]++ }
