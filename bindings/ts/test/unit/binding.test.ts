@@ -23,8 +23,12 @@ function tmpdir(): string {
 interface Harness {
   binding: ConcordBinding
   hooks: ReturnType<ConcordBinding["hooks"]>
-  warnings: string[]
+  /** Warnings sent through OpenCode's client (app.log level warn). */
+  readonly warnings: string[]
   logged: any[]
+  toasts: any[]
+  /** What the plugin wrote to its stderr (debug lines only; never warnings). */
+  stderr: string[]
   /** Stored tool parts, as OpenCode keeps them (the transform gets a fresh copy each time). */
   parts: any[]
   sessionID: string
@@ -36,14 +40,15 @@ interface Harness {
 }
 
 function harness(dir: string, init: Partial<BindingInit> = {}, sessionID = "ses_test"): Harness {
-  const warnings: string[] = []
+  const stderr: string[] = []
   const logged: any[] = []
-  const client = { app: { log: async (opts: any) => void logged.push(opts) } }
+  const toasts: any[] = []
+  const client = { app: { log: async (opts: any) => void logged.push(opts) }, tui: { showToast: async (opts: any) => void toasts.push(opts) } }
   const binding = new ConcordBinding({
     directory: dir,
     worktree: dir,
     client,
-    stderr: (t) => void warnings.push(t),
+    stderr: (t) => void stderr.push(t),
     env: { PATH: process.env.PATH, ...(concordBin() ? { CONCORD_BIN: concordBin() } : {}) },
     ...init,
     options: { timeoutMs: 5000, ...init.options },
@@ -53,8 +58,12 @@ function harness(dir: string, init: Partial<BindingInit> = {}, sessionID = "ses_
   const h: Harness = {
     binding,
     hooks,
-    warnings,
+    get warnings() {
+      return logged.filter((l) => l.body.level === "warn").map((l) => l.body.message as string)
+    },
     logged,
+    toasts,
+    stderr,
     parts,
     sessionID,
     async read(callID, file, offset, limit) {
@@ -114,6 +123,9 @@ describe("pass-through without a working concord", () => {
     assert.equal(h.logged.length, 1)
     assert.equal(h.logged[0].body.service, "concord")
     assert.equal(h.logged[0].body.level, "warn")
+    assert.equal(h.toasts.length, 1, "and one toast")
+    assert.equal(h.toasts[0].body.variant, "warning")
+    assert.deepEqual(h.stderr, [], "nothing written raw to stderr (the TUI's screen)")
     await h.hooks.dispose()
   })
 
@@ -122,7 +134,11 @@ describe("pass-through without a working concord", () => {
     const h = harness(dir, { env: { PATH: dir }, moduleDir: dir })
     await h.modelCall()
     assert.equal(h.warnings.length, 1)
-    assert.match(h.warnings[0]!, /not found \(set CONCORD_BIN/)
+    // Every place looked at is named.
+    assert.match(h.warnings[0]!, /concord binary not found; looked at: /)
+    for (const place of [path.join(dir, "concord"), path.join(dir, "bin", "concord")]) assert.ok(h.warnings[0]!.includes(place), place)
+    assert.match(h.warnings[0]!, /Set CONCORD_BIN/)
+    assert.deepEqual(h.stderr, [])
   })
 
   test("a binary that never answers: initialize times out, the child is killed, one warning", async () => {
@@ -292,27 +308,62 @@ describe("with the real concord binary", () => {
     assert.equal(a.warnings.length, 0, a.warnings.join("\n"))
   })
 
-  test("concord killed mid-session: hooks keep working, one warning, last views kept", { skip }, async () => {
+  test("concord killed mid-session: restarted at the next model call, what is in the context registered again, the change made while it was dead repaired", { skip }, async () => {
     const dir = tmpdir()
     const file = path.join(dir, "config.yaml")
     fs.writeFileSync(file, config)
     const h = harness(dir)
     await h.read("call_1", file)
+    await h.read("call_2", file, 2, 3)
     fs.writeFileSync(file, config.replace("region: eu", "region: us"))
-    const repaired = (await h.modelCall()).get("call_1")
-    assert.equal(repaired, openCodeRead(file).output)
+    assert.equal((await h.modelCall()).get("call_1"), openCodeRead(file).output)
     const pid = h.binding.childPids().get(h.sessionID)!
     process.kill(pid, "SIGKILL")
     assert.ok(await waitGone(pid))
     await new Promise((r) => setTimeout(r, 50))
-    fs.writeFileSync(file, config.replace("region: eu", "region: ap"))
-    await h.read("call_2", file)
-    for (let i = 0; i < 3; i++) {
-      const out = await h.modelCall()
-      assert.equal(out.get("call_1"), repaired)
+    // Changed while no concord was running: seen by nobody until the restart.
+    fs.writeFileSync(file, config.replace("region: eu", "region: ap").replace("debug: false", "debug: true"))
+    const out = await h.modelCall()
+    const newPid = h.binding.childPids().get(h.sessionID)
+    assert.ok(newPid !== undefined && newPid !== pid, "a new concord serves the session")
+    assert.equal(out.get("call_1"), openCodeRead(file).output, "the whole-file read shows the change made while concord was dead")
+    assert.equal(out.get("call_2"), openCodeRead(file, 2, 3).output, "so does the partial read")
+    assert.equal(h.warnings.length, 0, h.warnings.join("\n"))
+    assert.equal(h.binding.stats.restarts, 1)
+    // Later changes keep being repaired by the new child.
+    fs.writeFileSync(file, config.replace("region: eu", "region: sa"))
+    assert.equal((await h.modelCall()).get("call_1"), openCodeRead(file).output)
+    await h.hooks.dispose()
+    assert.ok(await waitGone(newPid!))
+  })
+
+  test("concord killed and impossible to restart: bounded retries, then pass-through with one warning and the last views kept", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const flag = path.join(dir, "allow")
+    fs.writeFileSync(flag, "")
+    const wrapper = path.join(dir, "concord-once")
+    fs.writeFileSync(wrapper, `#!/bin/sh\n[ -e '${flag}' ] || { echo 'gone for good' >&2; exit 3; }\nexec '${concordBin()}' "$@"\n`, { mode: 0o755 })
+    const h = harness(dir, { env: { PATH: process.env.PATH, CONCORD_BIN: wrapper } })
+    await h.read("call_1", file)
+    fs.writeFileSync(file, config.replace("region: eu", "region: us"))
+    const repaired = (await h.modelCall()).get("call_1")
+    assert.equal(repaired, openCodeRead(file).output)
+    fs.rmSync(flag)
+    const pid = h.binding.childPids().get(h.sessionID)!
+    process.kill(pid, "SIGKILL")
+    assert.ok(await waitGone(pid))
+    const until = Date.now() + 10_000
+    while (h.warnings.length === 0 && Date.now() < until) {
+      assert.equal((await h.modelCall()).get("call_1"), repaired, "the last view is still applied")
+      await new Promise((r) => setTimeout(r, 100))
     }
     assert.equal(h.warnings.length, 1, h.warnings.join("\n"))
-    assert.match(h.warnings[0]!, /exited unexpectedly \(signal SIGKILL\)/)
+    assert.match(h.warnings[0]!, /could not be restarted after 3 tries/)
+    for (let i = 0; i < 3; i++) assert.equal((await h.modelCall()).get("call_1"), repaired)
+    assert.equal(h.warnings.length, 1, "said once")
+    assert.deepEqual(h.stderr, [])
     await h.hooks.dispose()
   })
 })
