@@ -72,7 +72,9 @@ export function parseGrep(output: string): GrepResult | undefined {
     return undefined
   }
   if (hits.length === 0) return undefined
-  return { head, hits, tail }
+  const g = { head, hits, tail }
+  // Blank rows are ambiguous one by one; the result stands only if it prints back exactly.
+  return renderGrep(g) === output ? g : undefined
 }
 
 /** Renders hits (with possibly new line numbers and text) exactly as the grep tool does. */

@@ -366,4 +366,137 @@ describe("with the real concord binary", () => {
     assert.deepEqual(h.stderr, [])
     await h.hooks.dispose()
   })
+
+  test("grep hits: one block, repaired in the grep tool's format at the hits' new lines", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const other = path.join(dir, "b.txt")
+    fs.writeFileSync(other, "a\nport here\n")
+    const h = harness(dir)
+    const out = `Found 2 matches\n${file}:\n  Line 2: port: 8080\n\n\n${other}:\n  Line 2: port here\n`
+    await h.tool("call_1", "grep", { pattern: "port" }, out, { matches: 2, truncated: false })
+    assert.equal((await h.modelCall()).get("call_1"), out, "unchanged: as the tool printed it")
+    fs.writeFileSync(file, "# top\n" + config.replace("port: 8080", "port: 9090"))
+    const seen = (await h.modelCall()).get("call_1")!
+    assert.equal(seen, `Found 2 matches\n${file}:\n  Line 3: port: 9090\n\n\n${other}:\n  Line 2: port here\n`)
+    assert.deepEqual(h.binding.stats.batches, ["concord: 1 read repaired"])
+    assert.equal(h.toasts.length, 1)
+    assert.equal(h.toasts[0].body.message, "concord: 1 read repaired")
+    assert.ok(h.logged.some((l) => l.body.level === "info" && l.body.message === "concord: 1 read repaired"))
+    await h.hooks.dispose()
+  })
+
+  test("bash reads (cat -n, sed -n) are tracked and re-printed; other commands stay events", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    const lines = config.trimEnd().split("\n")
+    const catN = lines.map((l, i) => `${String(i + 1).padStart(6)}\t${l}`).join("\n") + "\n"
+    await h.tool("call_1", "bash", { command: "cat -n config.yaml", description: "x" }, catN, { exit: 0, truncated: false })
+    await h.tool("call_2", "bash", { command: "sed -n '2,3p' config.yaml", description: "x" }, "port: 8080\ndebug: false\n", { exit: 0, truncated: false })
+    await h.tool("call_3", "bash", { command: "cat config.yaml | head -n 2", description: "x" }, "name: demo\nport: 8080\n", { exit: 0, truncated: false })
+    fs.writeFileSync(file, config.replace("port: 8080", "port: 9090"))
+    const out = await h.modelCall()
+    assert.equal(out.get("call_1"), catN.replace("port: 8080", "port: 9090"))
+    assert.equal(out.get("call_2"), "port: 9090\ndebug: false\n")
+    assert.equal(out.get("call_3"), "name: demo\nport: 8080\n", "a pipeline is an event: untouched")
+    assert.deepEqual(h.binding.stats.batches, ["concord: 2 reads repaired"])
+    await h.hooks.dispose()
+  })
+
+  test("an @file attachment (synthetic user text) is tracked and repaired", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    const r = openCodeRead(file)
+    const user = () => [
+      { info: { id: "msg_0", sessionID: h.sessionID, role: "user" }, parts: [
+        { id: "prt_a", type: "text", synthetic: true, text: `Called the Read tool with the following input: ${JSON.stringify({ filePath: file })}` },
+        { id: "prt_b", type: "text", synthetic: true, text: r.output },
+        { id: "prt_c", type: "file", mime: "text/plain", url: `file://${file}` },
+        { id: "prt_d", type: "text", text: "look" },
+      ] },
+    ]
+    let messages: any[] = user()
+    await h.hooks["experimental.chat.messages.transform"]({}, { messages })
+    assert.equal(messages[0].parts[1].text, r.output)
+    fs.writeFileSync(file, config.replace("mode: fast", "mode: slow"))
+    messages = user()
+    await h.hooks["experimental.chat.messages.transform"]({}, { messages })
+    assert.equal(messages[0].parts[1].text, openCodeRead(file).output)
+    assert.equal(messages[0].parts[3].text, "look", "the user's own text is untouched")
+    await h.hooks.dispose()
+  })
+
+  test("a read whose file was deleted before the plugin registered it (a resumed session) gets the deleted notice", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "gone.txt")
+    fs.writeFileSync(file, "one\ntwo\n")
+    const h = harness(dir)
+    const r = openCodeRead(file)
+    fs.rmSync(file)
+    h.parts.push({ type: "tool", tool: "read", callID: "call_old", state: { status: "completed", input: r.input, output: r.output, time: { start: 1, end: 2 } } })
+    const out = (await h.modelCall()).get("call_old")!
+    assert.match(out, /^\[concord\]/, out)
+    assert.match(out, /deleted/, out)
+    assert.doesNotMatch(out, /1: one/)
+    await h.hooks.dispose()
+  })
+
+  test("the End of file footer follows the file: lines appended after a read to the end", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    await h.read("call_1", file)
+    await h.modelCall()
+    fs.writeFileSync(file, config.replace("port: 8080", "port: 9090") + "extra: 1\n")
+    const out = (await h.modelCall()).get("call_1")!
+    assert.doesNotMatch(out, /End of file - total 10 lines/, "no stale total")
+    assert.match(out, /\(End of file - total 11 lines\)|\(Showing lines 1-10 of 11\. Use offset=11 to continue\.\)/, out)
+    await h.hooks.dispose()
+  })
+
+  test("turn numbers come from the history (a resumed session does not restart at 1)", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const seen: any[] = []
+    const h = harness(dir)
+    const r = openCodeRead(file)
+    const messages: any[] = []
+    for (let i = 0; i < 7; i++) {
+      messages.push({ info: { id: `u${i}`, sessionID: h.sessionID, role: "user" }, parts: [{ type: "text", text: "go" }] })
+      messages.push({ info: { id: `a${i}`, sessionID: h.sessionID, role: "assistant" }, parts: i === 5 ? [{ type: "tool", tool: "read", callID: "call_t", state: { status: "completed", input: r.input, output: r.output, time: { start: 1, end: 2 } } }] : [] })
+    }
+    await h.hooks["experimental.chat.messages.transform"]({}, { messages })
+    fs.writeFileSync(file, "entirely\nnew\n")
+    const again = structuredClone(messages)
+    await h.hooks["experimental.chat.messages.transform"]({}, { messages: again })
+    const notice = again[11].parts[0].state.output as string
+    seen.push(notice)
+    assert.match(notice, /^\[concord\]/)
+    // The link's turn is the 8th model request, not 1 or 2.
+    assert.equal((h.binding as any).sessions.get(h.sessionID).turn, 8)
+    assert.equal((h.binding as any).sessions.get(h.sessionID).tracked.get("call_t").turn, 6)
+    await h.hooks.dispose()
+  })
+
+  test("a read outside the project (external_directory allowed it): the roots are extended and it is repaired", { skip }, async () => {
+    const dir = tmpdir()
+    const outside = tmpdir()
+    const file = path.join(outside, "notes.txt")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    await h.read("call_1", file)
+    await h.modelCall()
+    fs.writeFileSync(file, config.replace("owner: ops", "owner: dev"))
+    const out = (await h.modelCall()).get("call_1")
+    assert.equal(out, openCodeRead(file).output)
+    assert.equal(h.warnings.length, 0, h.warnings.join("\n"))
+    await h.hooks.dispose()
+  })
 })
