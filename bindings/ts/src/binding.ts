@@ -18,6 +18,20 @@ import {
   type SourceLink,
 } from "./client.js"
 import { observeRead, renderRead, splitLines, type ReadObservation } from "./readformat.js"
+import {
+  canonicalListing,
+  fitListing,
+  listingUri,
+  observeShellRead,
+  parseDirectoryRead,
+  parseGlob,
+  parseGrep,
+  renderGrep,
+  renderShellRead,
+  rgGlob,
+  walkListing,
+  type ListingQuery,
+} from "./toolformat.js"
 
 export const CLIENT_NAME = "concord-opencode"
 export const CLIENT_VERSION = "0.1.0"
@@ -45,46 +59,92 @@ export interface ConcordOptions {
 export interface BindingInit {
   directory: string
   worktree?: string
-  /** OpenCode's SDK client; only app.log is used, when present. */
+  /** OpenCode's SDK client; app.log and tui.showToast are used, when present. */
   client?: unknown
   options?: ConcordOptions
   env?: NodeJS.ProcessEnv
   /** Directory of the running plugin file (to find a concord binary next to it). */
   moduleDir?: string
-  /** Where warnings go besides OpenCode's log; default process.stderr. */
+  /** Where debug lines go (CONCORD_OPENCODE_DEBUG=1); default process.stderr. Warnings never go here. */
   stderr?: (text: string) => void
 }
 
 const EDIT_TOOLS = new Set(["edit", "write", "multiedit", "apply_patch", "patch"])
+/** Tools whose results carry file content that Concord can keep true. */
+const CONTENT_TOOLS = new Set(["read", "grep", "glob", "bash"])
+/** Restarts of a dead concord per session before giving up, and the first backoff. */
+const MAX_RESTARTS = 3
+const BACKOFF_MS = 200
+const PROBE_ANCHOR = "concord-opencode:listing-probe"
 
-interface ReadRecord {
-  uri: string
-  obs: ReadObservation
+/** One tool result (or @file attachment) as found in the history or in tool.execute.after. */
+interface Candidate {
+  anchor: string
+  tool: string
+  input: unknown
+  output: unknown
+  metadata?: unknown
+  turn: number
+}
+
+/** A result registered with Concord: what to send again after a restart, and how to re-render it. */
+interface Tracked {
+  anchor: string
+  turn: number
+  what: "read" | "grep" | "listing" | "shell"
+  sources: SourceLink[]
+  /** Re-renders the block's current sources in the tool's format; undefined: notices only (listings). */
+  render?: (sources: SourceLink[]) => string
+  fallback: string
+  /** Concord refused the path as outside its roots; re-registered once the roots are extended. */
+  outside?: string
 }
 
 /** Concord's state for one OpenCode session. */
 class SessionLink {
   client?: ConcordClient
+  /** Concord gave up for good (binary missing, restarts exhausted, plugin disposed). */
   dead = false
+  /** The child is gone or must be replaced; the next hook restarts it. */
+  down = false
   closing = false
+  restarts = 0
+  nextStartAt = 0
   turn = 0
-  /** Reads registered with Concord, by tool call id (the block anchor). */
-  readonly reads = new Map<string, ReadRecord>()
-  /** Reads left alone (not text, cut lines, outside the roots, …). */
+  /** Server answers listing sources (probed once per child). */
+  listings?: boolean
+  /** Directories added to the roots for reads outside the project (external_directory). */
+  readonly extraRoots = new Set<string>()
+  readonly tracked = new Map<string, Tracked>()
+  /** Results left alone (not text, cut lines, …). */
   readonly skipped = new Set<string>()
-  /** The latest replacement output per call id; re-applied on every model request. */
+  /** The latest replacement output per anchor; re-applied on every model request. */
   readonly views = new Map<string, string>()
+  /** A one-time note appended to one result (reads Concord could not track). */
+  note?: { anchor: string; text: string }
+  /** A read outside the roots was seen: restart with the extended roots before the next sync. */
+  needsRootRestart = false
+  /** The next sync asks for every block (after a restart the deltas start over). */
+  fullSyncNext = false
   ready: Promise<void> = Promise.resolve()
   private queue: Promise<unknown> = Promise.resolve()
 
   constructor(readonly id: string) {}
 
-  /** Runs fn after every earlier operation of this session (observe before sync, always). */
   run<T>(fn: () => Promise<T>): Promise<T> {
     const next = this.queue.then(fn, fn)
     this.queue = next.catch(() => {})
     return next
   }
+}
+
+/** Counters of what the plugin did, for the "is it working?" checks. */
+export interface BindingStats {
+  tracked: number
+  repaired: number
+  notices: number
+  restarts: number
+  batches: string[]
 }
 
 export class ConcordBinding {
@@ -97,6 +157,7 @@ export class ConcordBinding {
   private readonly debugOn: boolean
   private warned = false
   private disposed = false
+  readonly stats: BindingStats = { tracked: 0, repaired: 0, notices: 0, restarts: 0, batches: [] }
 
   constructor(private readonly init: BindingInit) {
     this.options = init.options ?? {}
@@ -123,95 +184,100 @@ export class ConcordBinding {
     }
   }
 
-  /** tool.execute.after: register reads, report the agent's own writes, log commands as events. */
+  /** tool.execute.after: register content results, report the agent's own writes, log commands as events. */
   async afterTool(input: any, output: any): Promise<void> {
     const sessionID = input?.sessionID
     const tool = input?.tool
     if (typeof sessionID !== "string" || typeof tool !== "string") return
-    if (tool === "read") {
+    if (CONTENT_TOOLS.has(tool)) {
       const link = await this.session(sessionID)
       if (link.dead) return
-      await link.run(() =>
-        this.register(link, {
-          callID: input.callID,
+      await link.run(async () => {
+        if (!(await this.ensureUp(link))) return
+        await this.register(link, {
+          anchor: String(input.callID ?? ""),
+          tool,
           input: input.args,
           output: output?.output,
           metadata: output?.metadata,
-        }),
-      )
+          turn: link.turn,
+        })
+      })
     } else if (EDIT_TOOLS.has(tool)) {
       const files = changedFiles(tool, input.args, output?.metadata, this.init.directory)
       if (files.length === 0) return
       const link = await this.session(sessionID)
       if (link.dead) return
       await link.run(async () => {
+        if (!(await this.ensureUp(link))) return
         for (const file of files) {
-          await this.rpc(link, () =>
-            link.client!.sourceChanged({ uri: pathToFileURL(file).href, agent: this.agent }),
-          )
+          await this.rpc(link, () => link.client!.sourceChanged({ uri: pathToFileURL(file).href, agent: this.agent }))
         }
       })
-    } else if (tool === "bash") {
-      const link = await this.session(sessionID)
-      if (link.dead) return
-      const command = typeof input.args?.command === "string" ? input.args.command : ""
-      await link.run(() =>
-        this.rpc(link, () =>
-          link.client!.observe({
-            agent: this.agent,
-            turn: link.turn,
-            anchor: String(input.callID ?? ""),
-            kind: "event",
-            sources: [{ uri: `cmd://opencode/bash/${encodeURIComponent(String(input.callID ?? ""))}`, text: command, version: String(input.callID ?? "0") }],
-          }),
-        ),
-      )
     }
   }
 
   /**
-   * experimental.chat.messages.transform: sync with Concord, then rewrite the read results whose
-   * block changed. Reads this plugin never saw (a resumed session) are registered from the history.
+   * experimental.chat.messages.transform: sync with Concord, then rewrite the results whose block
+   * changed. Results this plugin never saw (a resumed session) are registered from the history.
    */
   async transform(output: any): Promise<void> {
     const messages: any[] | undefined = output?.messages
     if (!Array.isArray(messages) || messages.length === 0) return
     const sessionID = messages.find((m) => typeof m?.info?.sessionID === "string")?.info.sessionID
     if (typeof sessionID !== "string") return
-    const parts = readParts(messages)
+    const { parts, turn } = collect(messages)
     const link = await this.session(sessionID)
     if (!link.dead) {
       await link.run(async () => {
-        link.turn++
-        const compacted = parts.filter((p) => p.state.time?.compacted && link.reads.has(p.callID)).map((p) => p.callID)
+        // The turn is the model request about to be made, counted in the session's own history,
+        // so it keeps counting across --continue and plugin restarts.
+        link.turn = Math.max(link.turn, turn)
+        if (!(await this.ensureUp(link))) return
+        const compacted = parts.filter((p) => p.compacted && link.tracked.has(p.c.anchor)).map((p) => p.c.anchor)
         if (compacted.length > 0) {
           await this.rpc(link, () => link.client!.release({ agent: this.agent, anchors: compacted }))
           for (const id of compacted) {
-            link.reads.delete(id)
+            link.tracked.delete(id)
             link.views.delete(id)
           }
         }
         for (const p of parts) {
-          if (link.dead) return
-          if (p.state.time?.compacted || link.reads.has(p.callID) || link.skipped.has(p.callID)) continue
-          await this.register(link, {
-            callID: p.callID,
-            input: p.state.input,
-            output: p.state.output,
-            metadata: p.state.metadata,
-          })
+          if (link.dead || link.down) return
+          if (p.compacted || link.tracked.has(p.c.anchor) || link.skipped.has(p.c.anchor)) continue
+          await this.register(link, p.c)
         }
-        if (link.dead) return
-        const res = await this.rpc(link, () => link.client!.sync({ agent: this.agent, turn: link.turn }))
-        for (const block of res?.blocks ?? []) this.updateView(link, block)
+        if (link.needsRootRestart) {
+          link.needsRootRestart = false
+          link.down = true
+          link.closing = true
+          await link.client?.close(800)
+          link.closing = false
+          if (!(await this.ensureUp(link, true))) return
+        }
+        if (link.dead || link.down) return
+        const full = link.fullSyncNext
+        link.fullSyncNext = false
+        const res = await this.rpc(link, () => link.client!.sync({ agent: this.agent, turn: link.turn, ...(full ? { full: true } : {}) }))
+        let repaired = 0
+        let notices = 0
+        for (const block of res?.blocks ?? []) {
+          const r = this.updateView(link, block, full)
+          if (r === "repaired") repaired++
+          else if (r === "notice") notices++
+        }
+        this.reportBatch(repaired, notices)
       })
     }
     // Apply the latest views in one synchronous pass (also after Concord died: they were right
     // when computed, and rewrites are not stored by OpenCode, so they must be re-applied).
     for (const p of parts) {
-      if (p.state.time?.compacted) continue
-      const view = link.views.get(p.callID)
-      if (view !== undefined) p.state.output = view
+      if (p.compacted) continue
+      const view = link.views.get(p.c.anchor)
+      const note = link.note?.anchor === p.c.anchor ? link.note.text : undefined
+      if (view === undefined && note === undefined) continue
+      const base = view ?? (p.target.obj[p.target.field] as string)
+      p.target.obj[p.target.field] = note && !base.endsWith(note) ? `${base}\n\n${note}` : base
     }
   }
 
@@ -222,6 +288,7 @@ export class ConcordBinding {
     if (!link) return
     this.sessions.delete(id)
     link.closing = true
+    link.dead = true
     await link.client?.close(800)
   }
 
@@ -233,6 +300,7 @@ export class ConcordBinding {
     await Promise.all(
       links.map((l) => {
         l.closing = true
+        l.dead = true
         return l.client?.close(800)
       }),
     )
@@ -247,28 +315,63 @@ export class ConcordBinding {
     return out
   }
 
-  /** The live session link, starting concord on first use. */
+  /** The session link, starting concord on first use. */
   private async session(id: string): Promise<SessionLink> {
     let link = this.sessions.get(id)
     if (!link) {
       link = new SessionLink(id)
       this.sessions.set(id, link)
-      link.ready = this.start(link)
+      const l = link
+      link.ready = this.start(l).then((ok) => {
+        if (!ok && !l.dead) l.down = true
+      })
     }
     await link.ready
     return link
   }
 
-  private async start(link: SessionLink): Promise<void> {
+  /**
+   * Makes sure a live concord serves the link. A child that died is restarted (bounded retries with
+   * backoff, like go-plugin's client) and everything still in the context is registered again
+   * under the same anchors, then the next sync is a full one. Returns false while there is none.
+   */
+  private async ensureUp(link: SessionLink, force = false): Promise<boolean> {
+    if (link.dead) return false
+    if (!link.down && link.client?.alive) return true
+    if (!force && Date.now() < link.nextStartAt) return false
+    if (link.restarts >= MAX_RESTARTS) {
+      link.dead = true
+      this.warn(`concord stopped and could not be restarted after ${MAX_RESTARTS} tries`)
+      return false
+    }
+    if (!force) link.restarts++
+    link.nextStartAt = Date.now() + BACKOFF_MS * 2 ** link.restarts
+    this.stats.restarts++
+    link.listings = undefined
+    if (!(await this.start(link))) return false
+    link.down = false
+    for (const t of [...link.tracked.values()]) {
+      if (!link.client?.alive) break
+      await this.observe(link, t)
+    }
+    link.fullSyncNext = true
+    this.debug(`session ${link.id}: concord restarted (pid ${link.client?.pid}), ${link.tracked.size} results registered again`)
+    return !link.dead && !!link.client?.alive
+  }
+
+  /** Starts a child and initializes it; false when that failed (the link stays down or dead). */
+  private async start(link: SessionLink): Promise<boolean> {
     if (this.disposed) {
       link.dead = true
-      return
+      return false
     }
     const found = findConcord(this.env, this.init.moduleDir, this.options.bin)
     if (!found.path) {
       link.dead = true
-      this.warn(`concord binary not found (set CONCORD_BIN or put concord on PATH; looked at ${found.tried.length} places)`)
-      return
+      this.warn(
+        `concord binary not found; looked at: ${found.tried.join(", ") || "(nothing: PATH is empty)"}. Set CONCORD_BIN or the plugin option "bin", or put concord on PATH`,
+      )
+      return false
     }
     const client = new ConcordClient({
       bin: found.path,
@@ -279,70 +382,244 @@ export class ConcordBinding {
     })
     link.client = client
     void client.exited.then((info) => {
-      if (link.closing || this.disposed) return
-      link.dead = true
-      const why = info.error
-        ? `could not start ${found.path}: ${info.error.message}`
-        : `${found.path} exited unexpectedly (${info.signal ? `signal ${info.signal}` : `status ${info.code}`})`
-      // A crash explains itself on stderr; a kill by signal leaves nothing worth quoting.
+      if (link.client !== client || link.closing || this.disposed || link.dead) return
+      if (info.error) {
+        link.dead = true
+        this.warn(`could not start ${found.path}: ${info.error.message}`)
+        return
+      }
+      // Restarted at the next hook; said once only if that fails for good.
+      link.down = true
       const tail = info.signal ? "" : client.stderr.trim().split("\n").slice(-3).join(" | ")
-      this.warn(`concord ${why}${tail ? `; last log: ${tail}` : ""}`)
+      this.debug(`concord ${found.path} exited unexpectedly (${info.signal ? `signal ${info.signal}` : `status ${info.code}`})${tail ? `; last log: ${tail}` : ""}`)
     })
+    const roots = [...this.roots, ...[...link.extraRoots].filter((r) => !this.roots.some((x) => inside(r, x)))]
     try {
       const res = await client.initialize(
         {
           protocolVersion: PROTOCOL_VERSION,
           clientInfo: { name: CLIENT_NAME, version: CLIENT_VERSION },
-          roots: this.roots,
+          roots,
           watch: this.options.watch ?? "auto",
           ...(this.options.policy !== undefined ? { policy: this.options.policy } : {}),
           ...(this.options.locator !== undefined ? { locator: this.options.locator } : {}),
         },
         this.options.startTimeoutMs ?? Math.max(5000, this.timeoutMs),
       )
-      this.debug(`session ${link.id}: concord ${res?.serverInfo?.version ?? "?"} pid ${client.pid} roots ${this.roots.join(",")}`)
+      this.debug(`session ${link.id}: concord ${res?.serverInfo?.version ?? "?"} pid ${client.pid} roots ${roots.join(",")}`)
+      return true
     } catch (err) {
-      this.fail(link, `concord did not start: ${(err as Error).message}`)
+      if (link.client === client) {
+        link.closing = true
+        client.kill()
+        link.closing = false
+      }
+      if (link.restarts === 0 && !link.tracked.size) {
+        link.dead = true
+        this.warn(`concord did not start: ${(err as Error).message}`)
+      } else {
+        link.down = true
+      }
+      return false
     }
   }
 
-  /** Registers one read with Concord; reads it cannot track are remembered and left alone. */
-  private async register(
-    link: SessionLink,
-    call: { callID: unknown; input: unknown; output: unknown; metadata: unknown },
-  ): Promise<void> {
-    const callID = typeof call.callID === "string" ? call.callID : undefined
-    if (!callID || link.dead) return
-    if (typeof call.output !== "string") return
-    const obs = observeRead({ input: call.input, output: call.output, metadata: call.metadata, directory: this.init.directory })
-    if (typeof obs === "string" || (!obs.whole && obs.lines.length === 0)) {
-      link.skipped.add(callID)
-      this.debug(`read ${callID} left alone: ${typeof obs === "string" ? obs : "empty window"}`)
+  /** Registers one result with Concord; results it cannot track are remembered and left alone. */
+  private async register(link: SessionLink, c: Candidate): Promise<void> {
+    if (!c.anchor || link.dead || link.down || typeof c.output !== "string") return
+    const t = await this.toTracked(link, c)
+    if (t === undefined) return
+    if (t === "event") {
+      await this.rpc(link, () =>
+        link.client!.observe({
+          agent: this.agent,
+          turn: c.turn,
+          anchor: c.anchor,
+          kind: "event",
+          sources: [{ uri: `cmd://opencode/${c.tool}/${encodeURIComponent(c.anchor)}`, text: String((c.input as any)?.command ?? ""), version: c.anchor }],
+        }),
+      )
+      link.skipped.add(c.anchor)
       return
     }
-    const uri = pathToFileURL(obs.path).href
-    const text = obs.lines.join("\n")
-    const source: SourceLink = obs.whole
-      ? { uri, text }
-      : { uri, range: { start: obs.start, end: obs.start + obs.lines.length - 1 }, text }
+    if (typeof t === "string") {
+      link.skipped.add(c.anchor)
+      this.debug(`${c.tool} ${c.anchor} left alone: ${t}`)
+      return
+    }
+    await this.observe(link, t)
+  }
+
+  /** Sends one tracked result to Concord; keeps it when the server gives a block id (any status). */
+  private async observe(link: SessionLink, t: Tracked): Promise<void> {
     try {
-      const res = await link.client!.observe({ agent: this.agent, turn: link.turn, anchor: callID, kind: "snapshot", sources: [source] })
-      link.reads.set(callID, { uri, obs })
-      this.debug(`read ${callID} ${obs.path} ${source.range ? `${source.range.start}-${source.range.end}` : "whole"} -> ${res?.block} ${res?.status}`)
+      const res = await link.client!.observe({ agent: this.agent, turn: t.turn, anchor: t.anchor, kind: "snapshot", sources: t.sources })
+      if (typeof res?.block === "string" && res.block !== "") {
+        if (!link.tracked.has(t.anchor)) this.stats.tracked++
+        t.outside = undefined
+        link.tracked.set(t.anchor, t)
+      }
+      this.debug(`${t.what} ${t.anchor} ${t.sources[0]?.uri}${t.sources.length > 1 ? ` (+${t.sources.length - 1})` : ""} -> ${res?.block} ${res?.status}`)
     } catch (err) {
       if (err instanceof RpcError) {
-        // Outside the roots, unreadable, …: this read stays as OpenCode produced it.
-        link.skipped.add(callID)
-        this.debug(`read ${callID} not tracked: ${err.message}`)
+        if (err.code === -32010 && !t.outside) {
+          // Outside the roots. OpenCode ran the tool, so the user's permissions (external_directory)
+          // allowed it: extend the roots to that directory and register it again after a restart.
+          const dir = outsideDir(t)
+          if (dir && !link.extraRoots.has(dir)) {
+            link.extraRoots.add(dir)
+            t.outside = dir
+            link.tracked.set(t.anchor, t)
+            link.needsRootRestart = true
+            this.debug(`${t.anchor}: ${dir} is outside the roots; concord restarts with it added`)
+            return
+          }
+        }
+        link.tracked.delete(t.anchor)
+        link.skipped.add(t.anchor)
+        if (err.code === -32010 && !link.note) {
+          link.note = {
+            anchor: t.anchor,
+            text: `[concord] note: ${t.sources[0]?.uri.replace(/^file:\/\//, "")} is outside the folders Concord keeps track of, so this result is not kept up to date; re-read it before relying on it.`,
+          }
+        }
+        this.debug(`${t.anchor} not tracked: ${err.message}`)
         return
       }
       this.fail(link, `concord observe failed: ${(err as Error).message}`)
     }
   }
 
-  /** Runs one request; a transport failure (timeout, dead child) ends Concord for the session. */
+  /** What Concord should track for a result, or why not (a string), or "event" (a command). */
+  private async toTracked(link: SessionLink, c: Candidate): Promise<Tracked | string | "event" | undefined> {
+    const output = c.output as string
+    const dir = this.init.directory
+    if (c.tool === "read" || c.tool === "attachment") {
+      const listing = parseDirectoryRead(output, c.metadata)
+      if (listing) {
+        return this.listing(link, c, listing.dir, listing.entries, { depth: 1, hidden: true, ignore: [] }, "read")
+      }
+      const obs = observeRead({ input: c.input, output, metadata: c.metadata, directory: dir })
+      if (typeof obs === "string") return obs
+      if (!obs.whole && obs.lines.length === 0) return "empty window"
+      const uri = pathToFileURL(obs.path).href
+      const text = obs.lines.join("\n")
+      const source: SourceLink = obs.whole ? { uri, text } : { uri, range: { start: obs.start, end: obs.start + obs.lines.length - 1 }, text }
+      const span = obs.whole ? "" : ` lines ${obs.start}-${obs.start + obs.lines.length - 1}`
+      return {
+        anchor: c.anchor,
+        turn: c.turn,
+        what: "read",
+        sources: [source],
+        render: (sources) => this.renderRead(obs, uri, sources),
+        fallback: `[concord] ${obs.path} changed since this read; the content shown earlier is no longer accurate. Re-read ${obs.path}${span} before relying on it.`,
+      }
+    }
+    if (c.tool === "grep") {
+      const g = parseGrep(output)
+      if (!g) return "no hits in a known format"
+      const idx = g.hits.flatMap((h, i) => (h.cut ? [] : [i]))
+      if (idx.length === 0) return "every hit was cut at 2000 chars"
+      const sources = idx.map((i) => {
+        const h = g.hits[i]!
+        return { uri: pathToFileURL(h.file).href, range: { start: h.line, end: h.line }, text: h.text }
+      })
+      return {
+        anchor: c.anchor,
+        turn: c.turn,
+        what: "grep",
+        sources,
+        render: (now) => {
+          const hits = g.hits.map((h) => ({ ...h }))
+          now.forEach((s, k) => {
+            const h = hits[idx[k]!]
+            if (!h) return
+            if (s.range) h.line = s.range.start
+            if (typeof s.text === "string") h.text = s.text.split("\n")[0]!
+          })
+          return renderGrep({ ...g, hits })
+        },
+        fallback: `[concord] files in this search result changed since it ran; its hits are no longer accurate. Run the search again before relying on it.`,
+      }
+    }
+    if (c.tool === "glob") {
+      const files = parseGlob(output, c.metadata)
+      if (!files) return "glob result cut at its limit"
+      const input = (c.input ?? {}) as Record<string, unknown>
+      if (typeof input.pattern !== "string") return "no pattern"
+      const base = path.resolve(dir, typeof input.path === "string" ? input.path : ".")
+      const rel = files.map((f) => path.relative(base, f).split(path.sep).join("/"))
+      if (rel.some((r) => r.startsWith("../"))) return "glob hits outside its directory"
+      // ripgrep --files: hidden files included, .git skipped, gitignore rules applied (fitListing
+      // turns what they left out into ignore names).
+      return this.listing(link, c, base, rel, { depth: 0, hidden: true, ignore: [".git"], glob: rgGlob(input.pattern) }, "glob")
+    }
+    if (c.tool === "bash") {
+      const input = (c.input ?? {}) as Record<string, unknown>
+      const meta = (c.metadata ?? {}) as Record<string, unknown>
+      const command = typeof input.command === "string" ? input.command : ""
+      if (meta.exit !== undefined && meta.exit !== 0) return "event"
+      if (meta.truncated === true) return "event"
+      const cwd = path.resolve(dir, typeof input.workdir === "string" ? input.workdir : ".")
+      const r = observeShellRead(command, output, cwd)
+      if (r === undefined) return "event"
+      if (typeof r === "string") return `shell read not tracked: ${r}`
+      const target = r.sources[0]!.uri.replace(/^file:\/\//, "")
+      return {
+        anchor: c.anchor,
+        turn: c.turn,
+        what: "shell",
+        sources: r.sources,
+        render: (now) => renderShellRead(r, now),
+        fallback: `[concord] the file content this command printed changed since it ran; it is no longer accurate. Run \`${command}\` again (or read ${decodeURIComponent(target)}) before relying on it.`,
+      }
+    }
+    return undefined
+  }
+
+  /** A listing source for a directory shown by `read` or `glob`, if the server supports them. */
+  private async listing(
+    link: SessionLink,
+    c: Candidate,
+    dir: string,
+    entries: string[],
+    base: ListingQuery,
+    tool: string,
+  ): Promise<Tracked | string> {
+    if (!(await this.listingSupport(link))) return "this concord has no listing sources"
+    const q = fitListing(dir, entries, base)
+    if (!q) return `the ${tool} listing cannot be expressed as a listing source`
+    return {
+      anchor: c.anchor,
+      turn: c.turn,
+      what: "listing",
+      sources: [{ uri: listingUri(dir, q), text: canonicalListing(entries) }],
+      fallback: `[concord] the listing of ${dir} shown earlier is out of date. List it again before relying on it.`,
+    }
+  }
+
+  /** Whether this concord tracks listing sources (CONTRACTS.md): probed once with a real listing. */
+  private async listingSupport(link: SessionLink): Promise<boolean> {
+    if (link.listings !== undefined) return link.listings
+    const q: ListingQuery = { depth: 1, hidden: true, ignore: [] }
+    const root = this.roots[0]!
+    const entries = walkListing(root, q, 5000)
+    if (!entries) return (link.listings = false)
+    try {
+      const res = await link.client!.observe({ agent: this.agent, turn: 0, anchor: PROBE_ANCHOR, kind: "snapshot", sources: [{ uri: listingUri(root, q), text: canonicalListing(entries) }] })
+      link.listings = res?.status === "valid"
+      await link.client!.release({ agent: this.agent, anchors: [PROBE_ANCHOR] }).catch(() => {})
+    } catch (err) {
+      if (!(err instanceof RpcError)) throw err
+      link.listings = false
+    }
+    this.debug(`session ${link.id}: listing sources ${link.listings ? "supported" : "not supported by this concord"}`)
+    return link.listings
+  }
+
+  /** Runs one request; a transport failure (timeout, dead child) takes the link down until a restart. */
   private async rpc<T>(link: SessionLink, fn: () => Promise<T>): Promise<T | undefined> {
-    if (link.dead || !link.client) return undefined
+    if (link.dead || link.down || !link.client) return undefined
     try {
       return await fn()
     } catch (err) {
@@ -355,39 +632,43 @@ export class ConcordBinding {
     }
   }
 
-  private updateView(link: SessionLink, b: BlockView): void {
-    if (!b || typeof b.anchor !== "string") return
-    const rec = link.reads.get(b.anchor)
-    if (!rec) return
+  /** Keeps the block's latest view; says whether this sync repaired it or put a notice in. */
+  private updateView(link: SessionLink, b: BlockView, full: boolean): "repaired" | "notice" | undefined {
+    if (!b || typeof b.anchor !== "string") return undefined
+    const rec = link.tracked.get(b.anchor)
+    if (!rec) return undefined
     const sources = Array.isArray(b.sources) && b.sources.length > 0 ? b.sources : undefined
+    const before = link.views.get(b.anchor)
+    const set = (v: string | undefined) => {
+      if (v === undefined) link.views.delete(b.anchor)
+      else link.views.set(b.anchor, v)
+    }
     switch (b.status) {
       case "released":
-        link.reads.delete(b.anchor)
+        link.tracked.delete(b.anchor)
         link.views.delete(b.anchor)
-        return
+        return undefined
       case "valid":
-        // Only a block that was rewritten before needs its (now current) lines shown again.
-        if (sources && link.views.has(b.anchor)) link.views.set(b.anchor, this.render(rec, sources))
-        else link.views.delete(b.anchor)
-        return
+        // Only a result that was rewritten before needs its (now current) lines shown again.
+        if (sources && before !== undefined && rec.render) set(rec.render(sources))
+        else set(undefined)
+        return undefined
       case "patched":
-        if (sources) link.views.set(b.anchor, this.render(rec, sources))
-        else link.views.set(b.anchor, b.notice ?? this.fallbackNotice(rec))
-        return
+        set(sources && rec.render ? rec.render(sources) : (b.notice ?? rec.fallback))
+        if (full && link.views.get(b.anchor) === before) return undefined
+        return sources && rec.render ? "repaired" : "notice"
       case "stale":
-        link.views.set(
-          b.anchor,
-          sources ? `${this.render(rec, sources)}\n\n${b.notice ?? this.fallbackNotice(rec)}` : (b.notice ?? this.fallbackNotice(rec)),
-        )
-        return
+        set(sources && rec.render ? `${rec.render(sources)}\n\n${b.notice ?? rec.fallback}` : (b.notice ?? rec.fallback))
+        break
       default:
         // invalid, superseded, and anything newer: the notice replaces the output.
-        link.views.set(b.anchor, b.notice ?? (sources ? this.render(rec, sources) : this.fallbackNotice(rec)))
+        set(b.notice ?? (sources && rec.render ? rec.render(sources) : rec.fallback))
     }
+    return full && link.views.get(b.anchor) === before ? undefined : "notice"
   }
 
-  private render(rec: ReadRecord, sources: SourceLink[]): string {
-    const src = sources.find((s) => s.uri === rec.uri) ?? sources[0]!
+  private renderRead(obs: ReadObservation, uri: string, sources: SourceLink[]): string {
+    const src = sources.find((s) => s.uri === uri) ?? sources[0]!
     const text = (src.text ?? "").replace(/\r\n?/g, "\n")
     let start = 1
     let lines: string[]
@@ -397,56 +678,73 @@ export class ConcordBinding {
     } else {
       lines = splitLines(text)
     }
-    const total = fileLineCount(rec.obs.path) ?? start + lines.length - 1
-    return renderRead({ shape: rec.obs.shape, path: rec.obs.path, start, lines, totalLines: total, suffix: rec.obs.suffix })
+    // The server's line count of the file when it built this view (bug 5), else the disk's.
+    const total = typeof src.totalLines === "number" ? src.totalLines : (fileLineCount(obs.path) ?? start + lines.length - 1)
+    return renderRead({ shape: obs.shape, path: obs.path, start, lines, totalLines: total, suffix: obs.suffix })
   }
 
-  private fallbackNotice(rec: ReadRecord): string {
-    const { path: p, start, lines } = rec.obs
-    const span = rec.obs.whole ? "" : ` lines ${start}-${start + lines.length - 1}`
-    return `[concord] ${p} changed since this read; the content shown earlier is no longer accurate. Re-read ${p}${span} before relying on it.`
+  /** One line per sync that changed something: OpenCode's log and a toast in the TUI. */
+  private reportBatch(repaired: number, notices: number): void {
+    if (repaired === 0 && notices === 0) return
+    this.stats.repaired += repaired
+    this.stats.notices += notices
+    const parts: string[] = []
+    if (repaired > 0) parts.push(`${repaired} ${repaired === 1 ? "read" : "reads"} repaired`)
+    if (notices > 0) parts.push(`${notices} re-read ${notices === 1 ? "notice" : "notices"}`)
+    const message = `concord: ${parts.join(", ")}`
+    this.stats.batches.push(message)
+    this.tell("info", message)
   }
 
   private fail(link: SessionLink, why: string): void {
-    if (link.dead) return
-    link.dead = true
-    // A request cut short by our own shutdown (dispose, session.deleted) is not worth a warning.
-    const expected = link.closing || this.disposed
+    if (link.dead || link.down) return
+    // A request cut short by our own shutdown (dispose, session.deleted) is not worth a note.
+    if (link.closing || this.disposed) {
+      this.debug(`after shutdown: ${why}`)
+      return
+    }
+    link.down = true
+    const client = link.client
     link.closing = true
-    link.client?.kill()
-    if (expected) this.debug(`after shutdown: ${why}`)
-    else this.warn(why)
+    client?.kill()
+    link.closing = false
+    this.debug(`${why}; concord restarts at the next hook`)
   }
 
-  /** One warning per plugin instance, to OpenCode's log (app.log) and to stderr. */
+  /** One warning per plugin instance, through OpenCode's client (log and toast), never raw over the TUI. */
   private warn(message: string): void {
     if (this.warned) {
       this.debug(`(suppressed warning) ${message}`)
       return
     }
     this.warned = true
-    const text = `[concord] WARNING: ${message}. Continuing without Concord: file reads are passed to the model unrepaired.`
-    try {
-      ;(this.init.stderr ?? ((t: string) => process.stderr.write(t)))(text + "\n")
-    } catch {
-      // nowhere to write
-    }
-    try {
-      const log = (this.init.client as any)?.app?.log
-      if (typeof log === "function") {
-        const p = log.call((this.init.client as any).app, { body: { service: "concord", level: "warn", message: text } })
-        if (p && typeof p.then === "function") {
-          p.then(
-            (res: any) => this.debug(`app.log: ${res?.error ? `refused: ${JSON.stringify(res.error)}` : "ok"}`),
-            (err: unknown) => this.debug(`app.log failed: ${String(err)}`),
-          )
-        }
-      }
-    } catch {
-      // OpenCode's log is best effort
-    }
+    this.tell("warn", `[concord] WARNING: ${message}. Continuing without Concord: file reads are passed to the model unrepaired.`)
   }
 
+  /** app.log (OpenCode's log file; stderr with --print-logs) and tui.showToast; both best effort. */
+  private tell(level: "info" | "warn", message: string): void {
+    const client = this.init.client as any
+    this.debug(message)
+    const call = (obj: any, fn: string, arg: unknown, what: string) => {
+      try {
+        const f = obj?.[fn]
+        if (typeof f !== "function") return
+        const p = f.call(obj, arg)
+        if (p && typeof p.then === "function") {
+          p.then(
+            (res: any) => res?.error && this.debug(`${what} refused: ${JSON.stringify(res.error)}`),
+            (err: unknown) => this.debug(`${what} failed: ${String(err)}`),
+          )
+        }
+      } catch (err) {
+        this.debug(`${what} failed: ${String(err)}`)
+      }
+    }
+    call(client?.app, "log", { body: { service: "concord", level, message } }, "app.log")
+    call(client?.tui, "showToast", { body: { title: "Concord", message, variant: level === "warn" ? "warning" : "info", duration: 4000 } }, "tui.showToast")
+  }
+
+  /** Debug lines (CONCORD_OPENCODE_DEBUG=1) go to stderr: asked for explicitly, for a terminal that is not the TUI. */
   private debug(message: string): void {
     if (!this.debugOn) return
     try {
@@ -467,23 +765,75 @@ export class ConcordBinding {
   }
 }
 
-interface ReadPart {
-  callID: string
-  state: { status: string; input?: unknown; output: string; metadata?: unknown; time?: { compacted?: number } }
+interface HistoryPart {
+  c: Candidate
+  compacted: boolean
+  /** Where the text the model sees lives: a tool part's state.output, or a text part's text. */
+  target: { obj: any; field: "output" | "text" }
 }
 
-/** Completed `read` tool parts in the history, in order. */
-function readParts(messages: any[]): ReadPart[] {
-  const out: ReadPart[] = []
+const ATTACHED = /^Called the Read tool with the following input: (\{.*\})$/s
+
+/**
+ * The content-bearing results in the history, in order, each with the turn (model request) it
+ * belongs to: the assistant message's ordinal for tool results, the next request for user
+ * attachments. Returns the turn of the request about to be made too.
+ */
+function collect(messages: any[]): { parts: HistoryPart[]; turn: number } {
+  const out: HistoryPart[] = []
+  let assistants = 0
   for (const m of messages) {
     if (!Array.isArray(m?.parts)) continue
+    const role = m?.info?.role
+    if (role === "assistant") assistants++
+    const turn = role === "assistant" ? assistants : assistants + 1
+    let attachedInput: unknown
     for (const p of m.parts) {
-      if (p?.type === "tool" && p.tool === "read" && typeof p.callID === "string" && p.state?.status === "completed" && typeof p.state.output === "string") {
-        out.push(p as ReadPart)
+      if (p?.type === "tool" && CONTENT_TOOLS.has(p.tool) && typeof p.callID === "string" && p.state?.status === "completed" && typeof p.state.output === "string") {
+        out.push({
+          c: { anchor: p.callID, tool: p.tool, input: p.state.input, output: p.state.output, metadata: p.state.metadata, turn },
+          compacted: !!p.state.time?.compacted,
+          target: { obj: p.state, field: "output" },
+        })
+      } else if (p?.type === "text" && p.synthetic === true && typeof p.text === "string") {
+        // An @file / -f attachment: OpenCode adds "Called the Read tool with … {input}" and then a
+        // text part with the read's output.
+        const m2 = ATTACHED.exec(p.text)
+        if (m2) {
+          try {
+            attachedInput = JSON.parse(m2[1]!)
+          } catch {
+            attachedInput = undefined
+          }
+          continue
+        }
+        if (attachedInput !== undefined && typeof p.id === "string") {
+          out.push({ c: { anchor: `attach:${p.id}`, tool: "attachment", input: attachedInput, output: p.text, turn }, compacted: false, target: { obj: p, field: "text" } })
+        }
+        attachedInput = undefined
       }
     }
   }
-  return out
+  return { parts: out, turn: assistants + 1 }
+}
+
+/** The directory to add to the roots for a result Concord refused as outside them. */
+function outsideDir(t: Tracked): string | undefined {
+  const uri = t.sources[0]?.uri
+  if (!uri?.startsWith("file://")) return undefined
+  let p: string
+  try {
+    p = fileURLToPath(uri.split("?")[0]!)
+  } catch {
+    return undefined
+  }
+  const dir = t.what === "listing" ? p : path.dirname(p)
+  return dir === path.parse(dir).root ? undefined : dir
+}
+
+function inside(p: string, root: string): boolean {
+  const rel = path.relative(root, p)
+  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel))
 }
 
 /** Absolute paths an edit-type tool wrote. */

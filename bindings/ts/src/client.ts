@@ -81,6 +81,8 @@ export interface SourceLink {
   range?: LineRange
   text?: string
   version?: string
+  /** In sync views: the source's current line count (for "End of file" footers). */
+  totalLines?: number
 }
 
 export interface InitializeParams {

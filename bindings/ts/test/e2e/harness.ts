@@ -44,6 +44,23 @@ export function opencodeBinary(): string | undefined {
   return candidates.find((c) => isExecutable(c))
 }
 
+/**
+ * The directory of the pinned ripgrep (@vscode/ripgrep's platform package), or undefined when it
+ * is not installed for this platform. OpenCode's grep and glob tools run `rg` from PATH (else they
+ * download it), so the e2e runs put this directory first on PATH; nothing is installed system-wide.
+ */
+export function ripgrepDir(): string | undefined {
+  const dir = path.join(PKG_ROOT, `node_modules/@vscode/ripgrep-${process.platform}-${process.arch}/bin`)
+  return isExecutable(path.join(dir, process.platform === "win32" ? "rg.exe" : "rg")) ? dir : undefined
+}
+
+/** false when the pinned ripgrep is there, else the reason to skip a test that needs grep/glob. */
+export function skipWithoutRipgrep(): false | string {
+  return ripgrepDir()
+    ? false
+    : `SKIPPED: no pinned ripgrep for ${process.platform}-${process.arch} in node_modules/@vscode/ripgrep-* (npm ci installs it; OpenCode's grep/glob would download rg otherwise)`
+}
+
 export function isExecutable(file: string): boolean {
   try {
     fs.accessSync(file, fs.constants.X_OK)
@@ -104,6 +121,8 @@ export interface RunOptions {
   model?: string
   pure?: boolean
   continue?: boolean
+  /** More arguments for `opencode run` after the prompt (e.g. ["-f", file]: -f takes an array). */
+  extraArgs?: string[]
   env?: Record<string, string>
   timeoutMs?: number
 }
@@ -176,7 +195,7 @@ export async function runOpencode(ws: Workspace, opts: RunOptions): Promise<RunR
   writeConfig(ws, opts)
   const h = ws.home
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    PATH: [ripgrepDir(), process.env.PATH ?? "/usr/bin:/bin"].filter(Boolean).join(path.delimiter),
     HOME: h,
     XDG_CONFIG_HOME: path.join(h, "config"),
     XDG_DATA_HOME: path.join(h, "data"),
@@ -200,6 +219,7 @@ export async function runOpencode(ws: Workspace, opts: RunOptions): Promise<RunR
   if (opts.pure) args.push("--pure")
   if (opts.continue) args.push("--continue")
   args.push(opts.prompt ?? "go")
+  if (opts.extraArgs) args.push(...opts.extraArgs)
   const started = Date.now()
   const child = spawn(bin, args, { cwd: ws.proj, env, stdio: ["ignore", "pipe", "pipe"] })
   let stdout = ""

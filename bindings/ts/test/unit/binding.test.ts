@@ -23,8 +23,12 @@ function tmpdir(): string {
 interface Harness {
   binding: ConcordBinding
   hooks: ReturnType<ConcordBinding["hooks"]>
-  warnings: string[]
+  /** Warnings sent through OpenCode's client (app.log level warn). */
+  readonly warnings: string[]
   logged: any[]
+  toasts: any[]
+  /** What the plugin wrote to its stderr (debug lines only; never warnings). */
+  stderr: string[]
   /** Stored tool parts, as OpenCode keeps them (the transform gets a fresh copy each time). */
   parts: any[]
   sessionID: string
@@ -36,14 +40,15 @@ interface Harness {
 }
 
 function harness(dir: string, init: Partial<BindingInit> = {}, sessionID = "ses_test"): Harness {
-  const warnings: string[] = []
+  const stderr: string[] = []
   const logged: any[] = []
-  const client = { app: { log: async (opts: any) => void logged.push(opts) } }
+  const toasts: any[] = []
+  const client = { app: { log: async (opts: any) => void logged.push(opts) }, tui: { showToast: async (opts: any) => void toasts.push(opts) } }
   const binding = new ConcordBinding({
     directory: dir,
     worktree: dir,
     client,
-    stderr: (t) => void warnings.push(t),
+    stderr: (t) => void stderr.push(t),
     env: { PATH: process.env.PATH, ...(concordBin() ? { CONCORD_BIN: concordBin() } : {}) },
     ...init,
     options: { timeoutMs: 5000, ...init.options },
@@ -53,8 +58,12 @@ function harness(dir: string, init: Partial<BindingInit> = {}, sessionID = "ses_
   const h: Harness = {
     binding,
     hooks,
-    warnings,
+    get warnings() {
+      return logged.filter((l) => l.body.level === "warn").map((l) => l.body.message as string)
+    },
     logged,
+    toasts,
+    stderr,
     parts,
     sessionID,
     async read(callID, file, offset, limit) {
@@ -114,6 +123,9 @@ describe("pass-through without a working concord", () => {
     assert.equal(h.logged.length, 1)
     assert.equal(h.logged[0].body.service, "concord")
     assert.equal(h.logged[0].body.level, "warn")
+    assert.equal(h.toasts.length, 1, "and one toast")
+    assert.equal(h.toasts[0].body.variant, "warning")
+    assert.deepEqual(h.stderr, [], "nothing written raw to stderr (the TUI's screen)")
     await h.hooks.dispose()
   })
 
@@ -122,7 +134,11 @@ describe("pass-through without a working concord", () => {
     const h = harness(dir, { env: { PATH: dir }, moduleDir: dir })
     await h.modelCall()
     assert.equal(h.warnings.length, 1)
-    assert.match(h.warnings[0]!, /not found \(set CONCORD_BIN/)
+    // Every place looked at is named.
+    assert.match(h.warnings[0]!, /concord binary not found; looked at: /)
+    for (const place of [path.join(dir, "concord"), path.join(dir, "bin", "concord")]) assert.ok(h.warnings[0]!.includes(place), place)
+    assert.match(h.warnings[0]!, /Set CONCORD_BIN/)
+    assert.deepEqual(h.stderr, [])
   })
 
   test("a binary that never answers: initialize times out, the child is killed, one warning", async () => {
@@ -165,6 +181,23 @@ describe("changedFiles", () => {
     assert.deepEqual(changedFiles("apply_patch", { patchText }, undefined, "/p"), ["/p/a.txt", "/p/new.txt", "/p/old.txt"])
   })
 })
+
+/** The server feature of issue 10 bug 4 (CONTRACTS.md): observe of a missing file registers an invalid block. */
+async function missingFileRefused(dir: string): Promise<string | false> {
+  const { ConcordClient, PROTOCOL_VERSION, RpcError } = await import("../../src/client.js")
+  const c = new ConcordClient({ bin: concordBin()!, args: ["serve"] })
+  try {
+    await c.initialize({ protocolVersion: PROTOCOL_VERSION, clientInfo: { name: "probe", version: "0" }, roots: [dir] })
+    await c.observe({ agent: "main", turn: 0, anchor: "p", sources: [{ uri: `file://${dir}/no-such-file.txt`, text: "x" }] })
+    return false
+  } catch (err) {
+    return err instanceof RpcError
+      ? `SKIPPED: this concord refuses observe of a missing file (${err.message}); needs the "arch" core feature (invalid block for a missing file)`
+      : false
+  } finally {
+    await c.close(500)
+  }
+}
 
 describe("with the real concord binary", () => {
   const skip = skipWithoutConcord()
@@ -292,27 +325,197 @@ describe("with the real concord binary", () => {
     assert.equal(a.warnings.length, 0, a.warnings.join("\n"))
   })
 
-  test("concord killed mid-session: hooks keep working, one warning, last views kept", { skip }, async () => {
+  test("concord killed mid-session: restarted at the next model call, what is in the context registered again, the change made while it was dead repaired", { skip }, async () => {
     const dir = tmpdir()
     const file = path.join(dir, "config.yaml")
     fs.writeFileSync(file, config)
     const h = harness(dir)
     await h.read("call_1", file)
+    await h.read("call_2", file, 2, 3)
     fs.writeFileSync(file, config.replace("region: eu", "region: us"))
-    const repaired = (await h.modelCall()).get("call_1")
-    assert.equal(repaired, openCodeRead(file).output)
+    assert.equal((await h.modelCall()).get("call_1"), openCodeRead(file).output)
     const pid = h.binding.childPids().get(h.sessionID)!
     process.kill(pid, "SIGKILL")
     assert.ok(await waitGone(pid))
     await new Promise((r) => setTimeout(r, 50))
-    fs.writeFileSync(file, config.replace("region: eu", "region: ap"))
-    await h.read("call_2", file)
-    for (let i = 0; i < 3; i++) {
-      const out = await h.modelCall()
-      assert.equal(out.get("call_1"), repaired)
+    // Changed while no concord was running: seen by nobody until the restart.
+    fs.writeFileSync(file, config.replace("region: eu", "region: ap").replace("debug: false", "debug: true"))
+    const out = await h.modelCall()
+    const newPid = h.binding.childPids().get(h.sessionID)
+    assert.ok(newPid !== undefined && newPid !== pid, "a new concord serves the session")
+    assert.equal(out.get("call_1"), openCodeRead(file).output, "the whole-file read shows the change made while concord was dead")
+    assert.equal(out.get("call_2"), openCodeRead(file, 2, 3).output, "so does the partial read")
+    assert.equal(h.warnings.length, 0, h.warnings.join("\n"))
+    assert.equal(h.binding.stats.restarts, 1)
+    // Later changes keep being repaired by the new child.
+    fs.writeFileSync(file, config.replace("region: eu", "region: sa"))
+    assert.equal((await h.modelCall()).get("call_1"), openCodeRead(file).output)
+    await h.hooks.dispose()
+    assert.ok(await waitGone(newPid!))
+  })
+
+  test("concord killed and impossible to restart: bounded retries, then pass-through with one warning and the last views kept", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const flag = path.join(dir, "allow")
+    fs.writeFileSync(flag, "")
+    const wrapper = path.join(dir, "concord-once")
+    fs.writeFileSync(wrapper, `#!/bin/sh\n[ -e '${flag}' ] || { echo 'gone for good' >&2; exit 3; }\nexec '${concordBin()}' "$@"\n`, { mode: 0o755 })
+    const h = harness(dir, { env: { PATH: process.env.PATH, CONCORD_BIN: wrapper } })
+    await h.read("call_1", file)
+    fs.writeFileSync(file, config.replace("region: eu", "region: us"))
+    const repaired = (await h.modelCall()).get("call_1")
+    assert.equal(repaired, openCodeRead(file).output)
+    fs.rmSync(flag)
+    const pid = h.binding.childPids().get(h.sessionID)!
+    process.kill(pid, "SIGKILL")
+    assert.ok(await waitGone(pid))
+    const until = Date.now() + 10_000
+    while (h.warnings.length === 0 && Date.now() < until) {
+      assert.equal((await h.modelCall()).get("call_1"), repaired, "the last view is still applied")
+      await new Promise((r) => setTimeout(r, 100))
     }
     assert.equal(h.warnings.length, 1, h.warnings.join("\n"))
-    assert.match(h.warnings[0]!, /exited unexpectedly \(signal SIGKILL\)/)
+    assert.match(h.warnings[0]!, /could not be restarted after 3 tries/)
+    for (let i = 0; i < 3; i++) assert.equal((await h.modelCall()).get("call_1"), repaired)
+    assert.equal(h.warnings.length, 1, "said once")
+    assert.deepEqual(h.stderr, [])
+    await h.hooks.dispose()
+  })
+
+  test("grep hits: one block, repaired in the grep tool's format at the hits' new lines", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const other = path.join(dir, "b.txt")
+    fs.writeFileSync(other, "a\nport here\n")
+    const h = harness(dir)
+    const out = `Found 2 matches\n${file}:\n  Line 2: port: 8080\n\n\n${other}:\n  Line 2: port here\n`
+    await h.tool("call_1", "grep", { pattern: "port" }, out, { matches: 2, truncated: false })
+    assert.equal((await h.modelCall()).get("call_1"), out, "unchanged: as the tool printed it")
+    fs.writeFileSync(file, "# top\n" + config.replace("port: 8080", "port: 9090"))
+    const seen = (await h.modelCall()).get("call_1")!
+    assert.equal(seen, `Found 2 matches\n${file}:\n  Line 3: port: 9090\n\n\n${other}:\n  Line 2: port here\n`)
+    assert.deepEqual(h.binding.stats.batches, ["concord: 1 read repaired"])
+    assert.equal(h.toasts.length, 1)
+    assert.equal(h.toasts[0].body.message, "concord: 1 read repaired")
+    assert.ok(h.logged.some((l) => l.body.level === "info" && l.body.message === "concord: 1 read repaired"))
+    await h.hooks.dispose()
+  })
+
+  test("bash reads (cat -n, sed -n) are tracked and re-printed; other commands stay events", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    const lines = config.trimEnd().split("\n")
+    const catN = lines.map((l, i) => `${String(i + 1).padStart(6)}\t${l}`).join("\n") + "\n"
+    await h.tool("call_1", "bash", { command: "cat -n config.yaml", description: "x" }, catN, { exit: 0, truncated: false })
+    await h.tool("call_2", "bash", { command: "sed -n '2,3p' config.yaml", description: "x" }, "port: 8080\ndebug: false\n", { exit: 0, truncated: false })
+    await h.tool("call_3", "bash", { command: "cat config.yaml | head -n 2", description: "x" }, "name: demo\nport: 8080\n", { exit: 0, truncated: false })
+    fs.writeFileSync(file, config.replace("port: 8080", "port: 9090"))
+    const out = await h.modelCall()
+    assert.equal(out.get("call_1"), catN.replace("port: 8080", "port: 9090"))
+    assert.equal(out.get("call_2"), "port: 9090\ndebug: false\n")
+    assert.equal(out.get("call_3"), "name: demo\nport: 8080\n", "a pipeline is an event: untouched")
+    assert.deepEqual(h.binding.stats.batches, ["concord: 2 reads repaired"])
+    await h.hooks.dispose()
+  })
+
+  test("an @file attachment (synthetic user text) is tracked and repaired", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    const r = openCodeRead(file)
+    const user = () => [
+      { info: { id: "msg_0", sessionID: h.sessionID, role: "user" }, parts: [
+        { id: "prt_a", type: "text", synthetic: true, text: `Called the Read tool with the following input: ${JSON.stringify({ filePath: file })}` },
+        { id: "prt_b", type: "text", synthetic: true, text: r.output },
+        { id: "prt_c", type: "file", mime: "text/plain", url: `file://${file}` },
+        { id: "prt_d", type: "text", text: "look" },
+      ] },
+    ]
+    let messages: any[] = user()
+    await h.hooks["experimental.chat.messages.transform"]({}, { messages })
+    assert.equal(messages[0].parts[1].text, r.output)
+    fs.writeFileSync(file, config.replace("mode: fast", "mode: slow"))
+    messages = user()
+    await h.hooks["experimental.chat.messages.transform"]({}, { messages })
+    assert.equal(messages[0].parts[1].text, openCodeRead(file).output)
+    assert.equal(messages[0].parts[3].text, "look", "the user's own text is untouched")
+    await h.hooks.dispose()
+  })
+
+  test("a read whose file was deleted before the plugin registered it (a resumed session) gets the deleted notice", { skip }, async (t) => {
+    const dir = tmpdir()
+    const why = await missingFileRefused(dir)
+    if (why) return t.skip(why)
+    const file = path.join(dir, "gone.txt")
+    fs.writeFileSync(file, "one\ntwo\n")
+    const h = harness(dir)
+    const r = openCodeRead(file)
+    fs.rmSync(file)
+    h.parts.push({ type: "tool", tool: "read", callID: "call_old", state: { status: "completed", input: r.input, output: r.output, time: { start: 1, end: 2 } } })
+    const out = (await h.modelCall()).get("call_old")!
+    assert.match(out, /^\[concord\]/, out)
+    assert.match(out, /deleted/, out)
+    assert.doesNotMatch(out, /1: one/)
+    await h.hooks.dispose()
+  })
+
+  test("the End of file footer follows the file: lines appended after a read to the end", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    await h.read("call_1", file)
+    await h.modelCall()
+    fs.writeFileSync(file, config.replace("port: 8080", "port: 9090") + "extra: 1\n")
+    const out = (await h.modelCall()).get("call_1")!
+    assert.doesNotMatch(out, /End of file - total 10 lines/, "no stale total")
+    assert.match(out, /\(End of file - total 11 lines\)|\(Showing lines 1-10 of 11\. Use offset=11 to continue\.\)/, out)
+    await h.hooks.dispose()
+  })
+
+  test("turn numbers come from the history (a resumed session does not restart at 1)", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const seen: any[] = []
+    const h = harness(dir)
+    const r = openCodeRead(file)
+    const messages: any[] = []
+    for (let i = 0; i < 7; i++) {
+      messages.push({ info: { id: `u${i}`, sessionID: h.sessionID, role: "user" }, parts: [{ type: "text", text: "go" }] })
+      messages.push({ info: { id: `a${i}`, sessionID: h.sessionID, role: "assistant" }, parts: i === 5 ? [{ type: "tool", tool: "read", callID: "call_t", state: { status: "completed", input: r.input, output: r.output, time: { start: 1, end: 2 } } }] : [] })
+    }
+    await h.hooks["experimental.chat.messages.transform"]({}, { messages })
+    fs.writeFileSync(file, "entirely\nnew\n")
+    const again = structuredClone(messages)
+    await h.hooks["experimental.chat.messages.transform"]({}, { messages: again })
+    const notice = again[11].parts[0].state.output as string
+    seen.push(notice)
+    assert.match(notice, /^\[concord\]/)
+    // The link's turn is the 8th model request, not 1 or 2.
+    assert.equal((h.binding as any).sessions.get(h.sessionID).turn, 8)
+    assert.equal((h.binding as any).sessions.get(h.sessionID).tracked.get("call_t").turn, 6)
+    await h.hooks.dispose()
+  })
+
+  test("a read outside the project (external_directory allowed it): the roots are extended and it is repaired", { skip }, async () => {
+    const dir = tmpdir()
+    const outside = tmpdir()
+    const file = path.join(outside, "notes.txt")
+    fs.writeFileSync(file, config)
+    const h = harness(dir)
+    await h.read("call_1", file)
+    await h.modelCall()
+    fs.writeFileSync(file, config.replace("owner: ops", "owner: dev"))
+    const out = (await h.modelCall()).get("call_1")
+    assert.equal(out, openCodeRead(file).output)
+    assert.equal(h.warnings.length, 0, h.warnings.join("\n"))
     await h.hooks.dispose()
   })
 })
