@@ -35,6 +35,13 @@ import {
 
 export const CLIENT_NAME = "concord-opencode"
 export const CLIENT_VERSION = "0.1.0"
+/** initialize's error for a protocol version the server does not speak. */
+export const UNSUPPORTED_VERSION = -32003
+
+/** The warning for a binary that speaks another protocol version than this plugin. */
+export function versionMismatch(binary: string, supported: unknown): string {
+  return `${binary} speaks protocol ${JSON.stringify(supported ?? "?")}, ${CLIENT_NAME} ${CLIENT_VERSION} needs ${PROTOCOL_VERSION}: use the concord binary that came with this package (or unset CONCORD_BIN)`
+}
 
 /** Options from opencode.json: "plugin": [["opencode-concord", { … }]]. All optional. */
 export interface ConcordOptions {
@@ -406,6 +413,9 @@ export class ConcordBinding {
         },
         this.options.startTimeoutMs ?? Math.max(5000, this.timeoutMs),
       )
+      if (res?.protocolVersion !== PROTOCOL_VERSION) {
+        throw new RpcError("initialize", UNSUPPORTED_VERSION, "answered another protocol version", { supported: [res?.protocolVersion] })
+      }
       this.debug(`session ${link.id}: concord ${res?.serverInfo?.version ?? "?"} pid ${client.pid} roots ${roots.join(",")}`)
       return true
     } catch (err) {
@@ -413,6 +423,12 @@ export class ConcordBinding {
         link.closing = true
         client.kill()
         link.closing = false
+      }
+      if (err instanceof RpcError && err.code === UNSUPPORTED_VERSION) {
+        // Another binary than the one this package carries: a restart would not change it.
+        link.dead = true
+        this.warn(versionMismatch(found.path!, (err.data as { supported?: unknown } | undefined)?.supported))
+        return false
       }
       if (link.restarts === 0 && !link.tracked.size) {
         link.dead = true

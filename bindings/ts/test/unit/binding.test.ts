@@ -155,6 +155,43 @@ describe("pass-through without a working concord", () => {
     assert.ok(await waitGone(pid), "the hung child was killed")
   })
 
+  // A binary that speaks another protocol version: either it answers initialize with its own
+  // version, or it refuses ours with -32003 as concord serve does. Named once, never retried.
+  for (const [name, answer] of [
+    ["answers version 2", `{ jsonrpc: "2.0", id: m.id, result: { protocolVersion: 2, serverInfo: { name: "concord" }, capabilities: {} } }`],
+    ["refuses with -32003", `{ jsonrpc: "2.0", id: m.id, error: { code: -32003, message: "unsupported protocol version 1", data: { supported: [2] } } }`],
+  ] as const) {
+    test(`a binary of another protocol version (${name}): one warning naming both versions, pass-through`, async () => {
+      const dir = tmpdir()
+      const peer = path.join(dir, "peer.cjs")
+      fs.writeFileSync(peer, `let buf = Buffer.alloc(0)
+process.stdin.on("data", (c) => {
+  buf = Buffer.concat([buf, c])
+  for (;;) {
+    const h = buf.indexOf("\\r\\n\\r\\n"); if (h < 0) return
+    const n = Number(/Content-Length: (\\d+)/i.exec(buf.subarray(0, h).toString())[1])
+    if (buf.length < h + 4 + n) return
+    const m = JSON.parse(buf.subarray(h + 4, h + 4 + n).toString()); buf = buf.subarray(h + 4 + n)
+    if (m.method === "initialize") { const b = Buffer.from(JSON.stringify(${answer})); process.stdout.write("Content-Length: " + b.length + "\\r\\n\\r\\n"); process.stdout.write(b) }
+  }
+})
+process.stdin.on("end", () => process.exit(0))
+`)
+      const bin = path.join(dir, "concord")
+      fs.writeFileSync(bin, `#!/bin/sh\nexec '${process.execPath}' '${peer}'\n`, { mode: 0o755 })
+      const file = path.join(dir, "a.txt")
+      fs.writeFileSync(file, "one\ntwo\n")
+      const h = harness(dir, { env: { PATH: process.env.PATH, CONCORD_BIN: bin } })
+      await h.read("call_1", file)
+      const original = h.parts[0].state.output
+      for (let i = 0; i < 3; i++) assert.equal((await h.modelCall()).get("call_1"), original)
+      assert.equal(h.warnings.length, 1, h.warnings.join("\n"))
+      assert.match(h.warnings[0]!, /speaks protocol \[2\], concord-opencode \S+ needs 1/)
+      assert.deepEqual(h.stderr, [])
+      await h.hooks.dispose()
+    })
+  }
+
   test("hooks swallow malformed input", async () => {
     const dir = tmpdir()
     const h = harness(dir, { env: { PATH: "" } })
