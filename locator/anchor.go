@@ -90,109 +90,162 @@ func Relocate(a Anchor, newText string, p Params) Result {
 	}
 
 	// 2. Both sides' context.
-	var befores, afters []int // new index just past the before-context; start of the after-context
-	startAnchor, endAnchor := "before", "after"
-	switch {
-	case len(before) > 0:
-		for _, c := range findBlock(nl, before) {
-			befores = append(befores, c+len(before))
-		}
-	case a.Range.Start == 1:
-		befores, startAnchor = []int{0}, "start"
-	}
-	switch {
-	case len(after) > 0:
-		afters = findBlock(nl, after)
-	case a.AtEnd:
-		afters, endAnchor = []int{len(nl)}, "end"
-	}
-	if len(befores) > 0 && len(afters) > 0 {
-		type pair struct{ b, a int }
-		var pairs []pair
-		for _, b := range befores {
-			i := sort.SearchInts(afters, b)
-			switch {
-			case i == len(afters):
-			case len(pairs) > 0 && pairs[len(pairs)-1].a == afters[i]:
-				pairs[len(pairs)-1].b = b // the nearer before-context wins
-			default:
-				pairs = append(pairs, pair{b, afters[i]})
-			}
-		}
-		if len(pairs) > maxPairs {
-			ev.Anchors = []string{startAnchor, endAnchor}
-			return invalid(ev, fmt.Sprintf("ambiguous: the context occurs at %d places", len(pairs)))
-		}
-		if len(pairs) == 1 {
-			b, e := pairs[0].b, pairs[0].a
-			ev.Anchors = []string{startAnchor, endAnchor}
-			if e == b {
-				return removed(invalid(ev, "deleted: the lines around the span are now adjacent"))
-			}
-			return judged(span, nl, b, e, p, ev)
-		}
-		var found []Result
-		for _, pr := range pairs {
-			if pr.a == pr.b {
-				continue
-			}
-			e := ev
-			e.Anchors = []string{startAnchor, endAnchor}
-			if r := judged(span, nl, pr.b, pr.a, p, e); r.Status != Invalid {
-				found = append(found, r)
-			}
-		}
-		if len(found) == 1 {
-			return found[0]
-		}
-		if len(found) > 1 {
-			ev.Anchors = []string{startAnchor, endAnchor}
-			return invalid(ev, fmt.Sprintf("ambiguous: %d places between the recorded context qualify as a local edit", len(found)))
-		}
+	ctx := findContext(nl, before, after, a)
+	if r, ok := relocateBetween(span, nl, ctx, p, ev); ok {
+		return r
 	}
 
 	// 3. Single anchors, strongest first.
-	type cand struct {
-		b, e   int
-		anchor string
+	if r, ok := relocateSingle(span, nl, ctx, p, ev); ok {
+		return r
 	}
-	var cs []cand
-	firsts, lasts := findBlock(nl, span[:1]), findBlock(nl, span[L-1:])
-	if L > 1 && len(firsts) == 1 && len(lasts) == 1 && lasts[0] >= firsts[0] {
-		cs = append(cs, cand{firsts[0], lasts[0] + 1, "span"})
+	return invalid(ev, "not locatable: neither the span nor its context occurs in the new text")
+}
+
+// sideContext holds where the recorded context occurs in the new text, and the
+// names of the anchors that stand for each side.
+type sideContext struct {
+	befores []int // new index just past each before-context
+	afters  []int // new index of the start of each after-context
+	start   string
+	end     string
+}
+
+// findContext locates both sides' context; the file's start or end stand in
+// for missing context at the edges.
+func findContext(nl, before, after []string, a Anchor) sideContext {
+	c := sideContext{start: "before", end: "after"}
+	switch {
+	case len(before) > 0:
+		for _, i := range findBlock(nl, before) {
+			c.befores = append(c.befores, i+len(before))
+		}
+	case a.Range.Start == 1:
+		c.befores, c.start = []int{0}, "start"
 	}
-	if len(firsts) == 1 {
-		cs = append(cs, cand{firsts[0], min(len(nl), firsts[0]+L), "span"})
+	switch {
+	case len(after) > 0:
+		c.afters = findBlock(nl, after)
+	case a.AtEnd:
+		c.afters, c.end = []int{len(nl)}, "end"
 	}
-	if len(lasts) == 1 {
-		cs = append(cs, cand{max(0, lasts[0]+1-L), lasts[0] + 1, "span"})
+	return c
+}
+
+// contextPair is one region between a before-context (b) and the nearest
+// after-context following it (a).
+type contextPair struct{ b, a int }
+
+// pairContext pairs each before-context with the first after-context at or
+// past it; when several share an after-context, the nearer before wins.
+func pairContext(c sideContext) []contextPair {
+	var pairs []contextPair
+	for _, b := range c.befores {
+		i := sort.SearchInts(c.afters, b)
+		switch {
+		case i == len(c.afters):
+		case len(pairs) > 0 && pairs[len(pairs)-1].a == c.afters[i]:
+			pairs[len(pairs)-1].b = b // the nearer before-context wins
+		default:
+			pairs = append(pairs, contextPair{b, c.afters[i]})
+		}
 	}
-	if len(befores) == 1 {
-		cs = append(cs, cand{befores[0], min(len(nl), befores[0]+L), startAnchor})
+	return pairs
+}
+
+// relocateBetween is step 2 of Relocate: the lines between both sides'
+// context. It reports false when the context settles nothing, so the
+// single anchors get their turn.
+func relocateBetween(span, nl []string, c sideContext, p Params, ev Evidence) (Result, bool) {
+	if len(c.befores) == 0 || len(c.afters) == 0 {
+		return Result{}, false
 	}
-	if len(afters) == 1 {
-		cs = append(cs, cand{max(0, afters[0]-L), afters[0], endAnchor})
+	pairs := pairContext(c)
+	if len(pairs) > maxPairs {
+		ev.Anchors = []string{c.start, c.end}
+		return invalid(ev, fmt.Sprintf("ambiguous: the context occurs at %d places", len(pairs))), true
 	}
-	var best Result
-	for _, c := range cs {
-		if c.e <= c.b {
+	if len(pairs) == 1 {
+		b, e := pairs[0].b, pairs[0].a
+		ev.Anchors = []string{c.start, c.end}
+		if e == b {
+			return removed(invalid(ev, "deleted: the lines around the span are now adjacent")), true
+		}
+		return judged(span, nl, b, e, p, ev), true
+	}
+	var found []Result
+	for _, pr := range pairs {
+		if pr.a == pr.b {
 			continue
 		}
 		e := ev
-		e.Anchors = []string{c.anchor}
-		r := judged(span, nl, c.b, c.e, p, e)
+		e.Anchors = []string{c.start, c.end}
+		if r := judged(span, nl, pr.b, pr.a, p, e); r.Status != Invalid {
+			found = append(found, r)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	if len(found) > 1 {
+		ev.Anchors = []string{c.start, c.end}
+		return invalid(ev, fmt.Sprintf("ambiguous: %d places between the recorded context qualify as a local edit", len(found))), true
+	}
+	return Result{}, false
+}
+
+// singleCand is a region [b, e) placed by one anchor alone.
+type singleCand struct {
+	b, e   int
+	anchor string
+}
+
+// singleCands lists the regions the single anchors place, strongest first:
+// the span's first and last lines together, each alone, then one side's
+// context with the span's length. Each anchor counts only when unique.
+func singleCands(span, nl []string, c sideContext) []singleCand {
+	L := len(span)
+	var cs []singleCand
+	firsts, lasts := findBlock(nl, span[:1]), findBlock(nl, span[L-1:])
+	if L > 1 && len(firsts) == 1 && len(lasts) == 1 && lasts[0] >= firsts[0] {
+		cs = append(cs, singleCand{firsts[0], lasts[0] + 1, "span"})
+	}
+	if len(firsts) == 1 {
+		cs = append(cs, singleCand{firsts[0], min(len(nl), firsts[0]+L), "span"})
+	}
+	if len(lasts) == 1 {
+		cs = append(cs, singleCand{max(0, lasts[0]+1-L), lasts[0] + 1, "span"})
+	}
+	if len(c.befores) == 1 {
+		cs = append(cs, singleCand{c.befores[0], min(len(nl), c.befores[0]+L), c.start})
+	}
+	if len(c.afters) == 1 {
+		cs = append(cs, singleCand{max(0, c.afters[0]-L), c.afters[0], c.end})
+	}
+	return cs
+}
+
+// relocateSingle is step 3 of Relocate: the first single-anchor region the
+// locality policy accepts, or else the most similar rejected one (without
+// a Near range). It reports false when no anchor placed anything.
+func relocateSingle(span, nl []string, c sideContext, p Params, ev Evidence) (Result, bool) {
+	var best Result
+	for _, sc := range singleCands(span, nl, c) {
+		if sc.e <= sc.b {
+			continue
+		}
+		e := ev
+		e.Anchors = []string{sc.anchor}
+		r := judged(span, nl, sc.b, sc.e, p, e)
 		if r.Status != Invalid {
-			return r
+			return r, true
 		}
 		if best.Reason == "" || r.Evidence.Similarity > best.Evidence.Similarity {
 			best = r
 			best.Near = nil // one anchor and a length: a guess, not a place
 		}
 	}
-	if best.Reason != "" {
-		return best
-	}
-	return invalid(ev, "not locatable: neither the span nor its context occurs in the new text")
+	return best, best.Reason != ""
 }
 
 // judged applies the locality policy to new lines [b, e).

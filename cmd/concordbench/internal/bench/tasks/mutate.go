@@ -185,40 +185,61 @@ var monthNames = []string{"January", "February", "March", "April", "May", "June"
 // noun for a name or a name for a common noun.
 func replacement(t Task, gold, sentence, ownTitle string) (string, string) {
 	if digitRun.MatchString(gold) {
-		h := hashInt(t.ID + gold)
-		out := numberRun.ReplaceAllStringFunc(gold, func(d string) string {
-			if strings.Contains(d, ",") {
-				return withSeparators(shiftNumber(strings.ReplaceAll(d, ",", ""), h))
-			}
-			return shiftNumber(d, h)
-		})
-		kind := "number"
-		for _, m := range monthNames {
-			if strings.Contains(gold, m) {
-				kind = "date"
-			}
-		}
-		if len(digitRun.FindString(gold)) == 4 && !strings.Contains(gold, ",") {
-			kind = "date"
-		}
-		if Normalize(out) != Normalize(gold) {
-			return out, kind
-		}
-		return "", ""
+		return numberReplacement(t, gold)
 	}
 	if slices.Contains(demonyms, gold) {
 		return otherWord(t, gold, sentence, sentence), "entity"
 	}
+	capital := isCapital(gold)
+	prev, next := neighbourWords(gold, sentence, capital)
+	cands := spanCandidates(t, gold, sentence, ownTitle, spanPatterns(prev, next, capital), capital)
+	if len(cands) == 0 {
+		return "", ""
+	}
+	slices.SortFunc(cands, func(a, b string) int {
+		if d := hashInt(t.ID+a) - hashInt(t.ID+b); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	return cands[0], "entity"
+}
+
+// numberReplacement shifts every whole number in gold and names the kind:
+// a "date" when gold holds a month or a bare four-digit year, else a
+// "number". It returns "" when the shift leaves gold unchanged.
+func numberReplacement(t Task, gold string) (string, string) {
+	h := hashInt(t.ID + gold)
+	out := numberRun.ReplaceAllStringFunc(gold, func(d string) string {
+		if strings.Contains(d, ",") {
+			return withSeparators(shiftNumber(strings.ReplaceAll(d, ",", ""), h))
+		}
+		return shiftNumber(d, h)
+	})
+	kind := "number"
+	for _, m := range monthNames {
+		if strings.Contains(gold, m) {
+			kind = "date"
+		}
+	}
+	if len(digitRun.FindString(gold)) == 4 && !strings.Contains(gold, ",") {
+		kind = "date"
+	}
+	if Normalize(out) != Normalize(gold) {
+		return out, kind
+	}
+	return "", ""
+}
+
+// neighbourWords returns the word before the answer in sentence (for a
+// common noun, the nearest lower-case one: "a British director" gives "a"),
+// and the lower-case word after it: another span in the same place
+// ("in Varden" -> "in Brightmoor") is of the same kind.
+func neighbourWords(gold, sentence string, capital bool) (prev, next string) {
 	at := strings.Index(sentence, gold)
 	if at < 0 {
 		at = strings.Index(strings.ToLower(sentence), strings.ToLower(gold))
 	}
-	capital := isCapital(gold)
-	// The word before the answer (for a common noun, the nearest lower-case
-	// one: "a British director" gives "a"), and the word after it: another
-	// span in the same place ("in Varden" -> "in Brightmoor") is of the
-	// same kind.
-	prev, next := "", ""
 	ws := words(sentence[:max(at, 0)])
 	for i := len(ws) - 1; i >= 0 && prev == ""; i-- {
 		if capital || !isCapital(ws[i].w) {
@@ -230,6 +251,13 @@ func replacement(t Task, gold, sentence, ownTitle string) (string, string) {
 			next = ws[0].w
 		}
 	}
+	return prev, next
+}
+
+// spanPatterns builds the patterns that capture a span of the answer's kind
+// (a capitalised name of up to five words, or one lower-case word) right
+// after prev and right before next, in that order of preference.
+func spanPatterns(prev, next string, capital bool) []*regexp.Regexp {
 	span := `((?:\p{Lu}[\p{L}'’.-]*)(?: (?:\p{Lu}[\p{L}'’.-]*|of|de|the|and)){0,4})`
 	if !capital {
 		span = `(\p{Ll}[\p{L}'’-]*)`
@@ -241,6 +269,12 @@ func replacement(t Task, gold, sentence, ownTitle string) (string, string) {
 	if next != "" {
 		res = append(res, regexp.MustCompile(span+` `+regexp.QuoteMeta(next)+`\b`))
 	}
+	return res
+}
+
+// spanCandidates collects, from the first pattern that yields any, the
+// distinct spans in the task's paragraphs that could stand in for gold.
+func spanCandidates(t Task, gold, sentence, ownTitle string, res []*regexp.Regexp, capital bool) []string {
 	ng := Normalize(gold)
 	var cands []string
 	for _, re := range res {
@@ -251,13 +285,7 @@ func replacement(t Task, gold, sentence, ownTitle string) (string, string) {
 			for _, s := range p.Sentences {
 				for _, m := range re.FindAllStringSubmatch(s, -1) {
 					c := strings.TrimRight(m[1], ".,;:")
-					if c == "" || isCapital(c) != capital || stopWords[strings.ToLower(c)] {
-						continue
-					}
-					nc := Normalize(c)
-					if nc == "" || nc == ng || strings.Contains(nc, ng) || strings.Contains(ng, nc) ||
-						strings.Contains(sentence, c) || strings.Contains(strings.ToLower(t.Question), strings.ToLower(c)) ||
-						slices.Contains(demonyms, c) || Normalize(stripParen(ownTitle)) == nc {
+					if !usableSpan(t, c, ng, sentence, ownTitle, capital) {
 						continue
 					}
 					if !slices.Contains(cands, c) {
@@ -267,16 +295,21 @@ func replacement(t Task, gold, sentence, ownTitle string) (string, string) {
 			}
 		}
 	}
-	if len(cands) == 0 {
-		return "", ""
+	return cands
+}
+
+// usableSpan rejects a candidate c that would not read as a plausible wrong
+// value: the wrong kind, a stop word, overlapping the gold answer (ng is its
+// normal form), already in the sentence or the question, a nationality, or
+// the paragraph's own title.
+func usableSpan(t Task, c, ng, sentence, ownTitle string, capital bool) bool {
+	if c == "" || isCapital(c) != capital || stopWords[strings.ToLower(c)] {
+		return false
 	}
-	slices.SortFunc(cands, func(a, b string) int {
-		if d := hashInt(t.ID+a) - hashInt(t.ID+b); d != 0 {
-			return d
-		}
-		return strings.Compare(a, b)
-	})
-	return cands[0], "entity"
+	nc := Normalize(c)
+	return !(nc == "" || nc == ng || strings.Contains(nc, ng) || strings.Contains(ng, nc) ||
+		strings.Contains(sentence, c) || strings.Contains(strings.ToLower(t.Question), strings.ToLower(c)) ||
+		slices.Contains(demonyms, c) || Normalize(stripParen(ownTitle)) == nc)
 }
 
 // withSeparators writes n's digits with thousands separators.
