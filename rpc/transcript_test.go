@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concord-ctx/concord/internal/transcript"
 	"github.com/concord-ctx/concord/rpc"
-	"github.com/concord-ctx/concord/session"
+	"github.com/concord-ctx/concord/rpc/session"
+	"github.com/concord-ctx/concord/rpc/transcript"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected messages of testdata/rpc/*.jsonl")

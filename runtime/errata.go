@@ -21,31 +21,42 @@ import (
 // is reported with a re-read notice instead.
 const MaxHunkBytes = 800
 
-// erratum returns the text that corrects b's in-place copy, or "" when the
-// in-place copy needs no correction. Caller holds m.mu.
-func erratum(b *block) string {
+// erratum returns the text that corrects b's in-place copy ("" when the
+// in-place copy needs no correction), and whether it only warns: it says
+// the copy is outdated and claims no current text or lines, so it stays
+// true whatever changes next. Caller holds m.mu.
+func erratum(b *block) (string, bool) {
 	if b.pl.inplace == Invalid {
-		return "" // in place it shows a notice only: nothing there can look current
+		return "", false // in place it shows a notice only: nothing there can look current
 	}
 	switch b.status {
 	case Invalid, Stale, Superseded:
-		return "[concord] About the output of " + b.anchor + ": " + thatRead(b.notice)
+		return "[concord] About the output of " + b.anchor + ": " + thatRead(b.notice), true
 	}
 	var parts []string
+	warns := true
 	for _, l := range b.links {
 		if l.text == l.shown && (l.whole || l.rng == l.shownRng) {
 			continue
 		}
-		parts = append(parts, linkErratum(b.anchor, l))
+		t, w := linkErratum(b.anchor, l)
+		parts = append(parts, t)
+		warns = warns && w
 	}
 	if len(parts) == 0 {
 		if b.pl.noted {
 			// An earlier erratum said otherwise; the copy in place is true again.
-			return "[concord] The output of " + b.anchor + " is current again."
+			return "[concord] The output of " + b.anchor + " is current again.", false
 		}
-		return ""
+		return "", false
 	}
-	return strings.Join(parts, "\n")
+	return strings.Join(parts, "\n"), warns
+}
+
+// erratumSuperseded points from a superseded read whose lines changed to
+// the newer read that covers them.
+func erratumSuperseded(s, by *block) string {
+	return fmt.Sprintf("[concord] Outdated: %s showed %s; a newer read of those lines (%s) is in the context. Rely on the newer read.", s.anchor, targets(s), by.anchor)
 }
 
 // thatRead turns a notice written for the message it replaces ("this
@@ -61,8 +72,8 @@ func thatRead(notice string) string {
 }
 
 // linkErratum corrects one link whose text or lines differ from the copy in
-// place.
-func linkErratum(anchor string, l *link) string {
+// place, and says whether it only warns.
+func linkErratum(anchor string, l *link) (string, bool) {
 	what := anchor + " showed " + l.name()
 	now := ""
 	if !l.whole {
@@ -71,18 +82,20 @@ func linkErratum(anchor string, l *link) string {
 	}
 	switch {
 	case l.text == l.shown:
-		return fmt.Sprintf("[concord] Outdated: %s; the same text is now at %s.", what, linesOf(l.rng))
+		return fmt.Sprintf("[concord] Outdated: %s; the same text is now at %s.", what, linesOf(l.rng)), false
 	case len(l.pl.edits) > 0 && l.pl.outside == 0:
-		s := ""
-		if len(l.pl.edits) > 1 {
-			s = "s"
+		// The new text is in the edit's own result: point to it. No
+		// lines, so the warning stays true through the next edits.
+		by := "your edit in " + l.pl.edits[len(l.pl.edits)-1]
+		if n := len(l.pl.edits) - 1; n > 0 {
+			by = fmt.Sprintf("your edits (the last in %s)", l.pl.edits[n])
 		}
-		return fmt.Sprintf("[concord] Outdated: %s; your edit%s in %s changed it%s.", what, s, strings.Join(l.pl.edits, ", "), now)
+		return fmt.Sprintf("[concord] Outdated: %s; %s changed it.", what, by), true
 	}
 	if h, ok := hunk(l); ok {
-		return fmt.Sprintf("[concord] Outdated: %s; changed%s:\n%s", what, now, h)
+		return fmt.Sprintf("[concord] Outdated: %s; changed%s:\n%s", what, now, h), false
 	}
-	return fmt.Sprintf("[concord] Outdated: %s; changed%s. Re-read %s before relying on it.", what, now, l.target())
+	return fmt.Sprintf("[concord] Outdated: %s; changed%s. Re-read %s before relying on it.", what, now, l.target()), true
 }
 
 // hunk lists the lines that differ between the copy in place and the

@@ -701,6 +701,12 @@ func fmtViews(vs []BlockView) string {
 // lines; changed text is listed line by line ("+N: text"), attributed to the
 // agent's edit, or asked to be re-read.
 func (r *invRun) checkErratum(h *heldBlock, v *BlockView) {
+	if v.Status == Superseded {
+		if !strings.Contains(v.Erratum, "newer read") {
+			r.fail("anchor %s: superseded erratum %q does not point to the newer read", h.anchor, v.Erratum)
+		}
+		return
+	}
 	if v.Status != Valid && v.Status != Patched {
 		if !strings.Contains(v.Erratum, "Re-read") && !strings.Contains(v.Erratum, "may be outdated") {
 			r.fail("anchor %s: %s erratum %q asks for no re-read", h.anchor, v.Status, v.Erratum)
@@ -749,6 +755,17 @@ func (r *invRun) checkErratum(h *heldBlock, v *BlockView) {
 	}
 }
 
+// warning: an erratum that says the copy is outdated without claiming what
+// is current (a re-read notice, a pointer to the agent's edit).
+func warning(erratum string) bool {
+	for _, w := range []string{"Re-read", "your edit", "may be outdated", "About the output of"} {
+		if strings.Contains(erratum, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // check verifies every anchor the agent holds, right after a sync.
 func (r *invRun) check(ag *invAgent) {
 	for _, a := range slices.Sorted(maps.Keys(ag.anchors)) {
@@ -760,6 +777,9 @@ func (r *invRun) check(ag *invAgent) {
 				r.fail("anchor %s: superseded by %s, which the agent no longer holds", a, h.by)
 			}
 			continue
+		}
+		if h.note != nil && warning(h.note.Erratum) {
+			continue // the latest statement says the copy is outdated: it cannot look current
 		}
 		v := h.view
 		if h.note != nil {

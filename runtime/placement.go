@@ -3,6 +3,7 @@ package runtime
 import (
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/concord-ctx/concord/rpc/protocol"
@@ -70,6 +71,8 @@ type blockPlace struct {
 	reset     bool   // a new result for its anchor: the view goes in place whatever the placement
 	deferred  bool   // the in-place view lags the current state (a tail erratum or nothing was sent)
 	noted     bool   // an erratum for it was delivered since its last in-place view
+	warned    bool   // that erratum says the copy is outdated and claims no text: later changes add nothing
+	pointed   bool   // superseded, and an erratum pointed from it to the newer read
 	inplace   Status // status of the last in-place view ("" = the tool's original output)
 }
 
@@ -185,6 +188,8 @@ func (m *Manager) decide(b *block, flush bool) where {
 			return inPlace // never sent: the pointer is free and shorter
 		}
 		return nowhere
+	case b.pl.warned && !b.orphaned:
+		return nowhere // an erratum already says the copy is outdated; it stays true
 	case p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && !b.pl.noted:
 		return inPlace // never sent: not in any cached prefix
 	}
@@ -223,24 +228,100 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 				}
 				l.pl = linkPlace{}
 			}
-			b.pl.deferred, b.pl.noted, b.pl.reset, b.pl.inplace = false, false, false, v.Status
+			b.pl = blockPlace{sentAfter: b.pl.sentAfter, inplace: v.Status}
 			out = append(out, v)
 		case atTail:
 			b.pl.deferred = true
-			text := erratum(b)
+			text, warns := erratum(b)
 			if text == "" {
 				continue
 			}
 			v := view(b)
 			v.Placement, v.Erratum = PlacementTail, text
-			b.pl.noted = true
+			b.pl.noted, b.pl.warned = true, warns
 			m.count("errata")
 			out = append(out, v)
 		case nowhere:
 			b.pl.deferred = true
 		}
 	}
+	if !flush && m.placement != PlacementInplace {
+		out = append(out, m.pointers(ag, bs)...)
+	}
 	ag.pl.calls++
 	ag.pl.last = now
 	return out, flush
+}
+
+// stillShown reports whether every text s shows is still, line for line,
+// in the current text of by: then s's copy is true (at most its line
+// numbers moved, as by's erratum says) and needs no pointer.
+func stillShown(s, by *block) bool {
+	for _, sl := range s.links {
+		found := false
+		for _, bl := range by.links {
+			if bl.uri == sl.uri && bl.state == linkOK && containsLines(bl.text, sl.shown) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// containsLines reports whether part's lines appear in text as whole
+// consecutive lines.
+func containsLines(text, part string) bool {
+	t, p := strings.Split(text, "\n"), strings.Split(part, "\n")
+	for i := 0; i+len(p) <= len(t); i++ {
+		if slices.Equal(t[i:i+len(p)], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// cover returns the live read that covers superseded s: its superseding
+// read, or the one that superseded that, and so on.
+func (m *Manager) cover(s *block) *block {
+	b := s
+	for range 64 { // chains are short; the bound only guards against a cycle
+		next := m.blocks[b.supersededBy]
+		if next == nil {
+			return nil
+		}
+		if next.status != Superseded {
+			return next
+		}
+		b = next
+	}
+	return nil
+}
+
+// pointers: a read superseded without a rewrite keeps its text, which goes
+// stale when the lines it showed change; the newer read that covers them
+// changed too (it is among bs). One erratum per such read points from it to
+// the newer read, so the stale copy never looks current. Caller holds m.mu.
+func (m *Manager) pointers(ag *agentState, bs []*block) []BlockView {
+	var out []BlockView
+	for _, by := range bs {
+		if by.status == Valid || by.status == Superseded {
+			continue
+		}
+		for _, s := range ag.audit {
+			if s == nil || s.status != Superseded || s.anchor == "" || s.pl.pointed || s.pl.warned ||
+				!s.pl.deferred || s.pl.inplace == Superseded || s.pl.inplace == Invalid || m.cover(s) != by || stillShown(s, by) {
+				continue
+			}
+			s.pl.pointed, s.pl.noted = true, true
+			v := view(s)
+			v.Placement, v.Erratum = PlacementTail, erratumSuperseded(s, by)
+			m.count("errata")
+			out = append(out, v)
+		}
+	}
+	return out
 }

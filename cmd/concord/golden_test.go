@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/concord-ctx/concord/internal/transcript"
+	"github.com/concord-ctx/concord/rpc/transcript"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected messages of testdata/rpc/*.jsonl (rpc's in-process run rewrites them all)")

@@ -58,16 +58,6 @@ re-read the file).`,
 			run:   noStdin(runLocate),
 		},
 		{
-			name:    "bench",
-			summary: "run ConcordBench, the race benchmark (one Markdown row per mode)",
-			usage:   "concord bench [flags]",
-			examples: `  # the deterministic scripted agent on synthetic tasks (no network):
-  concord bench
-  concord help bench shows every flag`,
-			flags: func() *pflag.FlagSet { fs, _ := benchFlags(); return fs },
-			run:   noStdin(runBench),
-		},
-		{
 			name:     "version",
 			aliases:  []string{"--version"},
 			summary:  "print the version and the protocol version",

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/concord-ctx/concord/rpc/protocol"
-	"github.com/concord-ctx/concord/session"
+	"github.com/concord-ctx/concord/rpc/session"
 
 	"github.com/spf13/pflag"
 

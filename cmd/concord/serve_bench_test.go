@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concord-ctx/concord/internal/transcript"
 	"github.com/concord-ctx/concord/rpc/client"
+	"github.com/concord-ctx/concord/rpc/transcript"
 
 	"github.com/concord-ctx/concord/rpc/protocol"
 )

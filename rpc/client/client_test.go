@@ -13,7 +13,7 @@ import (
 	"github.com/concord-ctx/concord/rpc"
 	"github.com/concord-ctx/concord/rpc/client"
 	"github.com/concord-ctx/concord/rpc/protocol"
-	"github.com/concord-ctx/concord/session"
+	"github.com/concord-ctx/concord/rpc/session"
 )
 
 // The test binary doubles as `concord serve` (a TestMain switch), so the

@@ -255,49 +255,9 @@ func (s *Stream) readFrame() ([]byte, error) {
 }
 
 func (s *Stream) readContentLengthFrame() ([]byte, error) {
-	length := int64(-1)
-	var headerErr string
-	started := false
-	for {
-		line, tooLong, err := readLine(s.r, maxHeaderLine)
-		if err != nil {
-			if started && err == io.EOF {
-				return nil, io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-		if !started && strings.TrimSpace(line) == "" && !tooLong {
-			continue // tolerate blank lines between frames
-		}
-		started = true
-		if line == "" && !tooLong {
-			break
-		}
-		if tooLong {
-			headerErr = "header line too long"
-			continue
-		}
-		if i := strings.Index(strings.ToLower(line), "content-length:"); i > 0 && !headerNameByte(line[i-1]) {
-			// The rest of a body whose Content-Length was too short runs
-			// into the next header: report the stray bytes, keep the frame.
-			s.strayErr = fmt.Sprintf("%d stray bytes before a header (%q): was the previous Content-Length too short?", i, Clip(line[:i], 20))
-			line = line[i:]
-		}
-		name, value, ok := strings.Cut(line, ":")
-		if !ok {
-			if headerErr == "" {
-				headerErr = fmt.Sprintf("malformed header %q", Clip(line, 40))
-			}
-			continue
-		}
-		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
-			n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
-			if err != nil || n < 0 {
-				headerErr = fmt.Sprintf("invalid Content-Length %q", Clip(strings.TrimSpace(value), 40))
-				continue
-			}
-			length = n
-		}
+	length, headerErr, err := s.readHeaders()
+	if err != nil {
+		return nil, err
 	}
 	if length < 0 {
 		if headerErr == "" {
@@ -326,6 +286,54 @@ func (s *Stream) readContentLengthFrame() ([]byte, error) {
 		return nil, &frameError{err: &protocol.Error{Code: protocol.CodeParseError, Message: msg}}
 	}
 	return body, nil
+}
+
+// readHeaders reads one header block. It returns the Content-Length (-1
+// when missing) and the first header problem, or the reader's error.
+func (s *Stream) readHeaders() (length int64, headerErr string, err error) {
+	length = -1
+	started := false
+	for {
+		line, tooLong, rerr := readLine(s.r, maxHeaderLine)
+		if rerr != nil {
+			if started && rerr == io.EOF {
+				return length, headerErr, io.ErrUnexpectedEOF
+			}
+			return length, headerErr, rerr
+		}
+		if !started && strings.TrimSpace(line) == "" && !tooLong {
+			continue // tolerate blank lines between frames
+		}
+		started = true
+		if line == "" && !tooLong {
+			return length, headerErr, nil
+		}
+		if tooLong {
+			headerErr = "header line too long"
+			continue
+		}
+		if i := strings.Index(strings.ToLower(line), "content-length:"); i > 0 && !headerNameByte(line[i-1]) {
+			// The rest of a body whose Content-Length was too short runs
+			// into the next header: report the stray bytes, keep the frame.
+			s.strayErr = fmt.Sprintf("%d stray bytes before a header (%q): was the previous Content-Length too short?", i, Clip(line[:i], 20))
+			line = line[i:]
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			if headerErr == "" {
+				headerErr = fmt.Sprintf("malformed header %q", Clip(line, 40))
+			}
+			continue
+		}
+		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
+			n, perr := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+			if perr != nil || n < 0 {
+				headerErr = fmt.Sprintf("invalid Content-Length %q", Clip(strings.TrimSpace(value), 40))
+				continue
+			}
+			length = n
+		}
+	}
 }
 
 func (s *Stream) readLineFrame() ([]byte, error) {

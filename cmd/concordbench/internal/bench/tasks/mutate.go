@@ -171,22 +171,34 @@ func indexAnswer(s, answer string) int {
 
 var digitRun = regexp.MustCompile(`[0-9]+`)
 
+// numberRun is a whole number: digits with optional thousands separators
+// ("9,984" is one number, not two digit groups).
+var numberRun = regexp.MustCompile(`[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+`)
+
 var monthNames = []string{"January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"}
 
 // replacement returns a plausible wrong value for gold, deterministic in
-// the task: numbers and dates are shifted, other answers become another
-// entity named in the task's paragraphs.
+// the task: numbers and dates are shifted as whole numbers, a nationality
+// becomes another, other answers become another span of the same kind
+// found in the task's paragraphs after the same word ("in Varden" ->
+// "in Brightmoor", "by Alma Brekke" -> "by Hugo Thorne"): never a common
+// noun for a name or a name for a common noun.
 func replacement(t Task, gold, sentence, ownTitle string) (string, string) {
 	if digitRun.MatchString(gold) {
 		h := hashInt(t.ID + gold)
-		out := digitRun.ReplaceAllStringFunc(gold, func(d string) string { return shiftNumber(d, h) })
+		out := numberRun.ReplaceAllStringFunc(gold, func(d string) string {
+			if strings.Contains(d, ",") {
+				return withSeparators(shiftNumber(strings.ReplaceAll(d, ",", ""), h))
+			}
+			return shiftNumber(d, h)
+		})
 		kind := "number"
 		for _, m := range monthNames {
 			if strings.Contains(gold, m) {
 				kind = "date"
 			}
 		}
-		if len(digitRun.FindString(gold)) == 4 {
+		if len(digitRun.FindString(gold)) == 4 && !strings.Contains(gold, ",") {
 			kind = "date"
 		}
 		if Normalize(out) != Normalize(gold) {
@@ -194,31 +206,85 @@ func replacement(t Task, gold, sentence, ownTitle string) (string, string) {
 		}
 		return "", ""
 	}
+	if slices.Contains(demonyms, gold) {
+		return otherWord(t, gold, sentence, sentence), "entity"
+	}
+	at := strings.Index(sentence, gold)
+	if at < 0 {
+		at = strings.Index(strings.ToLower(sentence), strings.ToLower(gold))
+	}
+	capital := isCapital(gold)
+	// The word before the answer (for a common noun, the nearest lower-case
+	// one: "a British director" gives "a"), and the word after it: another
+	// span in the same place ("in Varden" -> "in Brightmoor") is of the
+	// same kind.
+	prev, next := "", ""
+	ws := words(sentence[:max(at, 0)])
+	for i := len(ws) - 1; i >= 0 && prev == ""; i-- {
+		if capital || !isCapital(ws[i].w) {
+			prev = ws[i].w
+		}
+	}
+	if at >= 0 && at+len(gold) <= len(sentence) {
+		if ws := words(sentence[at+len(gold):]); len(ws) > 0 && !isCapital(ws[0].w) {
+			next = ws[0].w
+		}
+	}
+	span := `((?:\p{Lu}[\p{L}'’.-]*)(?: (?:\p{Lu}[\p{L}'’.-]*|of|de|the|and)){0,4})`
+	if !capital {
+		span = `(\p{Ll}[\p{L}'’-]*)`
+	}
+	var res []*regexp.Regexp
+	if prev != "" {
+		res = append(res, regexp.MustCompile(`\b`+regexp.QuoteMeta(prev)+` `+span))
+	}
+	if next != "" {
+		res = append(res, regexp.MustCompile(span+` `+regexp.QuoteMeta(next)+`\b`))
+	}
+	ng := Normalize(gold)
 	var cands []string
-	for _, p := range t.Paragraphs {
-		if p.Title == ownTitle {
-			continue // its own title is usually the answer's alias
+	for _, re := range res {
+		if len(cands) > 0 {
+			break
 		}
-		c := strings.TrimSpace(stripParen(p.Title))
-		nc := Normalize(c)
-		ng := Normalize(gold)
-		if nc == "" || nc == ng || strings.Contains(nc, ng) || strings.Contains(ng, nc) ||
-			strings.Contains(sentence, c) || strings.Contains(strings.ToLower(t.Question), strings.ToLower(c)) {
-			continue
+		for _, p := range t.Paragraphs {
+			for _, s := range p.Sentences {
+				for _, m := range re.FindAllStringSubmatch(s, -1) {
+					c := strings.TrimRight(m[1], ".,;:")
+					if c == "" || isCapital(c) != capital || stopWords[strings.ToLower(c)] {
+						continue
+					}
+					nc := Normalize(c)
+					if nc == "" || nc == ng || strings.Contains(nc, ng) || strings.Contains(ng, nc) ||
+						strings.Contains(sentence, c) || strings.Contains(strings.ToLower(t.Question), strings.ToLower(c)) ||
+						slices.Contains(demonyms, c) || Normalize(stripParen(ownTitle)) == nc {
+						continue
+					}
+					if !slices.Contains(cands, c) {
+						cands = append(cands, c)
+					}
+				}
+			}
 		}
-		cands = append(cands, c)
 	}
 	if len(cands) == 0 {
 		return "", ""
 	}
-	slices.SortFunc(cands, func(a, b string) int { return hashInt(t.ID+a) - hashInt(t.ID+b) })
-	c := cands[0]
-	if r := []rune(gold); len(r) > 0 && unicode.IsLower(r[0]) {
-		rc := []rune(c)
-		rc[0] = unicode.ToLower(rc[0])
-		c = string(rc)
+	slices.SortFunc(cands, func(a, b string) int {
+		if d := hashInt(t.ID+a) - hashInt(t.ID+b); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	return cands[0], "entity"
+}
+
+// withSeparators writes n's digits with thousands separators.
+func withSeparators(d string) string {
+	for i := len(d) - 3; i > 0; i -= 3 {
+		d = d[:i] + "," + d[i:]
 	}
-	return c, "entity"
+	return d
 }
 
 func stripParen(s string) string {

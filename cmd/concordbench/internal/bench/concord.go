@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/concord-ctx/concord/rpc/client"
-
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/agent"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/race"
 	"github.com/concord-ctx/concord/rpc/protocol"
-
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/race"
 )
 
 // concordSession drives the real `concord serve` exactly as a binding does:
@@ -17,15 +15,34 @@ import (
 // runs before each model call, and stale tool messages are replaced by the
 // repaired text or the notice.
 type concordSession struct {
-	c     *client.Client
+	c     caller
 	ws    *race.Workspace
 	kinds map[string]string // anchor -> tool name, to re-render in the tool's format
+	// notes are the errata placed at the tail (placement tail or auto), as
+	// a binding keeps them: each sticks, byte-identical, to the message
+	// that was newest when it arrived, until a sync says flushed.
+	notes []note
+}
+
+// note is one sync's errata, attached after message at.
+type note struct {
+	at   int
+	text string
+}
+
+// attach appends the notes to the messages they stick to.
+func (s *concordSession) attach(msgs []agent.Message) {
+	for _, n := range s.notes {
+		if n.at >= 0 && n.at < len(msgs) {
+			msgs[n.at].Content += "\n\n" + n.text
+		}
+	}
 }
 
 const benchAgent = "main"
 
 func startConcord(ctx context.Context, cfg Config, ws *race.Workspace) (*concordSession, error) {
-	c, err := client.Options{Stderr: cfg.ServerLog}.Start(ctx, cfg.ConcordBin, "serve")
+	c, err := dial(ctx, cfg.ConcordBin, cfg.ServerLog)
 	if err != nil {
 		return nil, fmt.Errorf("concord mode: %w", err)
 	}
@@ -34,6 +51,7 @@ func startConcord(ctx context.Context, cfg Config, ws *race.Workspace) (*concord
 		ClientInfo:      &protocol.Info{Name: "concord-bench", Version: "1"},
 		Roots:           []string{ws.Dir},
 		Watch:           protocol.WatchAuto,
+		Placement:       cfg.ConcordPlacement, // docs/protocol.md, Placement
 	}
 	if cfg.ConcordLocal != "" {
 		params.Policy = &protocol.PolicyConfig{Global: protocol.Policy{Local: protocol.Action(cfg.ConcordLocal)}}
@@ -60,6 +78,14 @@ func (s *concordSession) observe(ctx context.Context, turn int, anchor string, r
 			Text:    strings.Join(res.Read.Lines, "\n"),
 			Version: res.Read.Version,
 		}}
+	case res.Edit != nil:
+		kind = race.ToolEdit
+		srcs = []protocol.Source{{
+			URI:     s.ws.URI(res.Edit.File),
+			Range:   &protocol.Range{Start: res.Edit.Start, End: res.Edit.End},
+			Text:    strings.Join(res.Edit.Lines, "\n"),
+			Version: res.Edit.Version,
+		}}
 	case len(res.Hits) > 0:
 		kind = race.ToolGrep
 		for _, h := range res.Hits {
@@ -76,28 +102,55 @@ func (s *concordSession) observe(ctx context.Context, turn int, anchor string, r
 	return nil
 }
 
+// changed reports a write an agent made with its own tool (sourceChanged);
+// anchor is the edit's tool call id when known.
+func (s *concordSession) changed(ctx context.Context, agentID, file, anchor string) error {
+	var out protocol.SourceChangedResult
+	if err := s.c.Call(ctx, protocol.MethodSourceChanged, protocol.SourceChangedParams{URI: s.ws.URI(file), Agent: agentID, Anchor: anchor}, &out); err != nil {
+		return fmt.Errorf("concord sourceChanged %s: %w", file, err)
+	}
+	return nil
+}
+
 // sync applies the projection's delta to views (anchor -> shown content).
-func (s *concordSession) sync(ctx context.Context, turn int, views map[string]string) ([]ViewTrace, error) {
+// Views placed at the tail leave their message alone: their errata, joined,
+// become one note after message newest.
+func (s *concordSession) sync(ctx context.Context, turn int, views map[string]string, newest int) ([]ViewTrace, error) {
 	var out protocol.SyncResult
 	if err := s.c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: benchAgent, Turn: turn}, &out); err != nil {
 		return nil, fmt.Errorf("concord sync: %w", err)
 	}
 	var tr []ViewTrace
+	if out.Flushed {
+		s.notes = nil
+	}
+	var errata []string
 	for _, b := range out.Blocks {
+		if b.Placement == protocol.PlacementTail {
+			errata = append(errata, s.ws.Neutral(b.Erratum))
+			tr = append(tr, ViewTrace{Anchor: b.Anchor, Status: string(b.Status), Reason: b.Reason, Shown: TailPrefix + s.ws.Neutral(b.Erratum)})
+			continue
+		}
 		switch b.Status {
 		case "valid", "released":
 			delete(views, b.Anchor)
 		case "patched":
 			views[b.Anchor] = s.render(b.Anchor, b.Sources)
 		case "stale":
-			views[b.Anchor] = s.render(b.Anchor, b.Sources) + "\n" + b.Notice
+			views[b.Anchor] = s.render(b.Anchor, b.Sources) + "\n" + s.ws.Neutral(b.Notice)
 		default: // invalid, superseded: the notice alone
-			views[b.Anchor] = b.Notice
+			views[b.Anchor] = s.ws.Neutral(b.Notice)
 		}
 		tr = append(tr, ViewTrace{Anchor: b.Anchor, Status: string(b.Status), Reason: b.Reason, Shown: views[b.Anchor]})
 	}
+	if len(errata) > 0 {
+		s.notes = append(s.notes, note{at: newest, text: strings.Join(errata, "\n")})
+	}
 	return tr, nil
 }
+
+// TailPrefix marks a view trace whose erratum went to the tail.
+const TailPrefix = "(at the tail) "
 
 // render re-renders sources in the tool's own format at their new lines.
 func (s *concordSession) render(anchor string, srcs []protocol.Source) string {
@@ -114,6 +167,8 @@ func (s *concordSession) render(anchor string, srcs []protocol.Source) string {
 			for i, l := range lines {
 				parts = append(parts, race.RenderHit(rel, start+i, l))
 			}
+		case race.ToolEdit:
+			parts = append(parts, race.RenderEdit(s.ws.DisplayPath(s.rel(src.URI)), start, lines))
 		default:
 			parts = append(parts, race.RenderRead(start, lines))
 		}

@@ -28,6 +28,36 @@ type Task struct {
 	// Mutations are planted before the agent starts; each replaces one
 	// evidence line with a plausible wrong one.
 	Mutations []Mutation `json:"mutations"`
+
+	// Race names the race controller's schedule for the question workloads
+	// ("" is hotpot's: restore right after the agent saw the mutation).
+	Race string `json:"race,omitempty"`
+	// Plan and Events make a session task (the long workload): the scripted
+	// agent runs Plan in order, and each Event is an outside write.
+	Plan   []Action `json:"plan,omitempty"`
+	Events []Event  `json:"events,omitempty"`
+}
+
+// Action is one tool call of a session plan.
+type Action struct {
+	Tool    string `json:"tool"` // read_file, edit, grep, glob, run
+	Path    string `json:"path,omitempty"`
+	Pattern string `json:"pattern,omitempty"`
+	Old     string `json:"old,omitempty"` // edit: the exact text replaced (once in the file)
+	New     string `json:"new,omitempty"`
+	Command string `json:"command,omitempty"`
+}
+
+// Event is an outside write in a session: once plan action After has run,
+// the exact text Old of File becomes New (not through the agent's tools).
+// InFlight events land after the next sync, before the model's reply.
+type Event struct {
+	After    int    `json:"after"`
+	InFlight bool   `json:"in_flight,omitempty"`
+	File     string `json:"file"`
+	Old      string `json:"old"`
+	New      string `json:"new"`
+	Kind     string `json:"kind"` // value (a probed line), shift (lines inserted above others)
 }
 
 // Paragraph is one workspace file: line i+1 is sentence i.
@@ -57,6 +87,7 @@ const (
 	ProbeSpan    = "span"    // the answer is the slot of one cloze
 	ProbeSame    = "same"    // "yes" when the slots of two clozes are equal, else "no"
 	ProbeEarlier = "earlier" // the option whose cloze slot holds the smaller number
+	ProbeAll     = "all"     // every cloze's slot, joined by "; "
 )
 
 // Probe is the reader's extraction rule. A cloze is an evidence line with a

@@ -3,6 +3,8 @@ package tasks
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -153,7 +155,7 @@ func TestBuildMutations(t *testing.T) {
 func TestBuildRejects(t *testing.T) {
 	base := func() Record {
 		return Record{ID: "x", Question: "q?", Answer: "Selva", SupportingFacts: []Fact{{"A", 0}},
-			Context: []Passage{{"A", []string{"The Selva flows east through the old town."}}, {"B", []string{"Nothing here at all."}}}}
+			Context: []Passage{{"A", []string{"The Selva flows east through the old town."}}, {"B", []string{"Nothing here at all.", "The Danube flows west."}}}}
 	}
 	cases := []struct {
 		name string
@@ -177,6 +179,32 @@ func TestBuildRejects(t *testing.T) {
 	}
 	if _, err := Build(base()); err != nil {
 		t.Fatalf("base record: %v", err)
+	}
+}
+
+// Mutations keep the answer's kind: a number stays one number in the same
+// format, a common noun stays a common noun, a nationality a nationality,
+// a place a place.
+func TestReplacementKeepsKind(t *testing.T) {
+	tk := Task{ID: "k", Question: "q?", Paragraphs: []Paragraph{
+		{Title: "Alma Brekke", Sentences: []string{"Alma Brekke is a British director.", "She was born in Varden.", "Her film was produced by Hugo Thorne."}},
+		{Title: "Copper Works", Sentences: []string{"Copper Works is a French company in Osterlake.", "It employs 9,984 people.", "Its founder is a painter."}},
+	}}
+	cases := []struct {
+		gold, sentence, own string
+		ok                  func(string) bool
+	}{
+		{"9,984", "It employs 9,984 people.", "Copper Works", regexp.MustCompile(`^[0-9]{1,3}(,[0-9]{3})+$`).MatchString},
+		{"1,300", "It employs 1,300 people.", "Copper Works", regexp.MustCompile(`^[0-9]{1,3}(,[0-9]{3})+$`).MatchString},
+		{"director", "Alma Brekke is a British director.", "Alma Brekke", func(s string) bool { return s == "painter" }},
+		{"British", "Alma Brekke is a British director.", "Alma Brekke", func(s string) bool { return slices.Contains(demonyms, s) }},
+		{"Varden", "She was born in Varden.", "Alma Brekke", func(s string) bool { return s == "Osterlake" }},
+	}
+	for _, tc := range cases {
+		got, _ := replacement(tk, tc.gold, tc.sentence, tc.own)
+		if got == "" || got == tc.gold || !tc.ok(got) {
+			t.Errorf("replacement(%q) = %q", tc.gold, got)
+		}
 	}
 }
 

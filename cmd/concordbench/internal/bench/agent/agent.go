@@ -6,7 +6,7 @@ package agent
 import (
 	"context"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
 )
 
 // Message is one chat message.
@@ -56,10 +56,12 @@ type Agent interface {
 	Session(t tasks.Task) Session
 }
 
-// Tools returns the tool schemas; diff adds the diff tool.
-func Tools(diff bool) []ToolSpec {
+// Tools returns the tool schemas: coding adds edit and run (the long
+// workload), diff adds the diff tool.
+func Tools(coding, diff bool) []ToolSpec {
 	obj := func(props map[string]any, req ...string) map[string]any {
-		return map[string]any{"type": "object", "properties": props, "required": req}
+		// "required" must be a list, never null: strict providers reject null.
+		return map[string]any{"type": "object", "properties": props, "required": append([]string{}, req...)}
 	}
 	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
 	num := func(d string) map[string]any { return map[string]any{"type": "integer", "description": d} }
@@ -73,6 +75,13 @@ func Tools(diff bool) []ToolSpec {
 		{Name: "answer", Description: "Give the final answer: a short phrase (an entity, date or number), or yes/no.",
 			Parameters: obj(map[string]any{"answer": str("the final answer")}, "answer")},
 	}
+	if coding {
+		ts = append(ts,
+			ToolSpec{Name: "edit", Description: "Replace old_str, which must occur exactly once in the file, by new_str. Prints a snippet of the edited lines.",
+				Parameters: obj(map[string]any{"path": str("file path"), "old_str": str("the exact text to replace"), "new_str": str("the replacement")}, "path", "old_str", "new_str")},
+			ToolSpec{Name: "run", Description: "Run a shell command in the workspace (tests, scripts) and print its output.",
+				Parameters: obj(map[string]any{"command": str("the command")}, "command")})
+	}
 	if diff {
 		ts = append(ts, ToolSpec{Name: "diff", Description: "Show files that changed on disk after you saw them: - what you saw, + what is there now.",
 			Parameters: obj(map[string]any{})})
@@ -81,7 +90,15 @@ func Tools(diff bool) []ToolSpec {
 }
 
 // SystemPrompt is the instruction every agent gets.
-func SystemPrompt(diff bool) string {
+func SystemPrompt(coding, diff bool) string {
+	if coding {
+		s := "You are a coding agent working on the Python package in the workspace. Use glob, grep and read_file to look at the code, edit to change it, run to run its tests. " +
+			"When the work is done, call answer with what the task asks you to report. Files can change while you work (the user edits them too); trust what is on disk now."
+		if diff {
+			s += " The diff tool shows what changed since you saw it; the answer tool may ask you to run it first."
+		}
+		return s
+	}
 	s := "You answer a question using only the files in a workspace (one file per encyclopedia paragraph, one sentence per line). " +
 		"Use grep, glob and read_file to find the evidence, then call answer with a short answer: a name, date or number from the files, or yes/no. " +
 		"Files can change while you work; trust what is on disk now."

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
 )
 
 func scriptedTask() tasks.Task {
@@ -151,7 +151,7 @@ func TestOpenAIAgent(t *testing.T) {
 	defer srv.Close()
 	o := &OpenAI{BaseURL: srv.URL + "/v1", Model: "test-model", APIKey: "sk-test", Retries: 2, Backoff: 1}
 	msgs := history()
-	rep, err := o.Session(scriptedTask()).Next(context.Background(), msgs, Tools(true))
+	rep, err := o.Session(scriptedTask()).Next(context.Background(), msgs, Tools(false, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestOpenAIAgent(t *testing.T) {
 		t.Fatalf("usage %+v", rep.Usage)
 	}
 	msgs = append(msgs, rep.Message, Message{Role: "tool", ToolCallID: "call_9", Content: "2: The Selva River flows through Alpha."})
-	rep, err = o.Next(context.Background(), msgs, Tools(true))
+	rep, err = o.Next(context.Background(), msgs, Tools(false, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestOpenAIErrors(t *testing.T) {
 			}))
 			defer srv.Close()
 			o := &OpenAI{BaseURL: srv.URL, Model: "m", Retries: tc.retries, Backoff: 1}
-			_, err := o.Next(context.Background(), history(), Tools(false))
+			_, err := o.Next(context.Background(), history(), Tools(false, false))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
@@ -228,5 +228,28 @@ func TestOpenAIErrors(t *testing.T) {
 				t.Fatalf("%d calls, want %d", calls, tc.calls)
 			}
 		})
+	}
+}
+
+// Strict providers reject "required": null; every schema sends a list.
+func TestToolSchemasRequiredIsAList(t *testing.T) {
+	for _, set := range [][2]bool{{false, false}, {false, true}, {true, true}} {
+		ts := Tools(set[0], set[1])
+		b, err := json.Marshal(ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), `"required":null`) {
+			t.Fatalf("tools %v: %s", set, b)
+		}
+		for _, s := range ts {
+			var back struct {
+				Required []string `json:"required"`
+			}
+			raw, _ := json.Marshal(s.Parameters)
+			if err := json.Unmarshal(raw, &back); err != nil || back.Required == nil {
+				t.Errorf("%s: required %v (%v)", s.Name, back.Required, err)
+			}
+		}
 	}
 }

@@ -17,6 +17,8 @@ const (
 	ToolRead   = "read_file"
 	ToolAnswer = "answer"
 	ToolDiff   = "diff"
+	ToolEdit   = "edit"
+	ToolRun    = "run"
 )
 
 // MaxGrepHits caps a grep's output.
@@ -31,6 +33,9 @@ type Call struct {
 	End     int    `json:"end_line,omitempty"`
 	Pattern string `json:"pattern,omitempty"`
 	Answer  string `json:"answer,omitempty"`
+	Old     string `json:"old_str,omitempty"`
+	New     string `json:"new_str,omitempty"`
+	Command string `json:"command,omitempty"`
 }
 
 // ParseCall decodes a tool call's JSON arguments. Numbers given as strings
@@ -61,6 +66,7 @@ func ParseCall(id, name, args string) (Call, error) {
 		return 0
 	}
 	c.Path, c.Pattern, c.Answer = str("path"), str("pattern"), str("answer")
+	c.Old, c.New, c.Command = str("old_str"), str("new_str"), str("command")
 	c.Start, c.End = num("start_line"), num("end_line")
 	return c, nil
 }
@@ -86,6 +92,17 @@ type Result struct {
 	Output string
 	Read   *ReadInfo
 	Hits   []Hit
+	// Edit is the snippet an edit showed (its file's lines after the
+	// write); Before is the file's content before the agent's own write.
+	Edit   *ReadInfo
+	Before string
+}
+
+// RenderEdit formats an edit's result as OpenHands' str_replace_editor
+// does: a header, the edited lines with their numbers, a reminder.
+func RenderEdit(path string, start int, lines []string) string {
+	return fmt.Sprintf("The file %s has been edited. Here's the result of running `cat -n` on a snippet of %s:\n%s\nReview the changes and make sure they are as expected. Edit the file again if necessary.",
+		path, path, RenderRead(start, lines))
 }
 
 // RenderRead formats lines as read_file shows them: "N: text".
@@ -115,6 +132,10 @@ func (w *Workspace) Exec(c Call) Result {
 		return w.grep(c.Pattern)
 	case ToolRead:
 		return w.read(c.Path, c.Start, c.End)
+	case ToolEdit:
+		return w.edit(c.Path, c.Old, c.New)
+	case ToolRun:
+		return w.run(c.Command)
 	}
 	return Result{Output: fmt.Sprintf("error: unknown tool %q", c.Name)}
 }
@@ -203,4 +224,56 @@ func (w *Workspace) read(p string, start, end int) Result {
 		Output: RenderRead(start, shown),
 		Read:   &ReadInfo{File: f, Start: start, End: end, Lines: shown, Version: Version(b)},
 	}
+}
+
+// snippetContext is the number of lines an edit result shows around the
+// change (OpenHands' SNIPPET_CONTEXT_WINDOW).
+const snippetContext = 4
+
+func (w *Workspace) edit(p, old, repl string) Result {
+	f, err := w.Resolve(p)
+	if err != nil {
+		return Result{Output: "error: " + err.Error()}
+	}
+	b, err := os.ReadFile(w.Abs(f))
+	if err != nil {
+		return Result{Output: "error: " + err.Error()}
+	}
+	content := string(b)
+	switch n := strings.Count(content, old); {
+	case old == "" || n == 0:
+		return Result{Output: fmt.Sprintf("error: no replacement was performed, old_str did not appear verbatim in %s.", w.DisplayPath(f))}
+	case n > 1:
+		return Result{Output: fmt.Sprintf("error: no replacement was performed, old_str appears %d times in %s.", n, w.DisplayPath(f))}
+	}
+	at := strings.Index(content, old)
+	after := content[:at] + repl + content[at+len(old):]
+	if err := writeInPlace(w.Abs(f), after); err != nil {
+		return Result{Output: "error: " + err.Error()}
+	}
+	lines := Lines(after)
+	first := strings.Count(content[:at], "\n") + 1
+	last := first + strings.Count(strings.TrimSuffix(repl, "\n"), "\n")
+	start, end := max(1, first-snippetContext), min(len(lines), last+snippetContext)
+	shown := lines[start-1 : end]
+	return Result{
+		Output: RenderEdit(w.DisplayPath(f), start, shown),
+		Edit:   &ReadInfo{File: f, Start: start, End: end, Lines: shown, Version: Version([]byte(after))},
+		Before: content,
+	}
+}
+
+// run stands in for a test command: its output is a function of the
+// command and of how many commands ran before (so outputs differ).
+func (w *Workspace) run(cmd string) Result {
+	if strings.TrimSpace(cmd) == "" {
+		return Result{Output: "error: run needs a command"}
+	}
+	w.runs++
+	h := 0
+	for _, c := range cmd {
+		h = h*31 + int(c)
+	}
+	n := 4 + (h%12+12)%12
+	return Result{Output: fmt.Sprintf("$ %s\n%s [100%%]\n%d passed in %d.%02ds", cmd, strings.Repeat(".", n), n, w.runs%3, (w.runs*37)%100)}
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
 )
 
 func testTask() tasks.Task {
@@ -212,5 +212,24 @@ func TestParseCall(t *testing.T) {
 		if !tc.err && got != tc.want {
 			t.Errorf("ParseCall(%q) = %+v, want %+v", tc.args, got, tc.want)
 		}
+	}
+}
+
+// repeated: a read of a file whose series is still running shows its end
+// (the original), never the second wrong value.
+func TestRepeatedReadSeesTheEnd(t *testing.T) {
+	ws, c := setup(t)
+	c.Schedule(Repeated, 0)
+	if _, rs := step(t, ws, c, Call{Name: ToolRead, Path: "B.txt"}); len(rs) != 1 || rs[0].Reason != "read" {
+		t.Fatalf("restores %+v", rs)
+	}
+	// The next call is a grep: the second wrong value lands.
+	if _, rs := step(t, ws, c, Call{Name: ToolGrep, Pattern: "Selva"}); len(rs) != 1 || rs[0].Reason != "repeat" || !strings.Contains(disk(t, ws, "B.txt"), "(revised)") {
+		t.Fatalf("restores %+v, disk %q", rs, disk(t, ws, "B.txt"))
+	}
+	// A read of B now: the series ends first, the read shows the original.
+	res, rs := step(t, ws, c, Call{Name: ToolRead, Path: "B.txt"})
+	if len(rs) != 1 || !strings.Contains(res.Output, "Beta was founded in 1932.") {
+		t.Fatalf("restores %+v, output %q", rs, res.Output)
 	}
 }

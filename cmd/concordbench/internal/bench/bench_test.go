@@ -15,9 +15,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/agent"
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
-	"github.com/concord-ctx/concord/cmd/concord/internal/tokens"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/agent"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/tokens"
 )
 
 var (
@@ -84,12 +84,12 @@ func run(t *testing.T, ts []tasks.Task, modes ...string) map[string]ModeResult {
 			cfg.ConcordBin = concordBin(t)
 		}
 	}
-	rep, err := Run(context.Background(), cfg, ts)
+	rep, err := Run(context.Background(), cfg, hot(ts))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]ModeResult{}
-	for _, m := range rep.Modes {
+	for _, m := range rep.Workloads[0].Modes {
 		for _, r := range m.Tasks {
 			if r.Error != "" {
 				t.Fatalf("%s %s: %s", m.Mode, r.ID, r.Error)
@@ -99,6 +99,8 @@ func run(t *testing.T, ts []tasks.Task, modes ...string) map[string]ModeResult {
 	}
 	return out
 }
+
+func hot(ts []tasks.Task) []Workload { return []Workload{{Name: "hotpot", Tasks: ts}} }
 
 func anyOutput(r TaskResult, tool, substr string) bool {
 	for _, s := range r.Trace {
@@ -187,11 +189,11 @@ func TestDeterministic(t *testing.T) {
 	c := sharedCounter(t)
 	var sums []Summary
 	for _, par := range []int{1, 3} {
-		rep, err := Run(context.Background(), Config{Modes: []string{ModeNaive, ModeDiff}, Agent: agent.Scripted{}, Parallel: par, Counter: c}, ts)
+		rep, err := Run(context.Background(), Config{Modes: []string{ModeNaive, ModeDiff}, Agent: agent.Scripted{}, Parallel: par, Counter: c}, hot(ts))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range rep.Modes {
+		for _, m := range rep.Workloads[0].Modes {
 			sums = append(sums, m.Summary)
 		}
 	}
@@ -208,27 +210,47 @@ func TestRunRejects(t *testing.T) {
 	}{
 		{Config{Modes: []string{"naive"}}, "no agent"},
 		{Config{Modes: []string{"fast"}, Agent: agent.Scripted{}}, "unknown mode"},
-		{Config{Modes: []string{"concord"}, Agent: agent.Scripted{}}, "needs the concord binary"},
 	}
 	for _, tc := range cases {
-		_, err := Run(context.Background(), tc.cfg, ts)
+		_, err := Run(context.Background(), tc.cfg, hot(ts))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("err = %v, want %q", err, tc.want)
 		}
 	}
 	// A concord binary that is not there fails the task runs, not the process.
-	rep, err := Run(context.Background(), Config{Modes: []string{"concord"}, Agent: agent.Scripted{}, ConcordBin: filepath.Join(t.TempDir(), "nope"), Counter: sharedCounter(t)}, ts)
+	rep, err := Run(context.Background(), Config{Modes: []string{"concord"}, Agent: agent.Scripted{}, ConcordBin: filepath.Join(t.TempDir(), "nope"), Counter: sharedCounter(t)}, hot(ts))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Modes[0].Summary.Errors != 1 || rep.Modes[0].Summary.Recovered != 0 {
-		t.Fatalf("summary %+v", rep.Modes[0].Summary)
+	if rep.Workloads[0].Modes[0].Summary.Errors != 1 || rep.Workloads[0].Modes[0].Summary.Recovered != 0 {
+		t.Fatalf("summary %+v", rep.Workloads[0].Modes[0].Summary)
+	}
+}
+
+// The in-process server is the subprocess's twin: same views, same numbers.
+func TestInProcessMatchesSubprocess(t *testing.T) {
+	ts := tasks.Synthetic(6, 4)
+	var sums []Summary
+	for _, bin := range []string{concordBin(t), ""} {
+		rep, err := Run(context.Background(), Config{Modes: []string{ModeConcord}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t), ConcordBin: bin}, hot(ts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Workloads[0].Modes[0].Tasks {
+			if r.Error != "" {
+				t.Fatalf("bin %q: %s: %s", bin, r.ID, r.Error)
+			}
+		}
+		sums = append(sums, rep.Workloads[0].Modes[0].Summary)
+	}
+	if sums[0] != sums[1] || sums[1].Recovered != len(ts) {
+		t.Fatalf("subprocess %+v\nin-process %+v", sums[0], sums[1])
 	}
 }
 
 func TestOutputs(t *testing.T) {
 	ts := tasks.Synthetic(2, 4)
-	rep, err := Run(context.Background(), Config{Modes: []string{ModeNaive, ModeOracle}, Agent: agent.Scripted{}, Counter: sharedCounter(t)}, ts)
+	rep, err := Run(context.Background(), Config{Modes: []string{ModeNaive, ModeOracle}, Agent: agent.Scripted{}, Counter: sharedCounter(t)}, hot(ts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,8 +275,8 @@ func TestOutputs(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Modes) != 2 || len(back.Modes[0].Tasks) != 4 || len(back.Modes[0].Tasks[0].Trace) == 0 {
-		t.Fatalf("JSON lost the traces: %+v", back.Modes)
+	if len(back.Workloads[0].Modes) != 2 || len(back.Workloads[0].Modes[0].Tasks) != 4 || len(back.Workloads[0].Modes[0].Tasks[0].Trace) == 0 {
+		t.Fatalf("JSON lost the traces: %+v", back.Workloads[0].Modes)
 	}
 	var svg bytes.Buffer
 	if err := rep.WriteSVG(&svg); err != nil {
@@ -326,11 +348,11 @@ func TestConcordNoticePath(t *testing.T) {
 	ts := tasks.Synthetic(4, 6)
 	cfg := Config{Modes: []string{ModeNaive, ModeConcord}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t),
 		ConcordBin: concordBin(t), ConcordLocal: "suppress"}
-	rep, err := Run(context.Background(), cfg, ts)
+	rep, err := Run(context.Background(), cfg, hot(ts))
 	if err != nil {
 		t.Fatal(err)
 	}
-	naive, conc := rep.Modes[0], rep.Modes[1]
+	naive, conc := rep.Workloads[0].Modes[0], rep.Workloads[0].Modes[1]
 	for i, c := range conc.Tasks {
 		if c.Error != "" {
 			t.Fatalf("%s: %s", c.ID, c.Error)
@@ -344,5 +366,152 @@ func TestConcordNoticePath(t *testing.T) {
 		if !notice || !anyOutput(c, "read_file", ": ") || c.Reads <= naive.Tasks[i].Reads || !c.Recovered {
 			t.Errorf("%s: notice %v, reads %d vs naive %d, recovered %v", c.ID, notice, c.Reads, naive.Tasks[i].Reads, c.Recovered)
 		}
+	}
+}
+
+// inflight: a write that lands after a sync reaches the model on the very
+// next call, through Concord; naive never shows it.
+func TestInFlightNextCallShowsIt(t *testing.T) {
+	base := tasks.Synthetic(8, 4)
+	ts, err := tasks.ForWorkload("inflight", base, 8, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Modes: []string{ModeNaive, ModeConcord}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t)}
+	rep, err := Run(context.Background(), cfg, []Workload{{Name: "inflight", Tasks: ts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range rep.Workloads[0].Modes {
+		for _, r := range m.Tasks {
+			at := -1
+			for i, s := range r.Trace {
+				if len(s.InFlight) > 0 {
+					at = i
+				}
+			}
+			if at < 0 || at+1 >= len(r.Trace) {
+				t.Fatalf("%s %s: no in-flight write with a call after it", m.Mode, r.ID)
+			}
+			repaired := false
+			for _, v := range r.Trace[at+1].Views {
+				repaired = repaired || v.Status == "patched" || v.Status == "invalid"
+			}
+			if m.Mode == ModeConcord && (!repaired || !r.Recovered || !r.RecoveredFirst) {
+				t.Errorf("concord %s: next call repaired %v, recovered %v/%v", r.ID, repaired, r.Recovered, r.RecoveredFirst)
+			}
+			if m.Mode == ModeNaive && r.Recovered {
+				t.Errorf("naive %s recovered: the in-flight write was not stale", r.ID)
+			}
+		}
+	}
+}
+
+// The long workload's sessions: 30-60 calls, about 31% edit snippets and
+// 14% views, outside writes on files the agent has seen, and the edits
+// rewrite earlier messages through Concord (the cost the cache issue
+// starts from).
+func TestLongSessions(t *testing.T) {
+	ts := tasks.Long(1, 20)
+	edits, views, calls := 0, 0, 0
+	for _, x := range ts {
+		if n := len(x.Plan); n < 30 || n > 62 {
+			t.Errorf("%s: %d planned calls", x.ID, n)
+		}
+		for _, a := range x.Plan {
+			calls++
+			switch a.Tool {
+			case "edit":
+				edits++
+			case "read_file":
+				views++
+			}
+		}
+	}
+	if e, v := float64(edits)/float64(calls), float64(views)/float64(calls); e < 0.27 || e > 0.35 || v < 0.11 || v > 0.18 {
+		t.Errorf("edit share %.2f, view share %.2f", e, v)
+	}
+	cfg := Config{Modes: []string{ModeNaive, ModeConcord, ModeOracle}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t), MaxSteps: 100, Price: Prices["anthropic"]}
+	rep, err := Run(context.Background(), cfg, []Workload{{Name: "long", Tasks: ts[:3]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := map[string]Summary{}
+	for _, m := range rep.Workloads[0].Modes {
+		for _, r := range m.Tasks {
+			if r.Error != "" {
+				t.Fatalf("%s %s: %s", m.Mode, r.ID, r.Error)
+			}
+		}
+		ms[m.Mode] = m.Summary
+	}
+	if ms[ModeNaive].Recovered != 0 || ms[ModeConcord].Recovered != 3 || ms[ModeConcord].RecoveredFirst != 3 || ms[ModeOracle].Recovered != 3 {
+		t.Errorf("recovered: naive %d, concord %d/%d, oracle %d of 3", ms[ModeNaive].Recovered, ms[ModeConcord].Recovered, ms[ModeConcord].RecoveredFirst, ms[ModeOracle].Recovered)
+	}
+	if ms[ModeNaive].RewriteCalls != 0 || ms[ModeConcord].RewritePercent < 10 || ms[ModeConcord].CostVsNaive <= 1 {
+		t.Errorf("in-place repair: naive rewrites %d, concord %.1f%% of calls, cost %.2fx naive", ms[ModeNaive].RewriteCalls, ms[ModeConcord].RewritePercent, ms[ModeConcord].CostVsNaive)
+	}
+}
+
+// The price models split a call as documented.
+func TestCallCost(t *testing.T) {
+	cases := []struct {
+		price       string
+		n, shared   int
+		read, write int
+		cost        float64
+	}{
+		{"none", 5000, 4000, 0, 0, 5000},
+		{"anthropic", 900, 800, 0, 0, 900},          // below the minimum: plain input
+		{"anthropic", 5000, 4000, 4000, 1000, 1650}, // 4000*0.1 + 1000*1.25
+		{"anthropic", 5000, 500, 0, 5000, 6250},     // shared prefix too short to read
+		{"openai", 5000, 4000, 3968, 1032, 3016},    // 1024 + 23*128 read at 0.5
+	}
+	for _, tc := range cases {
+		r, w, c := Prices[tc.price].CallCost(tc.n, tc.shared)
+		if r != tc.read || w != tc.write || c != tc.cost {
+			t.Errorf("%s(%d, %d) = %d, %d, %g; want %d, %d, %g", tc.price, tc.n, tc.shared, r, w, c, tc.read, tc.write, tc.cost)
+		}
+	}
+}
+
+// Paths reach the model as /workspace/...: neither the temp directory nor
+// the mode's name shows in any prompt, and token counts do not depend on
+// where the workspaces live.
+func TestNeutralPaths(t *testing.T) {
+	ts := tasks.Synthetic(4, 3)
+	short := t.TempDir()
+	long := filepath.Join(t.TempDir(), "a-much-longer-temporary-directory-name")
+	if err := os.Mkdir(long, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var sums []Summary
+	for _, dir := range []string{short, long} {
+		cfg := Config{Modes: []string{ModeConcord}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t), TempDir: dir, ConcordLocal: "suppress"}
+		rep, err := Run(context.Background(), cfg, hot(ts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := rep.Workloads[0].Modes[0]
+		notices := 0
+		for _, r := range m.Tasks {
+			for _, s := range r.Trace {
+				for _, v := range s.Views {
+					if strings.Contains(v.Shown, dir) || strings.Contains(v.Shown, "/"+ModeConcord+"/") {
+						t.Fatalf("%s: a view names the real path: %q", r.ID, v.Shown)
+					}
+					if strings.Contains(v.Shown, "[concord] /workspace/") {
+						notices++
+					}
+				}
+			}
+		}
+		if notices == 0 {
+			t.Fatalf("no notice with a /workspace path under %s", dir)
+		}
+		sums = append(sums, m.Summary)
+	}
+	if sums[0].CountedPrompt != sums[1].CountedPrompt {
+		t.Fatalf("prompt tokens depend on the temp directory: %d vs %d", sums[0].CountedPrompt, sums[1].CountedPrompt)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/concord-ctx/concord/cmd/concord/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
 )
 
 // OpenAI talks to any OpenAI-compatible chat-completions endpoint with tool

@@ -1,0 +1,437 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
+)
+
+// Scripted is a deterministic reader. It needs no model: every decision is
+// a function of the context it is shown (the messages of the call) and of
+// the task's evidence plan (which phrases to grep, how to read an answer out
+// of an evidence line). At each call it takes the first rule that applies:
+//
+//  1. The last tool output says the answer is blocked until a diff: call diff.
+//  2. A tool output carries "[alert] P is modified", or a Concord notice
+//     "Re-read P lines A-B" (or "line A"), and no later read_file of P
+//     follows it: read P (lines A-B for a notice, the whole file when the
+//     notice says P was deleted).
+//  3. A session task (long) runs its plan: the next planned call (ids
+//     "p<i>", so the bench knows which plan step ran). A question task:
+//     no glob yet: glob "*". Then for each evidence step in order: grep its
+//     pattern if not done; read the file of the grep's first hit if that
+//     file was never read.
+//  4. An evidence line it has read before is no longer visible anywhere
+//     (an observation was masked): read its file again, once.
+//  5. Answer from the latest visible copy of each evidence line: the last
+//     line in the context (later messages first, then later lines) equal to
+//     the cloze's prefix + value + suffix, ignoring diff lines marked "-".
+//     A span probe answers the value; "same" answers yes when both values
+//     are equal; "earlier" answers the option with the smaller number;
+//     "all" answers every value, joined by "; ". A message that says it
+//     holds the true contents of files (Aider's) comes first.
+//
+// It measures the mechanics of a mode (what reaches the context, steps,
+// tokens, cache reuse), not a model's judgement. ExtractFirst is the second
+// reader: the same calls, but it answers from the first copy of each
+// evidence line it saw unless that copy was itself repaired or marked, or a
+// Concord erratum placed after it names its call (placement tail or auto);
+// then the erratum's "+N: text" lines are the copy it reads. An erratum
+// appended to a message speaks of other calls and does not mark that one.
+type Scripted struct{}
+
+// Name implements Agent.
+func (Scripted) Name() string { return "scripted" }
+
+// Session implements Agent.
+func (Scripted) Session(t tasks.Task) Session { return &scriptedSession{task: t} }
+
+type scriptedSession struct{ task tasks.Task }
+
+// event is one tool call with its output as shown in the context.
+type event struct {
+	call   ToolCall
+	args   map[string]any
+	callAt int // index of the assistant message
+	outAt  int // index of the tool message (-1: none yet)
+	output string
+}
+
+func parseContext(msgs []Message) []*event {
+	var evs []*event
+	byID := map[string]*event{}
+	for i, m := range msgs {
+		switch m.Role {
+		case "assistant":
+			for _, tc := range m.ToolCalls {
+				e := &event{call: tc, callAt: i, outAt: -1}
+				_ = json.Unmarshal([]byte(tc.Arguments), &e.args)
+				evs = append(evs, e)
+				byID[tc.ID] = e
+			}
+		case "tool":
+			if e, ok := byID[m.ToolCallID]; ok {
+				e.outAt, e.output = i, m.Content
+			}
+		}
+	}
+	return evs
+}
+
+func (e *event) arg(k string) string {
+	if v, ok := e.args[k].(string); ok {
+		return v
+	}
+	return ""
+}
+
+var (
+	alertRe  = regexp.MustCompile(`\[alert\] (\S+) is modified`)
+	noticeRe = regexp.MustCompile(`Re-read (\S+?)(?: lines? (\d+)(?:-(\d+))?)?(?: before| \(|,|$)`)
+	readLine = regexp.MustCompile(`^\d+: (.*)$`)
+	grepLine = regexp.MustCompile(`^([^:\n]+):(\d+):(.*)$`)
+)
+
+// samePath: a notice names an absolute path, the reader's calls use
+// workspace-relative ones.
+func samePath(a, b string) bool {
+	a, b = strings.TrimPrefix(a, "file://"), strings.TrimPrefix(b, "file://")
+	return a == b || strings.HasSuffix(a, "/"+b) || strings.HasSuffix(b, "/"+a)
+}
+
+func (s *scriptedSession) Next(_ context.Context, msgs []Message, _ []ToolSpec) (Reply, error) {
+	evs := parseContext(msgs)
+	id := fmt.Sprintf("call_%d", len(evs)+1)
+	reread := func() { id = fmt.Sprintf("r%d", len(evs)+1) }
+	call := func(name string, args map[string]any) (Reply, error) {
+		b, err := json.Marshal(args)
+		if err != nil {
+			return Reply{}, fmt.Errorf("scripted %s: %w", name, err)
+		}
+		return Reply{Message: Message{Role: "assistant", ToolCalls: []ToolCall{{ID: id, Name: name, Arguments: string(b)}}}}, nil
+	}
+	// Rule 1.
+	if len(evs) > 0 {
+		last := evs[len(evs)-1]
+		if last.outAt >= 0 && strings.Contains(last.output, "[blocked]") && strings.Contains(last.output, "diff") {
+			return call("diff", map[string]any{})
+		}
+	}
+	// Rule 2.
+	readAfter := func(path string, at int) bool {
+		for _, e := range evs {
+			if e.call.Name == "read_file" && e.callAt > at && samePath(e.arg("path"), path) {
+				return true
+			}
+		}
+		return false
+	}
+	for i, m := range msgs {
+		if m.Role != "tool" {
+			continue
+		}
+		for _, a := range alertRe.FindAllStringSubmatch(m.Content, -1) {
+			if !readAfter(a[1], i) {
+				reread()
+				return call("read_file", map[string]any{"path": a[1]})
+			}
+		}
+		for _, n := range noticeRe.FindAllStringSubmatch(m.Content, -1) {
+			if !readAfter(n[1], i) {
+				reread()
+				// A deleted file's old line numbers mean nothing: read it whole.
+				if n[2] == "" || strings.Contains(m.Content, "was deleted") {
+					return call("read_file", map[string]any{"path": n[1]})
+				}
+				lo, _ := strconv.Atoi(n[2])
+				hi := lo
+				if n[3] != "" {
+					hi, _ = strconv.Atoi(n[3])
+				}
+				return call("read_file", map[string]any{"path": n[1], "start_line": lo, "end_line": hi})
+			}
+		}
+	}
+	// Rule 3, a session: the plan.
+	if len(s.task.Plan) > 0 {
+		done := 0
+		for _, e := range evs {
+			if strings.HasPrefix(e.call.ID, "p") {
+				done++
+			}
+		}
+		if done < len(s.task.Plan) {
+			a := s.task.Plan[done]
+			id = fmt.Sprintf("p%d", done)
+			switch a.Tool {
+			case "read_file":
+				return call(a.Tool, map[string]any{"path": a.Path})
+			case "edit":
+				return call(a.Tool, map[string]any{"path": a.Path, "old_str": a.Old, "new_str": a.New})
+			case "grep", "glob":
+				return call(a.Tool, map[string]any{"pattern": a.Pattern})
+			case "run":
+				return call(a.Tool, map[string]any{"command": a.Command})
+			}
+			return Reply{}, fmt.Errorf("scripted: plan step %d: unknown tool %q", done, a.Tool)
+		}
+		return s.finish(evs, msgs, call, reread)
+	}
+	// Rule 3.
+	has := func(name, key, val string) *event {
+		for _, e := range evs {
+			if e.call.Name == name && (key == "" || e.arg(key) == val) {
+				return e
+			}
+		}
+		return nil
+	}
+	if has("glob", "", "") == nil {
+		return call("glob", map[string]any{"pattern": "*"})
+	}
+	for _, ev := range s.task.Evidence {
+		g := has("grep", "pattern", ev.Pattern)
+		if g == nil {
+			return call("grep", map[string]any{"pattern": ev.Pattern})
+		}
+		if g.outAt < 0 {
+			continue
+		}
+		first := strings.SplitN(g.output, "\n", 2)[0]
+		m := grepLine.FindStringSubmatch(first)
+		if m == nil {
+			continue // no hits
+		}
+		read := false
+		for _, e := range evs {
+			if e.call.Name == "read_file" && samePath(e.arg("path"), m[1]) {
+				read = true
+			}
+		}
+		if !read {
+			return call("read_file", map[string]any{"path": m[1]})
+		}
+	}
+	return s.finish(evs, msgs, call, reread)
+}
+
+// finish is rules 4 and 5.
+func (s *scriptedSession) finish(evs []*event, msgs []Message, call func(string, map[string]any) (Reply, error), reread func()) (Reply, error) {
+	for _, c := range s.task.Probe.Clozes {
+		if _, ok := latest(c, msgs); ok {
+			continue
+		}
+		var last *event
+		for _, e := range evs {
+			if e.call.Name == "read_file" && samePath(e.arg("path"), c.File) {
+				last = e
+			}
+		}
+		// Read before, gone now, and the last read was not just now.
+		if last != nil && last != evs[len(evs)-1] {
+			reread()
+			return call("read_file", map[string]any{"path": c.File})
+		}
+	}
+	return call("answer", map[string]any{"answer": Extract(s.task.Probe, msgs)})
+}
+
+// visibleLines returns a tool output's lines as evidence text: tool
+// decoration stripped, diff lines marked "-" dropped.
+func visibleLines(out string) []string {
+	var vs []string
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "-"):
+			continue
+		case strings.HasPrefix(l, "+"):
+			if m := readLine.FindStringSubmatch(l[1:]); m != nil {
+				vs = append(vs, m[1]) // an erratum's changed line, "+N: text"
+			} else {
+				vs = append(vs, l[1:])
+			}
+		default:
+			if m := readLine.FindStringSubmatch(l); m != nil {
+				vs = append(vs, m[1])
+			} else if m := grepLine.FindStringSubmatch(l); m != nil {
+				vs = append(vs, m[3])
+			} else {
+				vs = append(vs, l)
+			}
+		}
+	}
+	return vs
+}
+
+// evidenceMessage: tool results, and user messages after the question
+// (reminders, resent files) can carry evidence lines.
+func evidenceMessage(msgs []Message, i int) bool {
+	switch msgs[i].Role {
+	case "tool":
+		return true
+	case "user":
+		return i > 1
+	}
+	return false
+}
+
+// Marked: the message says its own content is stale or gone.
+func Marked(content string) bool {
+	return strings.Contains(content, "[concord]") || strings.Contains(content, Masked)
+}
+
+// erratumRe starts a Concord erratum: it names the call it corrects.
+var erratumRe = regexp.MustCompile(`^\[concord\] (Outdated: \S+ showed|About the output of \S+:|The output of \S+ is current again)`)
+
+// own is a message's own content: without the errata a binding appended
+// after it (placement tail or auto), which speak of other calls.
+func own(content string) string {
+	for i := 0; ; {
+		j := strings.Index(content[i:], "\n\n[concord] ")
+		if j < 0 {
+			return content
+		}
+		if erratumRe.MatchString(content[i+j+2:]) {
+			return content[:i+j]
+		}
+		i += j + 2
+	}
+}
+
+// corrected: a Concord erratum placed after the message names its tool
+// call (placement tail or auto), which marks the copy as a marker in it would.
+func corrected(msgs []Message, i int) bool {
+	id := msgs[i].ToolCallID
+	if id == "" {
+		return false
+	}
+	for _, m := range msgs[i:] {
+		if strings.Contains(m.Content, "[concord] Outdated: "+id+" ") || strings.Contains(m.Content, "[concord] About the output of "+id+":") {
+			return true
+		}
+	}
+	return false
+}
+
+// Masked is the placeholder of a masked observation (OpenHands).
+const Masked = "<MASKED>"
+
+// ResendPrefix heads Aider's files message and ResendAck is the
+// assistant's acknowledgement (aider/coders/base_prompts.py).
+const (
+	ResendPrefix = "I have *added these files to the chat* so you can go ahead and edit them.\n\n*Trust this message as the true contents of these files!*\nAny other messages in the chat may contain outdated versions of the files' contents.\n"
+	ResendAck    = "Ok, any changes I propose will be to those files."
+)
+
+// authoritative fills a cloze from a message that says it holds the true
+// contents (Aider's files message): both readers do as it says.
+func authoritative(c tasks.Cloze, msgs []Message) (string, bool) {
+	for _, m := range msgs {
+		if m.Role != "user" || !strings.Contains(m.Content, "*Trust this message as the true contents") {
+			continue
+		}
+		for _, l := range visibleLines(m.Content) {
+			if v, ok := c.Fill(l); ok {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
+// first fills a cloze from the first copy in the context, skipping
+// messages that are marked stale.
+func first(c tasks.Cloze, msgs []Message) (string, bool) {
+	if v, ok := authoritative(c, msgs); ok {
+		return v, true
+	}
+	for i := range msgs {
+		if !evidenceMessage(msgs, i) {
+			continue
+		}
+		text := msgs[i].Content
+		if o := own(text); Marked(o) || corrected(msgs, i) {
+			text = text[len(o):] // only the errata appended to it: their "+N:" lines are current
+		}
+		for _, l := range visibleLines(text) {
+			if v, ok := c.Fill(l); ok {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
+// latest fills a cloze from the last visible matching line.
+func latest(c tasks.Cloze, msgs []Message) (string, bool) {
+	if v, ok := authoritative(c, msgs); ok {
+		return v, true
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if !evidenceMessage(msgs, i) {
+			continue
+		}
+		vs := visibleLines(msgs[i].Content)
+		for j := len(vs) - 1; j >= 0; j-- {
+			if v, ok := c.Fill(vs[j]); ok {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Unknown is the answer when the evidence is not in the context.
+const Unknown = "unknown"
+
+// Extract applies a probe to the context (rule 5): the latest copies.
+func Extract(p tasks.Probe, msgs []Message) string { return extract(p, msgs, latest) }
+
+// ExtractFirst is the first-copy reader's answer.
+func ExtractFirst(p tasks.Probe, msgs []Message) string { return extract(p, msgs, first) }
+
+func extract(p tasks.Probe, msgs []Message, pick func(tasks.Cloze, []Message) (string, bool)) string {
+	var vals []string
+	for _, c := range p.Clozes {
+		v, ok := pick(c, msgs)
+		if !ok {
+			return Unknown
+		}
+		vals = append(vals, v)
+	}
+	switch p.Kind {
+	case tasks.ProbeSpan:
+		if len(vals) == 1 {
+			return vals[0]
+		}
+	case tasks.ProbeSame:
+		if len(vals) == 2 {
+			if tasks.Normalize(vals[0]) == tasks.Normalize(vals[1]) {
+				return "yes"
+			}
+			return "no"
+		}
+	case tasks.ProbeAll:
+		return strings.Join(vals, "; ")
+	case tasks.ProbeEarlier:
+		if len(vals) == len(p.Options) && len(vals) > 0 {
+			best, bestN := -1, 0
+			for i, v := range vals {
+				n, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil {
+					return Unknown
+				}
+				if best < 0 || n < bestN {
+					best, bestN = i, n
+				}
+			}
+			return p.Options[best]
+		}
+	}
+	return Unknown
+}

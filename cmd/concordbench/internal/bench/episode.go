@@ -1,0 +1,743 @@
+package bench
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/agent"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/race"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
+	"github.com/concord-ctx/concord/cmd/concordbench/internal/tokens"
+)
+
+// TaskResult is one task in one mode, with its trace.
+type TaskResult struct {
+	ID               string         `json:"id"`
+	Question         string         `json:"question"`
+	Gold             string         `json:"gold"`
+	Answer           string         `json:"answer"`
+	Recovered        bool           `json:"recovered"`
+	AnswerFirst      string         `json:"answer_first_copy,omitempty"` // the first-copy reader's answer (scripted agent)
+	RecoveredFirst   bool           `json:"recovered_first_copy"`
+	Steps            int            `json:"steps"` // model calls
+	Reads            int            `json:"reads"` // read_file calls
+	PromptTokens     int            `json:"prompt_tokens"`
+	CompletionTokens int            `json:"completion_tokens"`
+	CountedPrompt    int            `json:"counted_prompt_tokens"`
+	ReusedTokens     int            `json:"reused_prefix_tokens"`
+	CacheRead        int            `json:"cache_read_tokens"`
+	CacheWrite       int            `json:"cache_write_tokens"`
+	InputCost        float64        `json:"input_cost"` // in plain input tokens
+	RewriteCalls     int            `json:"rewrite_calls"`
+	ProviderCached   int            `json:"provider_cached_tokens,omitempty"`
+	Restores         []race.Restore `json:"restores"`
+	ConcordStats     map[string]any `json:"concord_stats,omitempty"`
+	Error            string         `json:"error,omitempty"`
+	Trace            []StepTrace    `json:"trace"`
+}
+
+// StepTrace is one model call and the tools it ran.
+type StepTrace struct {
+	Step             int         `json:"step"`
+	PromptTokens     int         `json:"prompt_tokens"`
+	CompletionTokens int         `json:"completion_tokens"`
+	ReusedTokens     int         `json:"reused_prefix_tokens"`
+	CacheRead        int         `json:"cache_read_tokens"`
+	CacheWrite       int         `json:"cache_write_tokens"`
+	InputCost        float64     `json:"input_cost"`
+	Rewrite          bool        `json:"rewrote_earlier_message,omitempty"`
+	Views            []ViewTrace `json:"concord_views,omitempty"`
+	InFlight         []string    `json:"in_flight_writes,omitempty"` // files written after this call's sync
+	Content          string      `json:"content,omitempty"`
+	Calls            []CallTrace `json:"calls"`
+}
+
+// CallTrace is one tool call.
+type CallTrace struct {
+	ID       string         `json:"id"`
+	Tool     string         `json:"tool"`
+	Args     string         `json:"args"`
+	Output   string         `json:"output"`
+	Restores []race.Restore `json:"restores,omitempty"`
+}
+
+// ViewTrace records how Concord rewrote one earlier tool message.
+type ViewTrace struct {
+	Anchor string `json:"anchor"`
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	Shown  string `json:"shown,omitempty"` // what the tool message now shows ("" = its original output)
+}
+
+// episode is the state of one task in one mode.
+type episode struct {
+	cfg   Config
+	mode  string
+	task  tasks.Task
+	ws    *race.Workspace
+	ctl   *race.Controller
+	cc    *concordSession
+	tools []agent.ToolSpec
+
+	msgs  []agent.Message
+	views map[string]string // tool call id -> content shown instead (concord)
+
+	alerts   []string       // alert mode: paths restored since the last tool output
+	undiffed []race.Restore // diff mode: seen changes no diff has shown yet
+	// known is what the agent last saw of each file it read or edited in
+	// full (reminder mode compares the disk with it before each call).
+	known map[string]string
+	chat  []string // resend: files in the chat, in the order added
+	// inflight are session events due after the next sync; outside are
+	// the session's outside writes so far.
+	inflight   []tasks.Event
+	outside    []race.Restore
+	prevPrompt []int
+	prevMsgs   []string
+	ids        map[string]bool
+	res        TaskResult
+}
+
+// runEpisode plays task t in mode; dir (created, then removed) is its workspace.
+func runEpisode(ctx context.Context, cfg Config, dir, mode string, t tasks.Task) TaskResult {
+	e := &episode{cfg: cfg, mode: mode, task: t, views: map[string]string{}, known: map[string]string{}}
+	e.res = TaskResult{ID: t.ID, Question: t.Question, Gold: t.Answer}
+	if err := e.run(ctx, dir); err != nil {
+		e.res.Error = err.Error()
+	}
+	e.res.Recovered = e.res.Error == "" && tasks.ExactMatch(e.res.Answer, t.Answer)
+	e.res.RecoveredFirst = e.res.Error == "" && e.res.AnswerFirst != "" && tasks.ExactMatch(e.res.AnswerFirst, t.Answer)
+	if e.ctl != nil {
+		e.res.Restores = append(e.ctl.Log(), e.outside...)
+	}
+	return e.res
+}
+
+func (e *episode) run(ctx context.Context, dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("episode %s: %w", e.task.ID, err)
+	}
+	defer os.RemoveAll(dir)
+	var err error
+	e.ws, err = race.NewWorkspace(dir, e.task)
+	if err != nil {
+		return err
+	}
+	e.ctl = race.NewController(e.ws)
+	e.ctl.Schedule(e.task.Race, int(seedOf(e.task.ID)))
+	if e.mode != ModeOracle {
+		if err := e.ctl.Arm(e.task.Mutations); err != nil {
+			return err
+		}
+	} else {
+		// No race: the files are in their final state from the start.
+		if err := e.ctl.Final(e.task.Mutations); err != nil {
+			return err
+		}
+		// No race: the outside writes of a session are on disk before it starts.
+		for _, ev := range e.task.Events {
+			if _, err := e.apply(ev); err != nil {
+				return err
+			}
+		}
+	}
+	if e.mode == ModeConcord {
+		e.cc, err = startConcord(ctx, e.cfg, e.ws)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			e.res.ConcordStats = e.cc.stats(ctx)
+			if err := e.cc.close(); err != nil && e.res.Error == "" {
+				e.res.Error = err.Error()
+			}
+		}()
+	}
+	coding := len(e.task.Plan) > 0
+	e.tools = agent.Tools(coding, e.mode == ModeDiff)
+	e.msgs = []agent.Message{
+		{Role: "system", Content: agent.SystemPrompt(coding, e.mode == ModeDiff)},
+		{Role: "user", Content: agent.UserPrompt(e.task)},
+	}
+	_, scripted := e.cfg.Agent.(agent.Scripted)
+	sess := e.cfg.Agent.Session(e.task)
+	for step := 1; step <= e.cfg.MaxSteps; step++ {
+		tr := StepTrace{Step: step}
+		if e.mode == ModeReminder {
+			e.remind()
+		}
+		if e.cc != nil {
+			vs, err := e.cc.sync(ctx, step, e.views, len(e.msgs)-1)
+			if err != nil {
+				return err
+			}
+			tr.Views = vs
+		}
+		prompt := e.prompt()
+		// Writes in flight: after the sync, before the reply.
+		if err := e.landInFlight(&tr); err != nil {
+			return err
+		}
+		seq := promptTokens(e.cfg.Counter, e.tools, prompt)
+		reused := tokens.CommonPrefix(e.prevPrompt, seq)
+		rendered := renderAll(prompt)
+		tr.Rewrite = rewrote(e.prevMsgs, rendered)
+		e.prevPrompt, e.prevMsgs = seq, rendered
+		tr.CacheRead, tr.CacheWrite, tr.InputCost = e.cfg.Price.CallCost(len(seq), reused)
+		reply, err := sess.Next(ctx, prompt, e.tools)
+		if err != nil {
+			return fmt.Errorf("step %d: %w", step, err)
+		}
+		msg := reply.Message
+		msg.Role = "assistant"
+		e.uniqueIDs(&msg, step)
+		e.msgs = append(e.msgs, msg)
+		e.res.Steps++
+		tr.PromptTokens, tr.CompletionTokens, tr.ReusedTokens = len(seq), completionTokens(e.cfg.Counter, msg), reused
+		e.res.CountedPrompt += len(seq)
+		e.res.ReusedTokens += reused
+		e.res.CacheRead += tr.CacheRead
+		e.res.CacheWrite += tr.CacheWrite
+		e.res.InputCost += tr.InputCost
+		if tr.Rewrite {
+			e.res.RewriteCalls++
+		}
+		if u := reply.Usage; u != nil {
+			tr.PromptTokens, tr.CompletionTokens = u.PromptTokens, u.CompletionTokens
+			e.res.ProviderCached += u.CachedTokens
+		}
+		e.res.PromptTokens += tr.PromptTokens
+		e.res.CompletionTokens += tr.CompletionTokens
+		tr.Content = msg.Content
+
+		final, answered := "", false
+		if len(msg.ToolCalls) == 0 {
+			// A reply without tool calls is the model's final answer.
+			out, ok, err := e.answer(msg.Content)
+			if err != nil {
+				return err
+			}
+			if ok {
+				final, answered = msg.Content, true
+			} else {
+				e.msgs = append(e.msgs, agent.Message{Role: "user", Content: out})
+			}
+		}
+		for _, tc := range msg.ToolCalls {
+			ct, ans, ok, err := e.tool(ctx, step, tc)
+			if err != nil {
+				return err
+			}
+			tr.Calls = append(tr.Calls, ct)
+			if ok && !answered {
+				final, answered = ans, true
+			}
+		}
+		e.res.Trace = append(e.res.Trace, tr)
+		if answered {
+			e.res.Answer = final
+			if scripted {
+				// The second reader makes the same calls and reads the
+				// same context differently.
+				e.res.AnswerFirst = agent.ExtractFirst(e.task.Probe, prompt)
+			}
+			return nil
+		}
+	}
+	// Out of steps: leave the workspace as the race would before an answer.
+	if _, err := e.ctl.Before(race.Call{Name: race.ToolAnswer}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// seedOf is a stable small number per task (the edits schedule's choice).
+func seedOf(id string) uint32 {
+	h := sha256.Sum256([]byte(id))
+	return binary.BigEndian.Uint32(h[:4]) >> 1
+}
+
+// landInFlight applies the writes due between this call's sync and its
+// reply: the race's deferred restores and a session's in-flight events.
+func (e *episode) landInFlight(tr *StepTrace) error {
+	rs, err := e.ctl.InFlight()
+	if err != nil {
+		return err
+	}
+	for _, ev := range e.inflight {
+		r, err := e.apply(ev)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, r)
+	}
+	e.inflight = nil
+	for _, r := range rs {
+		tr.InFlight = append(tr.InFlight, r.File)
+	}
+	e.note(rs)
+	return e.reportWrites(context.Background(), rs)
+}
+
+// apply makes a session's outside write: Old becomes New in File.
+func (e *episode) apply(ev tasks.Event) (race.Restore, error) {
+	p := e.ws.Abs(ev.File)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return race.Restore{}, fmt.Errorf("outside write %s: %w", ev.File, err)
+	}
+	before := string(b)
+	if strings.Count(before, ev.Old) != 1 {
+		return race.Restore{}, fmt.Errorf("outside write %s: %q is not on disk exactly once", ev.File, ev.Old)
+	}
+	after := strings.Replace(before, ev.Old, ev.New, 1)
+	if err := os.WriteFile(p, []byte(after), 0o644); err != nil {
+		return race.Restore{}, fmt.Errorf("outside write %s: %w", ev.File, err)
+	}
+	_, seen := e.known[ev.File]
+	r := race.Restore{File: ev.File, Seen: seen, Reason: "outside-" + ev.Kind, Before: before, After: after}
+	e.outside = append(e.outside, r)
+	return r, nil
+}
+
+// planDone runs a session's events due after plan step id ("p<i>").
+func (e *episode) planDone(id string) ([]race.Restore, error) {
+	i, err := strconv.Atoi(strings.TrimPrefix(id, "p"))
+	if err != nil || !strings.HasPrefix(id, "p") || e.mode == ModeOracle {
+		return nil, nil
+	}
+	var rs []race.Restore
+	for _, ev := range e.task.Events {
+		if ev.After != i {
+			continue
+		}
+		if ev.InFlight {
+			e.inflight = append(e.inflight, ev)
+			continue
+		}
+		r, err := e.apply(ev)
+		if err != nil {
+			return rs, err
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+// reportWrites tells Concord of writes another agent made with its own
+// tool (concurrent), as that agent's binding does.
+func (e *episode) reportWrites(ctx context.Context, rs []race.Restore) error {
+	if e.cc == nil {
+		return nil
+	}
+	for _, r := range rs {
+		if r.By != "" {
+			if err := e.cc.changed(ctx, r.By, r.File, ""); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// remind appends Claude Code's reminder for every file the agent read
+// whose content changed since it last saw it: the changed lines, with
+// their numbers. The old tool output stays as it was.
+func (e *episode) remind() {
+	var b strings.Builder
+	for _, f := range sortedKeys(e.known) {
+		cur, err := os.ReadFile(e.ws.Abs(f))
+		now := string(cur)
+		if err == nil && now == e.known[f] {
+			continue
+		}
+		path := e.ws.DisplayPath(f)
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		if err != nil {
+			if e.known[f] != deleted {
+				fmt.Fprintf(&b, "<system-reminder>\nNote: %s was deleted, either by the user or by a linter.\n</system-reminder>", path)
+				e.known[f] = deleted
+			}
+			continue
+		}
+		start, _, nw := hunk(e.known[f], now)
+		fmt.Fprintf(&b, "<system-reminder>\nNote: %s was modified, either by the user or by a linter. This change was intentional, so make sure to take it into account as you proceed. Here are the relevant changes (shown with line numbers):\n%s\n</system-reminder>",
+			path, race.RenderRead(start, nw))
+		e.known[f] = now
+	}
+	if b.Len() > 0 {
+		e.msgs = append(e.msgs, agent.Message{Role: "user", Content: b.String()})
+	}
+}
+
+// deleted marks a known file that is gone (a recreate is then a change).
+const deleted = "\x00deleted"
+
+// hunk is the changed region of two texts as lines: the first changed
+// line (1-based), the old lines and the new lines between the common
+// prefix and suffix.
+func hunk(before, after string) (int, []string, []string) {
+	a, b := race.Lines(before), race.Lines(after)
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	s := 0
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	return p + 1, a[p : len(a)-s], b[p : len(b)-s]
+}
+
+// prompt is the history as the model sees it now: Concord's views, masked
+// observations, resent files.
+func (e *episode) prompt() []agent.Message {
+	out := make([]agent.Message, len(e.msgs))
+	copy(out, e.msgs)
+	for i, m := range out {
+		if v, ok := e.views[m.ToolCallID]; ok && m.Role == "tool" {
+			out[i].Content = v
+		}
+	}
+	if e.cc != nil {
+		e.cc.attach(out) // after the in-place views, as a binding does
+	}
+	switch e.mode {
+	case ModeMask:
+		// OpenHands' ObservationMaskingCondenser: observations outside the
+		// last MaskWindow events are replaced by a placeholder. Events are
+		// the messages after the system prompt, one per tool call.
+		var events []int // message index of each event (-1: an action)
+		for i, m := range out[1:] {
+			if m.Role == "assistant" {
+				for range max(len(m.ToolCalls), 1) {
+					events = append(events, -1)
+				}
+				continue
+			}
+			if m.Role == "tool" {
+				events = append(events, i+1)
+			} else {
+				events = append(events, -1)
+			}
+		}
+		for k, mi := range events {
+			if mi >= 0 && k < len(events)-MaskWindow {
+				out[mi].Content = agent.Masked
+			}
+		}
+	case ModeResend:
+		// Aider's order (aider/coders/chat_chunks.py): system, the files in
+		// the chat, then the history; the files as a user message and the
+		// assistant's acknowledgement (aider/coders/base_prompts.py).
+		if block := e.chatFiles(); block != "" {
+			files := []agent.Message{{Role: "user", Content: block}, {Role: "assistant", Content: agent.ResendAck}}
+			out = append(out[:1], append(files, out[1:]...)...)
+		}
+	}
+	return out
+}
+
+// chatFiles is Aider's files block: the current content of every file in
+// the chat, re-read from disk for each call.
+func (e *episode) chatFiles() string {
+	var b strings.Builder
+	for _, f := range e.chat {
+		c, err := os.ReadFile(e.ws.Abs(f))
+		if err != nil {
+			continue // deleted: Aider drops it from the chat
+		}
+		if b.Len() == 0 {
+			b.WriteString(agent.ResendPrefix)
+		}
+		fmt.Fprintf(&b, "\n%s\n```\n%s```\n", e.ws.DisplayPath(f), c)
+	}
+	return b.String()
+}
+
+func (e *episode) addChat(f string) {
+	for _, x := range e.chat {
+		if x == f {
+			return
+		}
+	}
+	e.chat = append(e.chat, f)
+}
+
+func (e *episode) note(rs []race.Restore) {
+	for _, r := range rs {
+		if !r.Seen {
+			continue
+		}
+		switch e.mode {
+		case ModeAlert:
+			e.alerts = append(e.alerts, r.File)
+		case ModeDiff:
+			e.undiffed = append(e.undiffed, r)
+		}
+	}
+}
+
+// answer decides whether an answer is accepted now; when not, out is what
+// the agent is told instead.
+func (e *episode) answer(ans string) (out string, ok bool, err error) {
+	rs, err := e.ctl.Before(race.Call{Name: race.ToolAnswer, Answer: ans})
+	if err != nil {
+		return "", false, err
+	}
+	e.note(rs)
+	if err := e.reportWrites(context.Background(), rs); err != nil {
+		return "", false, err
+	}
+	switch {
+	case e.mode == ModeDiff && len(e.undiffed) > 0:
+		return "[blocked] files changed after you saw them; call diff before answering.", false, nil
+	case e.mode == ModeAlert && len(e.alerts) > 0:
+		return e.flushAlerts("answer not accepted: a file changed after you saw it; call answer again when ready."), false, nil
+	}
+	return "answer recorded", true, nil
+}
+
+func (e *episode) flushAlerts(out string) string {
+	if len(e.alerts) == 0 {
+		return out
+	}
+	seen := map[string]bool{}
+	var b strings.Builder
+	b.WriteString(out)
+	for _, p := range e.alerts {
+		if !seen[p] {
+			seen[p] = true
+			fmt.Fprintf(&b, "\n[alert] %s is modified", p)
+		}
+	}
+	e.alerts = nil
+	return b.String()
+}
+
+// tool runs one tool call through the race and the mode.
+func (e *episode) tool(ctx context.Context, step int, tc agent.ToolCall) (CallTrace, string, bool, error) {
+	ct := CallTrace{ID: tc.ID, Tool: tc.Name, Args: tc.Arguments}
+	call, perr := race.ParseCall(tc.ID, tc.Name, tc.Arguments)
+	var out string
+	var res race.Result
+	accepted, final := false, ""
+	coding := len(e.task.Plan) > 0
+	switch {
+	case perr != nil:
+		out = "error: " + perr.Error()
+	case call.Name == race.ToolAnswer:
+		o, ok, err := e.answer(call.Answer)
+		if err != nil {
+			return ct, "", false, err
+		}
+		out, accepted, final = o, ok, call.Answer
+	case call.Name == race.ToolDiff && e.mode == ModeDiff:
+		rs, err := e.ctl.Before(call)
+		if err != nil {
+			return ct, "", false, err
+		}
+		e.note(rs)
+		ct.Restores = append(ct.Restores, rs...)
+		out = e.renderDiff(e.undiffed)
+		for _, r := range e.undiffed {
+			e.seeFile(r.File)
+		}
+		e.undiffed = nil
+	case call.Name == race.ToolGlob || call.Name == race.ToolGrep || call.Name == race.ToolRead ||
+		(coding && (call.Name == race.ToolEdit || call.Name == race.ToolRun)):
+		rs, err := e.ctl.Before(call)
+		if err != nil {
+			return ct, "", false, err
+		}
+		e.note(rs)
+		if err := e.reportWrites(ctx, rs); err != nil {
+			return ct, "", false, err
+		}
+		ct.Restores = append(ct.Restores, rs...)
+		res = e.ws.Exec(call)
+		out = res.Output
+		switch {
+		case res.Read != nil:
+			e.res.Reads++
+			e.seeFile(res.Read.File)
+			if e.mode == ModeResend {
+				e.addChat(res.Read.File)
+				out = fmt.Sprintf("Added %s to the chat.", e.ws.DisplayPath(res.Read.File))
+			}
+		case res.Edit != nil:
+			e.seeFile(res.Edit.File)
+			if e.mode == ModeResend {
+				e.addChat(res.Edit.File)
+				out = fmt.Sprintf("Applied edit to %s", e.ws.DisplayPath(res.Edit.File))
+			}
+		}
+	default:
+		out = fmt.Sprintf("error: unknown tool %q", tc.Name)
+	}
+	if e.mode == ModeAlert && !(call.Name == race.ToolAnswer) {
+		out = e.flushAlerts(out)
+	}
+	// A binding observes the result as soon as the tool returns (and
+	// reports its own write first); the race's out-of-band restore comes
+	// after, so Concord learns of it as a real change on disk.
+	if e.cc != nil {
+		if res.Edit != nil {
+			if err := e.cc.changed(ctx, benchAgent, res.Edit.File, tc.ID); err != nil {
+				return ct, "", false, err
+			}
+		}
+		if err := e.cc.observe(ctx, step, tc.ID, res); err != nil {
+			return ct, "", false, err
+		}
+	}
+	// Restores after the output go to the next output (alert) or diff.
+	rs, err := e.ctl.After(res)
+	if err != nil {
+		return ct, "", false, err
+	}
+	more, err := e.planDone(tc.ID)
+	if err != nil {
+		return ct, "", false, err
+	}
+	rs = append(rs, more...)
+	e.note(rs)
+	if err := e.reportWrites(ctx, rs); err != nil {
+		return ct, "", false, err
+	}
+	ct.Restores = append(ct.Restores, rs...)
+	ct.Output = out
+	e.msgs = append(e.msgs, agent.Message{Role: "tool", ToolCallID: tc.ID, Content: out})
+	return ct, final, accepted, nil
+}
+
+// seeFile records that the agent now knows f as it is on disk.
+func (e *episode) seeFile(f string) {
+	if b, err := os.ReadFile(e.ws.Abs(f)); err == nil {
+		e.known[f] = string(b)
+	}
+}
+
+// renderDiff shows changes: - what the agent saw, + what is on disk.
+func (e *episode) renderDiff(rs []race.Restore) string {
+	if len(rs) == 0 {
+		return "no changes since you last saw the files"
+	}
+	var b strings.Builder
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if r.After == "" {
+			fmt.Fprintf(&b, "--- %s (as you saw it)\n+++ %s (deleted)", r.File, r.File)
+			continue
+		}
+		fmt.Fprintf(&b, "--- %s (as you saw it)\n+++ %s (on disk now)", r.File, r.File)
+		start, old, nw := hunk(r.Before, r.After)
+		fmt.Fprintf(&b, "\n@@ line %d @@", start)
+		for _, l := range old {
+			fmt.Fprintf(&b, "\n-%s", l)
+		}
+		for _, l := range nw {
+			fmt.Fprintf(&b, "\n+%s", l)
+		}
+	}
+	return b.String()
+}
+
+// renderAll renders each message as the token count sees it.
+func renderAll(msgs []agent.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = renderMessage(m)
+	}
+	return out
+}
+
+// rewrote: some message the previous call sent is different now (or gone).
+func rewrote(prev, cur []string) bool {
+	if len(prev) > len(cur) {
+		return true
+	}
+	for i := range prev {
+		if prev[i] != cur[i] {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// Special-token stand-ins: chat templates wrap each message in markers that
+// are single tokens; ids outside the vocabulary keep them distinct.
+const (
+	tokStart = -1
+	tokEnd   = -2
+)
+
+// promptTokens is the prompt as one token sequence: the tool schemas, then
+// each message wrapped in start/end markers, then the assistant primer.
+func promptTokens(c *tokens.Counter, tools []agent.ToolSpec, msgs []agent.Message) []int {
+	tb, _ := json.Marshal(tools)
+	seq := append([]int(nil), c.Encode(string(tb))...)
+	for _, m := range msgs {
+		seq = append(seq, tokStart)
+		seq = append(seq, c.Encode(renderMessage(m))...)
+		seq = append(seq, tokEnd)
+	}
+	seq = append(seq, tokStart)
+	return append(seq, c.Encode("assistant\n")...)
+}
+
+func renderMessage(m agent.Message) string {
+	var b strings.Builder
+	b.WriteString(m.Role)
+	b.WriteByte('\n')
+	b.WriteString(m.Content)
+	for _, tc := range m.ToolCalls {
+		fmt.Fprintf(&b, "\n%s(%s)", tc.Name, tc.Arguments)
+	}
+	return b.String()
+}
+
+func completionTokens(c *tokens.Counter, m agent.Message) int {
+	var b strings.Builder
+	b.WriteString(m.Content)
+	for _, tc := range m.ToolCalls {
+		fmt.Fprintf(&b, "\n%s(%s)", tc.Name, tc.Arguments)
+	}
+	return c.Count(b.String()) + 1 // + the end-of-message token
+}
+
+// uniqueIDs renames tool call ids a provider reused (some local servers
+// number calls per response), since views and anchors are keyed by them.
+func (e *episode) uniqueIDs(m *agent.Message, step int) {
+	if e.ids == nil {
+		e.ids = map[string]bool{}
+	}
+	for i := range m.ToolCalls {
+		id := m.ToolCalls[i].ID
+		if id == "" || e.ids[id] {
+			id = fmt.Sprintf("s%d_%d_%s", step, i, id)
+			m.ToolCalls[i].ID = id
+		}
+		e.ids[id] = true
+	}
+}
