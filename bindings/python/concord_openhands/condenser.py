@@ -72,6 +72,16 @@ class _State:
         self.prefix = PrefixTracker()
         self.rebuilt = False
         self.full = False
+        # Counters for stats() and the INFO line per repair batch.
+        self.counts: dict[str, int] = {
+            "observations": 0,  # tool results seen
+            "tracked": 0,  # registered as a block (reads, hits, listings)
+            "events": 0,  # registered as an event (commands that showed no file content)
+            "writes": 0,  # sourceChanged reports of the agent's own writes
+            "repaired": 0,  # tool results re-rendered with current content
+            "notices": 0,  # tool results replaced by a re-read notice
+            "errata": 0,  # repairs placed at the tail (a note after the newest message)
+        }
 
     def reset(self, epoch: int) -> None:
         # A restarted server knows nothing of what was sent: resync in full
@@ -156,11 +166,29 @@ class ConcordCondenser(CondenserBase):
             return st.session
 
     def close(self) -> None:
-        """Shut Concord down now (it also goes when the condenser is collected or at exit)."""
+        """Release this conversation's blocks now; the process's `concord serve`
+        stops when no conversation uses it (also when collected or at exit)."""
         st = self._state
         with st.lock:
             if st.session is not None:
                 st.session.close()
+
+    def stats(self) -> dict[str, Any]:
+        """What Concord did for this conversation, plus the server's own counters.
+
+        `available` is False when it runs in pass-through (no binary, or the
+        server could not be restarted). `server` is the server's `stats`
+        answer (None when unavailable).
+        """
+        st = self._state
+        with st.lock:
+            out: dict[str, Any] = dict(st.counts)
+            session = st.session
+            out["live"] = len(st.registered)
+            out["available"] = bool(session is not None and session.available)
+            out["restarts"] = session.restarts if session is not None else 0
+            out["server"] = session.stats() if session is not None and session.available else None
+            return out
 
     # -- CondenserBase ----------------------------------------------------
 
@@ -191,6 +219,7 @@ class ConcordCondenser(CondenserBase):
                 return view
             if st.epoch != session.epoch:
                 st.reset(session.epoch)
+                session.forget_registrations()
             epoch = session.epoch
             turn = self._ingest(st, session, view)
             if session.epoch != epoch:
@@ -204,8 +233,12 @@ class ConcordCondenser(CondenserBase):
                 st.notes.drop_all()
             tail_views = [b for b in result.blocks if b.at_tail]
             target = _note_target(view) if tail_views else None
+            if target is None:
+                tail_views = []  # nothing to attach a note to: all go in place
+            st.counts["errata"] += len(tail_views)
+            self._report(st, [b for b in result.blocks if not (b.at_tail and tail_views)])
             for b in result.blocks:
-                if b.at_tail and target is not None:
+                if b.at_tail and tail_views:
                     continue  # the message stays as the model saw it; see the note
                 if b.status in ("valid", "released"):
                     st.views.pop(b.anchor, None)
@@ -235,6 +268,7 @@ class ConcordCondenser(CondenserBase):
             if ev.id in st.seen:
                 continue
             st.seen.add(ev.id)
+            st.counts["observations"] += 1
             turn = len(responses)
             action_ev = actions.get(ev.action_id)
             obs = ev.observation
@@ -243,13 +277,19 @@ class ConcordCondenser(CondenserBase):
             )
             for path in effects.writes:
                 session.source_changed(path, anchor=ev.tool_call_id)
+                st.counts["writes"] += 1
             if effects.event is not None:
                 session.event(ev.tool_call_id, turn=turn)
+                st.counts["events"] += 1
             if effects.reads:
-                sources = [Source(r.path, r.text, r.range) for r in effects.reads]
-                if session.observe(ev.tool_call_id, sources, turn=turn) is not None:
+                sources = [Source(r.path, r.text, r.range, r.uri) for r in effects.reads]
+                result = session.observe(ev.tool_call_id, sources, turn=turn)
+                # Track every block the server registered, whatever its status
+                # (a file gone before registration is an invalid block: bug 4).
+                if isinstance(result, dict) and result.get("block"):
                     st.registered.add(ev.tool_call_id)
                     st.listings[ev.tool_call_id] = effects.reads[0].listing
+                    st.counts["tracked"] += 1
         gone = sorted(st.registered - present)
         if gone:
             session.release(gone)
@@ -259,6 +299,19 @@ class ConcordCondenser(CondenserBase):
                 st.listings.pop(anchor, None)
         st.turn = max(st.turn + 1, len(responses) + 1)
         return st.turn
+
+    def _report(self, st: _State, blocks: list[BlockView]) -> None:
+        """One INFO line per sync that changed what the model sees."""
+        repaired = sum(1 for b in blocks if b.status == "patched")
+        notices = sum(1 for b in blocks if b.status in ("invalid", "superseded", "stale"))
+        st.counts["repaired"] += repaired
+        st.counts["notices"] += notices
+        if repaired or notices:
+            log.info(
+                "concord: %d %s repaired, %d re-read %s",
+                repaired, "read" if repaired == 1 else "reads",
+                notices, "notice" if notices == 1 else "notices",
+            )
 
     def _rewrite(self, st: _State, view: View) -> View:
         if not st.views and not st.notes:

@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import listing as _listing
+from . import terminal as _terminal
 
 # Tools with file_editor's action/observation shape.
 FILE_EDITOR_TOOLS = frozenset({"file_editor", "planning_file_editor"})
 FILE_EDITOR_WRITES = frozenset({"create", "str_replace", "insert", "undo_edit"})
 TERMINAL_TOOLS = frozenset({"terminal", "bash", "execute_bash"})
+# openhands-tools' MAX_CMD_OUTPUT_SIZE (30,000): longer output is cut in the middle.
+_TERMINAL_MAX = 30000 - 500
 
 
 @dataclass
@@ -26,7 +29,10 @@ class Read:
     path: str
     range: tuple[int, int] | None  # None: the whole file
     text: str  # raw lines joined by "\n"
-    listing: _listing.Listing  # how the tool rendered it, to re-render
+    # How the tool rendered it, to re-render: a numbered Listing (file_editor,
+    # read_file) or a TerminalRead (a terminal command's output).
+    listing: _listing.Listing | _terminal.TerminalRead
+    uri: str | None = None  # a listing source's URI (directory + query); None: the file's
 
 
 @dataclass
@@ -72,9 +78,32 @@ def extract(
     if tool_name == "apply_patch":
         return _apply_patch(observation, root)
     if tool_name in TERMINAL_TOOLS:
-        command = get(observation, "command") or get(action, "command") or ""
-        return Effects(event=str(command))
+        return _terminal_effects(action, observation, text)
     return Effects()
+
+
+def _terminal_effects(action: Any, observation: Any, text: str) -> Effects:
+    command = str(get(observation, "command") or get(action, "command") or "")
+    metadata = get(observation, "metadata")
+    exit_code = get(observation, "exit_code")
+    if exit_code is None:
+        exit_code = get(metadata, "exit_code")
+    cwd = get(metadata, "working_dir")
+    if exit_code != 0 or get(observation, "timeout", False) or not cwd or get(action, "is_input", False):
+        return Effects(event=command)
+    if get(metadata, "prefix") or len(text) >= _TERMINAL_MAX:
+        # "[Previous command outputs are truncated ...]": the tool lost the
+        # start of the output; or the output was cut in the middle. Either
+        # way it is not plainly the file's content.
+        return Effects(event=command)
+    read = _terminal.parse_command(command, text, str(cwd))
+    if read is None:
+        return Effects(event=command)
+    if read.kind == "hits":
+        return Effects(reads=[Read(h.path, (h.line, h.line), h.text, read) for h in read.hits])
+    if read.kind == "listing":
+        return Effects(reads=[Read(read.path, None, read.text, read, uri=read.uri)])
+    return Effects(reads=[Read(read.path, read.range, read.text, read)])
 
 
 def _file_editor(action: Any, observation: Any, text: str) -> Effects:
@@ -101,6 +130,9 @@ def _file_editor(action: Any, observation: Any, text: str) -> Effects:
     if not whole and not found.lines:
         return effects
     rng = None if whole else (found.start, found.end)
+    view_range = get(action, "view_range") if command == "view" else None
+    if view_range and len(view_range) == 2 and isinstance(view_range[1], int) and view_range[1] > 0:
+        found.requested_end = view_range[1]
     effects.reads.append(Read(path, rng, found.text, found))
     return effects
 

@@ -47,6 +47,7 @@ class Listing:
     suffix: str  # everything after the last numbered line's newline
     clipped: bool = False  # the tool cut the output; only `lines` is reliable
     ends_with_newline: bool = True  # whether the last numbered line ended with "\n"
+    requested_end: int | None = None  # file_editor: the view_range end asked for (None: to EOF)
 
     @property
     def end(self) -> int:

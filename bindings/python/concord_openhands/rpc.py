@@ -3,8 +3,9 @@
 Stdlib only, so any Python runtime can use it. Content-Length framing (the
 server's default), one reader thread that routes responses to their callers,
 one thread that drains stderr (so a chatty server never blocks on a full
-pipe), a lock around writes (calls may come from several threads) and a
-timeout on every call.
+pipe), a worker thread per server-to-client request (a slow handler never
+stalls reading), a lock around writes (calls may come from several threads)
+and a timeout on every call.
 """
 
 from __future__ import annotations
@@ -243,13 +244,26 @@ class RpcClient:
         method = msg.get("method", "")
         params = msg.get("params")
         if "id" not in msg:
+            # Notifications are hints (blocksChanged): cheap handlers, in order,
+            # on the reader thread.
             if self._on_notification is not None:
                 try:
                     self._on_notification(method, params)
                 except Exception:  # a handler bug must not kill the reader
                     log.exception("concord: notification handler failed")
             return
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
+        # A request (readSource) may be slow: the handler runs on its own worker
+        # thread so the reader keeps routing answers (a pending call of ours may
+        # be the one waiting for this reply).
+        threading.Thread(
+            target=self._answer_request,
+            args=(msg["id"], method, params),
+            name="concord-rpc-request",
+            daemon=True,
+        ).start()
+
+    def _answer_request(self, req_id: Any, method: str, params: Any) -> None:
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id}
         try:
             if self._on_request is None:
                 raise RpcError(-32601, f"client does not handle {method}")
@@ -258,10 +272,6 @@ class RpcClient:
             reply["error"] = {"code": exc.code, "message": exc.message}
         except Exception as exc:  # answer, never hang the server
             reply["error"] = {"code": -32603, "message": f"{method}: {exc}"}
-        # Answer from another thread so a slow handler never stalls reading.
-        threading.Thread(target=self._reply_quietly, args=(reply,), daemon=True).start()
-
-    def _reply_quietly(self, reply: dict[str, Any]) -> None:
         try:
             self._send(reply)
         except ServerUnavailable:

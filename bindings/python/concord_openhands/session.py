@@ -1,19 +1,30 @@
 """One Concord session for one conversation: the SDK-free core of the binding.
 
 It finds and launches `concord serve`, performs `initialize`, and offers the
-protocol's calls in the binding's terms (paths, ranges, anchors). It fails
-open: if the binary is missing, crashes, or stops answering, every call
-returns None, ONE warning is logged, and the agent carries on unchanged. A
-crashed or hung server is restarted (a few times at most); `epoch` then
-changes so the caller re-registers what the model has been shown.
+protocol's calls in the binding's terms (paths, ranges, anchors).
+
+Server lifetime: sessions with the same configuration (binary, roots, watch,
+policy) share ONE `concord serve` per process, each under its own agent name;
+a session that closes (or is garbage-collected) releases its blocks, and the
+last one out stops the server. So conversations never pile up servers, even
+though the SDK has no close hook that reaches a condenser.
+
+Failures: if the binary is missing, every call returns None and ONE warning
+lists where it was looked for. If the server dies or hangs, it is restarted
+(bounded retries with backoff, as go-plugin restarts its plugins) and `epoch`
+changes so each session re-registers what the model has been shown. When it
+cannot be restarted, the agent carries on unchanged (pass-through) and says
+so once.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
 import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +41,21 @@ CLIENT_VERSION = "0.1.0"
 ENV_BIN = "CONCORD_BIN"
 
 WARNING_PREFIX = "concord: context repair unavailable"
+# Seconds to wait before restart attempt k (1-based): 0.05, 0.2, 0.8, ...
+RESTART_BACKOFF = 0.05
+
+
+def binary_candidates(explicit: str | None = None) -> list[str]:
+    """Every place `find_binary` looks, in order."""
+    named = explicit or os.environ.get(ENV_BIN)
+    if named:
+        return [named]
+    here = Path(__file__).resolve().parent
+    out = [str(here / "bin" / "concord"), str(here / "concord")]
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        if d:
+            out.append(os.path.join(d, "concord"))
+    return out
 
 # Where a repair of a message the model has already seen goes (docs/protocol.md,
 # "Placement"). The binding's default is the server's: in place.
@@ -68,9 +94,10 @@ class Source:
     path: str
     text: str
     range: tuple[int, int] | None = None  # None: the whole file
+    uri: str | None = None  # a listing source (directory + query); None: the file's URI
 
     def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"uri": path_to_uri(self.path), "text": self.text}
+        out: dict[str, Any] = {"uri": self.uri or path_to_uri(self.path), "text": self.text}
         if self.range is not None:
             out["range"] = {"start": self.range[0], "end": self.range[1]}
         return out
@@ -116,6 +143,7 @@ class BlockView:
                 (s.get("range") or {}).get("start"),
                 (s.get("range") or {}).get("end"),
                 s.get("text"),
+                s.get("totalLines"),
             )
             for s in self.sources
         )
@@ -131,101 +159,77 @@ class SyncResult:
     generation: int = 0
 
 
-def _close_quietly(holder: dict[str, Any]) -> None:
-    client = holder.get("client")
-    holder["client"] = None
-    if client is not None:
-        try:
-            client.close(timeout=2.0)
-        except Exception:  # noqa: BLE001 (finalizer: never raise)
-            pass
+class _Server:
+    """One `concord serve` process shared by the sessions of one configuration."""
 
-
-class ConcordSession:
-    """The binding's handle on one `concord serve` process (started lazily)."""
-
-    def __init__(
-        self,
-        roots: list[str],
-        *,
-        binary: str | None = None,
-        agent: str = "main",
-        watch: str = "auto",
-        policy: dict[str, Any] | None = None,
-        locator: dict[str, Any] | None = None,
-        placement: str = DEFAULT_PLACEMENT,
-        cache_ttl: float | None = None,
-        timeout: float = 5.0,
-        init_timeout: float = 10.0,
-        max_restarts: int = 2,
-        extra_args: list[str] | None = None,
-    ) -> None:
-        self.roots = [os.path.abspath(r) for r in roots]
-        self.binary = binary
-        self.agent = agent
-        self.watch = watch
-        self.policy = policy
-        self.locator = locator
-        if placement not in PLACEMENTS:
-            raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, not {placement!r}")
-        if cache_ttl is not None and not cache_ttl > 0:
-            raise ValueError(f"cache_ttl must be > 0 seconds, not {cache_ttl!r}")
-        self.placement = placement
-        self.cache_ttl = cache_ttl
-        self.timeout = timeout
-        self.init_timeout = init_timeout
-        self.max_restarts = max_restarts
-        self.extra_args = list(extra_args or [])
+    def __init__(self, key: tuple[Any, ...], config: dict[str, Any]) -> None:
+        self.key = key
+        self.binary: str | None = config["binary"]
+        self.roots: list[str] = config["roots"]
+        self.watch: str = config["watch"]
+        self.policy: dict[str, Any] | None = config["policy"]
+        self.locator: dict[str, Any] | None = config["locator"]
+        self.init_timeout: float = config["init_timeout"]
+        self.max_restarts: int = config["max_restarts"]
+        self.extra_args: list[str] = config["extra_args"]
+        self.placement: str = config["placement"]
+        self.cache_ttl: float | None = config["cache_ttl"]
+        self.lock = threading.RLock()
+        self.client: RpcClient | None = None
         self.epoch = 0  # bumped on every (re)start: registrations must be redone
         self.server_info: dict[str, Any] = {}
-        self._lock = threading.RLock()
-        self._holder: dict[str, Any] = {"client": None}
-        self._starts = 0
-        self._disabled = False  # permanently off (no binary, restarts used up)
-        self._warned = False
-        # Closes the server when the session is collected, and at interpreter exit.
-        self._finalizer = weakref.finalize(self, _close_quietly, self._holder)
+        self.starts = 0
+        self.restarts = 0
+        self.last_error = ""
+        self.disabled = False  # permanently off (no binary, restarts used up, closed)
+        self.warned = False
+        self.passthrough_said = False
+        self.agents: dict[str, int] = {}  # agent name -> sessions using it
 
     # -- lifecycle --------------------------------------------------------
 
-    @property
-    def client(self) -> RpcClient | None:
-        return self._holder["client"]
-
     def ensure(self) -> bool:
         """Start (or restart) the server if needed; False when running without Concord."""
-        with self._lock:
+        with self.lock:
             client = self.client
             if client is not None and client.alive():
                 return True
             if client is not None:
-                self._fail(ServerUnavailable(f"concord serve (pid {client.pid}) exited"))
-            if self._disabled:
+                self.fail(ServerUnavailable(f"concord serve (pid {client.pid}) exited"))
+            if self.disabled:
                 return False
-            return self._start()
-
-    def _start(self) -> bool:
-        if self._starts > self.max_restarts:
-            self._disabled = True
+            while not self.disabled:
+                if self.start():
+                    return True
             return False
-        self._starts += 1
+
+    def start(self) -> bool:
+        """One start attempt; sets `disabled` when no more attempts are allowed."""
+        if self.starts > self.max_restarts:
+            what = "started" if self.epoch == 0 else "restarted"
+            self.give_up(f"concord serve could not be {what} after {self.starts} attempts "
+                         f"(last: {self.last_error})")
+            return False
+        if self.starts > 0:
+            time.sleep(RESTART_BACKOFF * (4 ** (self.starts - 1)))
+        self.starts += 1
         binary = find_binary(self.binary)
         if binary is None:
-            self._disabled = True
             named = self.binary or os.environ.get(ENV_BIN)
-            where = (
-                f"{named!r} is not an executable file"
-                if named
-                else f"no `concord` binary (set ${ENV_BIN}, install it next to "
-                "the package, or put it on PATH)"
-            )
-            self._warn(where)
+            if named:
+                where = f"{named!r} is not an executable file"
+            else:
+                where = (
+                    "no `concord` binary; looked at "
+                    + ", ".join(binary_candidates())
+                    + f" (set ${ENV_BIN}, install it next to the package, or put it on PATH)"
+                )
+            self.give_up(where)
             return False
         try:
             client = RpcClient([binary, "serve", *self.extra_args], cwd=self.roots[0])
         except ServerUnavailable as exc:
-            self._disabled = True
-            self._warn(str(exc))
+            self.give_up(str(exc))
             return False
         params: dict[str, Any] = {
             "protocolVersion": PROTOCOL_VERSION,
@@ -245,61 +249,223 @@ class ConcordSession:
             result = client.call("initialize", params, timeout=self.init_timeout)
         except (ServerUnavailable, RpcError) as exc:
             client.kill()
+            self.last_error = f"initialize failed: {exc}"
             if isinstance(exc, RpcError):
-                self._disabled = True  # a refusal will not change on retry
-            self._warn(f"initialize failed: {exc}")
+                self.give_up(self.last_error)  # a refusal will not change on retry
+            else:
+                log.debug("concord: %s", self.last_error)
             return False
         self.server_info = result if isinstance(result, dict) else {}
-        self._holder["client"] = client
+        self.client = client
         self.epoch += 1
-        if self._starts > 1:
-            log.info("concord: restarted concord serve (pid %d); re-registering reads", client.pid)
+        if self.starts > 1:
+            self.restarts += 1
+            log.info("concord: restarted concord serve (pid %d); re-registering what the model was shown",
+                     client.pid)
         return True
 
     def close(self) -> None:
-        """Shut the server down (shutdown + exit). Safe to call twice."""
-        with self._lock:
-            self._disabled = True
-            _close_quietly(self._holder)
+        with self.lock:
+            self.disabled = True
+            client, self.client = self.client, None
+        if client is not None:
+            try:
+                client.close(timeout=2.0)
+            except Exception:  # noqa: BLE001 (finalizers call this: never raise)
+                pass
 
-    def _warn(self, why: str) -> None:
-        if self._warned:
+    def warn(self, why: str) -> None:
+        if self.warned:
             log.debug("concord: %s", why)
             return
-        self._warned = True
+        self.warned = True
+        log.warning("%s: %s", WARNING_PREFIX, why)
+
+    def give_up(self, why: str) -> None:
+        """No more attempts: pass-through from now on, said once."""
+        self.disabled = True
+        if self.passthrough_said:
+            log.debug("concord: %s", why)
+            return
+        self.passthrough_said = self.warned = True
         log.warning(
-            "%s: %s. The agent keeps running unchanged, but file contents it was "
-            "shown may now be stale without notice.",
+            "%s: %s. The agent keeps running unchanged (pass-through), but file "
+            "contents it was shown may now be stale without notice.",
             WARNING_PREFIX,
             why,
         )
 
-    def _fail(self, exc: BaseException) -> None:
-        client = self.client
-        self._holder["client"] = None
+    def fail(self, exc: BaseException) -> None:
+        self.last_error = f"concord serve stopped answering ({exc})"
+        client, self.client = self.client, None
         if client is not None:
             client.kill()
-        self._warn(f"concord serve stopped answering ({exc})")
+        self.warn(f"concord serve stopped answering ({exc}); restarting it")
 
-    # -- calls ------------------------------------------------------------
-
-    def _call(self, method: str, params: Any) -> Any:
+    def call(self, method: str, params: Any, timeout: float) -> Any:
         """Call the server; None when it is unavailable or refused this request."""
-        with self._lock:
+        with self.lock:
             if not self.ensure():
                 return None
             client = self.client
             assert client is not None
             try:
-                return client.call(method, params, timeout=self.timeout)
+                return client.call(method, params, timeout=timeout)
             except ServerUnavailable as exc:
-                self._fail(exc)
+                self.fail(exc)
                 return None
             except RpcError as exc:
-                # One request refused (outside the roots, binary file, ...):
-                # the session is fine, this observation is just not tracked.
+                # One request refused (outside the roots, ...): the session is
+                # fine, this observation is just not tracked.
                 log.debug("concord: %s refused: %s", method, exc)
                 return None
+
+
+_SERVERS: dict[tuple[Any, ...], _Server] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def live_servers() -> list[int]:
+    """Pids of the `concord serve` processes this process runs now."""
+    with _SERVERS_LOCK:
+        return [s.client.pid for s in _SERVERS.values() if s.client is not None and s.client.alive()]
+
+
+def _acquire(config: dict[str, Any], agent: str) -> tuple[_Server, str]:
+    key = (
+        config["binary"] or os.environ.get(ENV_BIN) or "",
+        tuple(config["roots"]),
+        config["watch"],
+        json.dumps(config["policy"], sort_keys=True),
+        json.dumps(config["locator"], sort_keys=True),
+        config["placement"],  # initialize sets placement per server, not per agent
+        config["cache_ttl"],
+        tuple(config["extra_args"]),
+    )
+    with _SERVERS_LOCK:
+        server = _SERVERS.get(key)
+        if server is None:
+            server = _SERVERS[key] = _Server(key, config)
+        # Each session is its own agent on a shared server: sync returns
+        # per-agent deltas, which two conversations must not consume for each other.
+        name, n = agent, 1
+        while name in server.agents:
+            n += 1
+            name = f"{agent}#{n}"
+        server.agents[name] = 1
+        return server, name
+
+
+def _release_session(server: _Server, agent: str, anchors: set[str], timeout: float) -> None:
+    """A session ended: drop its blocks; the last one out stops the server."""
+    try:
+        if anchors and server.client is not None and server.client.alive():
+            try:
+                server.client.call("release", {"agent": agent, "anchors": sorted(anchors)}, timeout=timeout)
+            except (ServerUnavailable, RpcError):
+                pass
+        anchors.clear()
+        with _SERVERS_LOCK:
+            server.agents.pop(agent, None)
+            last = not server.agents
+            if last and _SERVERS.get(server.key) is server:
+                del _SERVERS[server.key]
+        if last:
+            server.close()
+    except Exception:  # noqa: BLE001 (finalizer: never raise)
+        pass
+
+
+class ConcordSession:
+    """The binding's handle on Concord for one conversation (server started lazily)."""
+
+    def __init__(
+        self,
+        roots: list[str],
+        *,
+        binary: str | None = None,
+        agent: str = "main",
+        watch: str = "auto",
+        policy: dict[str, Any] | None = None,
+        locator: dict[str, Any] | None = None,
+        placement: str = DEFAULT_PLACEMENT,
+        cache_ttl: float | None = None,
+        timeout: float = 5.0,
+        init_timeout: float = 10.0,
+        max_restarts: int = 3,
+        extra_args: list[str] | None = None,
+    ) -> None:
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, not {placement!r}")
+        if cache_ttl is not None and not cache_ttl > 0:
+            raise ValueError(f"cache_ttl must be > 0 seconds, not {cache_ttl!r}")
+        self.roots = [os.path.abspath(r) for r in roots]
+        self.binary = binary
+        self.placement = placement
+        self.cache_ttl = cache_ttl
+        self.timeout = timeout
+        config = {
+            "binary": binary,
+            "roots": self.roots,
+            "watch": watch,
+            "policy": policy,
+            "locator": locator,
+            "placement": placement,
+            "cache_ttl": cache_ttl,
+            "init_timeout": init_timeout,
+            "max_restarts": max_restarts,
+            "extra_args": list(extra_args or []),
+        }
+        self._server, self.agent = _acquire(config, agent)
+        self._closed = False
+        # Anchors with a live block: released when the session ends.
+        self._anchors: set[str] = set()
+        # Releases this session's blocks (and stops a server nobody uses) when
+        # the session is closed or collected, and at interpreter exit.
+        self._finalizer = weakref.finalize(
+            self, _release_session, self._server, self.agent, self._anchors, timeout
+        )
+
+    # -- lifecycle --------------------------------------------------------
+
+    @property
+    def client(self) -> RpcClient | None:
+        return self._server.client
+
+    @property
+    def epoch(self) -> int:
+        return self._server.epoch
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        return self._server.server_info
+
+    @property
+    def restarts(self) -> int:
+        """How many times the server was restarted after dying or hanging."""
+        return self._server.restarts
+
+    @property
+    def available(self) -> bool:
+        return not self._closed and not self._server.disabled
+
+    def ensure(self) -> bool:
+        """Start (or restart) the server if needed; False when running without Concord."""
+        if self._closed:
+            return False
+        return self._server.ensure()
+
+    def close(self) -> None:
+        """Release this session's blocks; stop the server if no session uses it. Safe twice."""
+        self._closed = True
+        self._finalizer()
+
+    # -- calls ------------------------------------------------------------
+
+    def _call(self, method: str, params: Any) -> Any:
+        if self._closed:
+            return None
+        return self._server.call(method, params, self.timeout)
 
     def observe(
         self, anchor: str, sources: list[Source], *, turn: int, kind: str = "snapshot"
@@ -311,7 +477,12 @@ class ConcordSession:
             "kind": kind,
             "sources": [s.to_wire() for s in sources],
         }
-        return self._call("observe", params)
+        result = self._call("observe", params)
+        if isinstance(result, dict) and result.get("block"):
+            # Any block id is tracked, whatever its status (an invalid block
+            # for a file deleted before registration: issue 10 bug 4).
+            self._anchors.add(anchor)
+        return result
 
     def event(self, anchor: str, *, turn: int) -> dict[str, Any] | None:
         """Register an action result (a command run): acknowledged, never rewritten."""
@@ -363,9 +534,14 @@ class ConcordSession:
         if not anchors:
             return []
         result = self._call("release", {"agent": self.agent, "anchors": anchors})
+        self._anchors.difference_update(anchors)
         if isinstance(result, dict):
             return list(result.get("released") or [])
         return None
+
+    def forget_registrations(self) -> None:
+        """The server restarted: nothing of this session is registered any more."""
+        self._anchors.clear()
 
     def stats(self) -> dict[str, Any] | None:
         result = self._call("stats", None)

@@ -182,3 +182,52 @@ def test_close_ends_the_process(concord_bin, workspace):
     s.close()
     assert proc.poll() == 0
     assert not s.ensure()  # closed for good
+
+
+def test_missing_binary_warning_lists_where_it_looked(workspace, caplog, monkeypatch, tmp_path):
+    monkeypatch.delenv("CONCORD_BIN", raising=False)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'p1'}{os.pathsep}{tmp_path / 'p2'}")
+    s = ConcordSession([str(workspace)])
+    with caplog.at_level(logging.WARNING):
+        assert s.sync(1) is None
+        assert s.sync(2) is None
+    got = warnings_of(caplog)
+    assert len(got) == 1, got
+    for place in S.binary_candidates():
+        assert place in got[0]
+    assert str(tmp_path / "p1" / "concord") in got[0] and str(tmp_path / "p2" / "concord") in got[0]
+    assert "pass-through" in got[0]
+    s.close()
+
+
+def test_sessions_share_one_server_and_release_on_close(concord_bin, workspace):
+    f = workspace / "a.txt"
+    f.write_text("a\nb\n")
+    s1 = ConcordSession([str(workspace)], binary=concord_bin)
+    s2 = ConcordSession([str(workspace)], binary=concord_bin)
+    assert (s1.agent, s2.agent) == ("main", "main#2")
+    assert s1.observe("call_1", [Source(str(f), "a\nb")], turn=1)["block"]
+    assert s2.observe("call_1", [Source(str(f), "a\nb")], turn=1)["block"]  # same anchor, other agent
+    assert s1.client.pid == s2.client.pid
+    assert s1.stats()["blocks"].get("valid") == 2
+    proc = s1.client._proc
+    s1.close()  # releases its block; the server stays for s2
+    assert proc.poll() is None
+    assert s2.stats()["blocks"].get("valid") == 1
+    s2.close()  # the last one out stops it
+    assert proc.wait(5) == 0
+
+
+def test_collected_session_releases_its_blocks(concord_bin, workspace):
+    import gc
+
+    f = workspace / "a.txt"
+    f.write_text("a\n")
+    keep = ConcordSession([str(workspace)], binary=concord_bin)
+    other = ConcordSession([str(workspace)], binary=concord_bin)
+    other.observe("call_9", [Source(str(f), "a")], turn=1)
+    assert keep.stats()["blocks"].get("valid") == 1
+    del other
+    gc.collect()
+    assert not keep.stats()["blocks"].get("valid")
+    keep.close()
