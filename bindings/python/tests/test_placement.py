@@ -75,3 +75,17 @@ def test_inplace_is_the_default_and_sent(concord_bin, workspace):
         assert s.ensure() and s.placement == "inplace" and s.effective_placement == "inplace"
     finally:
         s.close()
+
+
+def test_placement_is_part_of_the_shared_servers_configuration(concord_bin, workspace):
+    # initialize sets placement per server: sessions that differ in it must not share one.
+    a = ConcordSession([str(workspace)], binary=concord_bin, placement="tail")
+    b = ConcordSession([str(workspace)], binary=concord_bin, placement="inplace")
+    c = ConcordSession([str(workspace)], binary=concord_bin, placement="tail")
+    try:
+        assert a.ensure() and b.ensure() and c.ensure()
+        assert a.client.pid != b.client.pid and a.client.pid == c.client.pid
+        assert (a.effective_placement, b.effective_placement) == ("tail", "inplace")
+    finally:
+        for s in (a, b, c):
+            s.close()

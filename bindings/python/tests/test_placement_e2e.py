@@ -143,6 +143,7 @@ def test_outside_change_gets_a_hunk_erratum(workspace, concord_bin, close_later,
         run(make_conversation(fake, workspace, c), fake)
     counts = server_counts(c)
     assert counts.get("errata") == 1 and not counts.get("flushes"), counts
+    assert c.stats()["errata"] == 1 and c.stats()["repaired"] == 0
 
 
 @pytest.mark.parametrize("placement", ["tail", "auto"])
