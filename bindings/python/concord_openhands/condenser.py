@@ -15,9 +15,13 @@ prompt) to the condenser. ConcordCondenser then
 4. returns a copy of the view in which each stale tool result is replaced,
    same event id and tool call id, by the repaired text in the tool's own
    format or by Concord's re-read notice.
-The event log is never modified; replacements are memoized per observation
-so the prompt prefix stays byte-stable between calls. On any failure the
-view passes through unchanged.
+Under `placement="tail"` or `"auto"`, a repair of a tool result the model
+has already seen (so it sits in the provider's prompt cache) is not made in
+place: the old message stays byte-identical and Concord's erratum, a short
+note naming the tool call, goes after the newest message (see errata.py).
+The event log is never modified; replacements and notes are memoized so the
+prompt prefix stays byte-stable between calls. On any failure the view passes
+through unchanged.
 
 This module must be imported before a persisted conversation is resumed:
 the SDK resolves the condenser's `kind` while loading the saved agent.
@@ -28,20 +32,21 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator
 
 from openhands.sdk.context.condenser.base import CondenserBase
 from openhands.sdk.context.view import View
-from openhands.sdk.event import ActionEvent, ObservationEvent
+from openhands.sdk.event import ActionEvent, MessageEvent, ObservationEvent
 from openhands.sdk.event.condenser import Condensation
 from openhands.sdk.llm import LLM, TextContent
 
+from .errata import Notes, PrefixTracker, join_errata
 from .extract import extract
 from .listing import Listing
 from .render import render_block
-from .session import BlockView, ConcordSession, Source
+from .session import DEFAULT_PLACEMENT, BlockView, ConcordSession, Source
 
 log = logging.getLogger("concord_openhands")
 
@@ -60,6 +65,13 @@ class _State:
         self.cache: dict[str, tuple[Any, ObservationEvent]] = {}  # obs id -> (key, replacement)
         self.turn = 0
         self.warned = False
+        # Tail placement: notes attached after messages (sticky until a flush),
+        # whether the prompt was rebuilt since the last sync, and whether the
+        # next sync must be `full` (after a restart of the server).
+        self.notes = Notes()
+        self.prefix = PrefixTracker()
+        self.rebuilt = False
+        self.full = False
         # Counters for stats() and the INFO line per repair batch.
         self.counts: dict[str, int] = {
             "observations": 0,  # tool results seen
@@ -68,9 +80,14 @@ class _State:
             "writes": 0,  # sourceChanged reports of the agent's own writes
             "repaired": 0,  # tool results re-rendered with current content
             "notices": 0,  # tool results replaced by a re-read notice
+            "errata": 0,  # repairs placed at the tail (a note after the newest message)
         }
 
     def reset(self, epoch: int) -> None:
+        # A restarted server knows nothing of what was sent: resync in full
+        # (a flush, so the repairs all go in place and the notes go).
+        self.full = self.epoch != -1
+        self.notes.drop_all()
         self.epoch = epoch
         self.seen.clear()
         self.registered.clear()
@@ -100,6 +117,24 @@ class ConcordCondenser(CondenserBase):
     )
     watch: str = Field(default="auto", description="auto | fsnotify | poll | hooks")
     policy: dict[str, Any] | None = Field(default=None, description="Concord policy (see docs/protocol.md).")
+    placement: Literal["inplace", "tail", "auto"] = Field(
+        default=DEFAULT_PLACEMENT,
+        description=(
+            "Where a repair of a tool result the model has already seen goes: `inplace` "
+            "(default, the server's: the old message is rewritten), `tail` (it stays "
+            "byte-identical and an erratum follows the newest message, so the provider's "
+            "prompt cache is kept) or `auto` (in place when that costs no cache, else tail)."
+        ),
+    )
+    cache_ttl: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Seconds the provider keeps the prompt cached (Concord's `cache.ttlSeconds`; "
+            "under `auto`, deferred repairs are made in place after this long without a "
+            "model call). Default: the server's, 300."
+        ),
+    )
     timeout: float = Field(default=5.0, description="Seconds to wait for any one Concord call.")
 
     _state: _State = PrivateAttr(default_factory=_State)
@@ -124,6 +159,8 @@ class ConcordCondenser(CondenserBase):
                     agent=self.agent_name,
                     watch=self.watch,
                     policy=self.policy,
+                    placement=self.placement,
+                    cache_ttl=self.cache_ttl,
                     timeout=self.timeout,
                 )
             return st.session
@@ -173,6 +210,10 @@ class ConcordCondenser(CondenserBase):
 
     def _condense(self, st: _State, view: View) -> View:
         session = self.session
+        # Messages dropped or condensed since the last call (by the SDK, by a
+        # condenser after this one, by a restart): the cached prefix is gone.
+        if st.prefix.rebuilt([ev.id for ev in view.events]):
+            st.rebuilt = True
         for _ in range(3):  # a restart mid-way means re-registering everything
             if not session.ensure():
                 return view
@@ -183,17 +224,30 @@ class ConcordCondenser(CondenserBase):
             turn = self._ingest(st, session, view)
             if session.epoch != epoch:
                 continue
-            blocks = session.sync(turn)
-            if session.epoch != epoch or blocks is None:
+            tail = self.placement != "inplace"
+            result = session.sync(turn, full=st.full, prefix_rebuilt=tail and st.rebuilt)
+            if session.epoch != epoch or result is None:
                 continue
-            self._report(st, blocks)
-            for b in blocks:
+            st.full = st.rebuilt = False
+            if result.flushed:
+                st.notes.drop_all()
+            tail_views = [b for b in result.blocks if b.at_tail]
+            target = _note_target(view) if tail_views else None
+            if target is None:
+                tail_views = []  # nothing to attach a note to: all go in place
+            st.counts["errata"] += len(tail_views)
+            self._report(st, [b for b in result.blocks if not (b.at_tail and tail_views)])
+            for b in result.blocks:
+                if b.at_tail and tail_views:
+                    continue  # the message stays as the model saw it; see the note
                 if b.status in ("valid", "released"):
                     st.views.pop(b.anchor, None)
                     if b.status == "released":
                         st.registered.discard(b.anchor)
                 else:
                     st.views[b.anchor] = b
+            if target is not None:
+                st.notes.attach(target, join_errata(b.erratum for b in tail_views))
             return self._rewrite(st, view)
         return view
 
@@ -222,7 +276,7 @@ class ConcordCondenser(CondenserBase):
                 ev.tool_name, action_ev.action if action_ev else None, obs, obs.text, root=root
             )
             for path in effects.writes:
-                session.source_changed(path)
+                session.source_changed(path, anchor=ev.tool_call_id)
                 st.counts["writes"] += 1
             if effects.event is not None:
                 session.event(ev.tool_call_id, turn=turn)
@@ -260,7 +314,7 @@ class ConcordCondenser(CondenserBase):
             )
 
     def _rewrite(self, st: _State, view: View) -> View:
-        if not st.views:
+        if not st.views and not st.notes:
             st.cache.clear()
             return view
         present = {ev.id for ev in view.events if isinstance(ev, ObservationEvent)}
@@ -269,13 +323,17 @@ class ConcordCondenser(CondenserBase):
         out = []
         changed = False
         for ev in view.events:
+            new = ev
             if isinstance(ev, ObservationEvent) and ev.tool_call_id in st.views:
-                new = self._replacement(st, ev, st.views[ev.tool_call_id])
-                if new is not None:
-                    out.append(new)
-                    changed = True
-                    continue
-            out.append(ev)
+                new = self._replacement(st, ev, st.views[ev.tool_call_id]) or ev
+            notes = st.notes.of(ev.id)
+            if notes and isinstance(new, (ObservationEvent, MessageEvent)):
+                # Each note is its own text part after the message's content:
+                # the same bytes in the same place on every later call.
+                extra = [TextContent(text=n) for n in notes]
+                new = new.model_copy(update={"extended_content": list(new.extended_content) + extra})
+            changed = changed or new is not ev
+            out.append(new)
         if not changed:
             return view
         return view.model_copy(update={"events": out})
@@ -295,3 +353,15 @@ class ConcordCondenser(CondenserBase):
         new = ev.model_copy(update={"observation": obs})
         st.cache[ev.id] = (key, new)
         return new
+
+
+def _note_target(view: View) -> str | None:
+    """The id of the message a note goes after: the newest tool result or
+    message of the prompt. Both carry `extended_content`, which the SDK sends
+    after the message's own content; a newer error or rejection (which has no
+    such field) is passed over, so the note still follows every tool result
+    it can name."""
+    for ev in reversed(view.events):
+        if isinstance(ev, (ObservationEvent, MessageEvent)):
+            return ev.id
+    return None

@@ -65,6 +65,11 @@ def binary_candidates(explicit: str | None = None) -> list[str]:
             out.append(os.path.join(d, "concord"))
     return out
 
+# Where a repair of a message the model has already seen goes (docs/protocol.md,
+# "Placement"). The binding's default is the server's: in place.
+PLACEMENTS = ("inplace", "tail", "auto")
+DEFAULT_PLACEMENT = "inplace"
+
 
 def find_binary(explicit: str | None = None) -> str | None:
     """Locate `concord`: an explicit path, $CONCORD_BIN, next to the package, then PATH."""
@@ -116,6 +121,10 @@ class BlockView:
     sources: list[dict[str, Any]] = field(default_factory=list)
     notice: str = ""
     reason: str = ""
+    # Under placement tail/auto: "tail" means leave the anchor's message as it
+    # is and attach `erratum` after the newest message; "" means in place.
+    placement: str = ""
+    erratum: str = ""
 
     @staticmethod
     def from_wire(raw: dict[str, Any]) -> BlockView:
@@ -126,7 +135,13 @@ class BlockView:
             sources=list(raw.get("sources") or []),
             notice=str(raw.get("notice") or ""),
             reason=str(raw.get("reason") or ""),
+            placement=str(raw.get("placement") or ""),
+            erratum=str(raw.get("erratum") or ""),
         )
+
+    @property
+    def at_tail(self) -> bool:
+        return self.placement == "tail"
 
     def key(self) -> tuple[Any, ...]:
         """What the model would see; equal keys render equal text."""
@@ -143,6 +158,14 @@ class BlockView:
         return (self.status, srcs, self.notice)
 
 
+@dataclass
+class SyncResult:
+    """One `sync` answer."""
+
+    blocks: list[BlockView]
+    flushed: bool = False  # drop every erratum note before applying the views
+    generation: int = 0
+
 
 class _Server:
     """One `concord serve` process shared by the sessions of one configuration."""
@@ -157,6 +180,8 @@ class _Server:
         self.init_timeout: float = config["init_timeout"]
         self.max_restarts: int = config["max_restarts"]
         self.extra_args: list[str] = config["extra_args"]
+        self.placement: str = config["placement"]
+        self.cache_ttl: float | None = config["cache_ttl"]
         self.lock = threading.RLock()
         self.client: RpcClient | None = None
         self.epoch = 0  # bumped on every (re)start: registrations must be redone
@@ -224,6 +249,10 @@ class _Server:
             params["policy"] = self.policy
         if self.locator is not None:
             params["locator"] = self.locator
+        # Always sent, so the binding's default does not depend on the server's.
+        params["placement"] = self.placement
+        if self.cache_ttl is not None:
+            params["cache"] = {"ttlSeconds": self.cache_ttl}
         try:
             result = client.call("initialize", params, timeout=self.init_timeout)
         except (ServerUnavailable, RpcError) as exc:
@@ -324,6 +353,8 @@ def _acquire(config: dict[str, Any], agent: str) -> tuple[_Server, str]:
         config["watch"],
         json.dumps(config["policy"], sort_keys=True),
         json.dumps(config["locator"], sort_keys=True),
+        config["placement"],  # initialize sets placement per server, not per agent
+        config["cache_ttl"],
         tuple(config["extra_args"]),
     )
     with _SERVERS_LOCK:
@@ -372,13 +403,21 @@ class ConcordSession:
         watch: str = "auto",
         policy: dict[str, Any] | None = None,
         locator: dict[str, Any] | None = None,
+        placement: str = DEFAULT_PLACEMENT,
+        cache_ttl: float | None = None,
         timeout: float = 5.0,
         init_timeout: float = 10.0,
         max_restarts: int = 3,
         extra_args: list[str] | None = None,
     ) -> None:
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, not {placement!r}")
+        if cache_ttl is not None and not cache_ttl > 0:
+            raise ValueError(f"cache_ttl must be > 0 seconds, not {cache_ttl!r}")
         self.roots = [os.path.abspath(r) for r in roots]
         self.binary = binary
+        self.placement = placement
+        self.cache_ttl = cache_ttl
         self.timeout = timeout
         config = {
             "binary": binary,
@@ -386,6 +425,8 @@ class ConcordSession:
             "watch": watch,
             "policy": policy,
             "locator": locator,
+            "placement": placement,
+            "cache_ttl": cache_ttl,
             "init_timeout": init_timeout,
             "max_restarts": max_restarts,
             "extra_args": list(extra_args or []),
@@ -469,20 +510,40 @@ class ConcordSession:
         }
         return self._call("observe", params)
 
-    def source_changed(self, path: str) -> list[str] | None:
-        result = self._call("sourceChanged", {"uri": path_to_uri(path), "agent": self.agent})
+    def source_changed(self, path: str, anchor: str | None = None) -> list[str] | None:
+        """Report a write by the agent's own tool; `anchor` is that tool call's id
+        (a tail erratum then points to the edit instead of repeating its text)."""
+        params: dict[str, Any] = {"uri": path_to_uri(path), "agent": self.agent}
+        if anchor:
+            params["anchor"] = anchor
+        result = self._call("sourceChanged", params)
         if isinstance(result, dict):
             return list(result.get("blocks") or [])
         return None
 
-    def sync(self, turn: int, full: bool = False) -> list[BlockView] | None:
+    @property
+    def effective_placement(self) -> str:
+        """The placement the server applies: what it echoed, else in place (an
+        older server without cache-aware repair renders every view in place)."""
+        caps = self.server_info.get("capabilities") or {}
+        placement = caps.get("placement") if isinstance(caps, dict) else None
+        return placement if placement in PLACEMENTS else "inplace"
+
+    def sync(self, turn: int, full: bool = False, prefix_rebuilt: bool = False) -> SyncResult | None:
+        """`prefix_rebuilt`: the runtime condensed or dropped messages since the last sync."""
         params: dict[str, Any] = {"agent": self.agent, "turn": turn}
         if full:
             params["full"] = True
+        if prefix_rebuilt:
+            params["prefixRebuilt"] = True
         result = self._call("sync", params)
         if not isinstance(result, dict):
             return None
-        return [BlockView.from_wire(b) for b in result.get("blocks") or [] if isinstance(b, dict)]
+        return SyncResult(
+            blocks=[BlockView.from_wire(b) for b in result.get("blocks") or [] if isinstance(b, dict)],
+            flushed=bool(result.get("flushed")),
+            generation=int(result.get("generation") or 0),
+        )
 
     def release(self, anchors: list[str]) -> list[str] | None:
         if not anchors:

@@ -79,7 +79,8 @@ def server_has(concord_bin: str, workspace: Path, feature: str) -> bool:
             s.observe("p1", [Source(str(f), "2\n3", (2, 3))], turn=1)
             s.sync(2)
             f.write_text("1\n2\n3\n4\n")
-            blocks = s.sync(3) or []
+            res = s.sync(3)
+            blocks = res.blocks if res is not None else []
             f.unlink()
             return any(
                 b.status == "patched" and b.sources and b.sources[0].get("range", {}).get("end") == 4

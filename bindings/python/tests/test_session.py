@@ -90,7 +90,8 @@ def wait_sync(s: ConcordSession, turn: int, want: str, timeout: float = 5.0):
     deadline = time.monotonic() + timeout
     seen = []
     while time.monotonic() < deadline:
-        blocks = s.sync(turn) or []
+        res = s.sync(turn)
+        blocks = res.blocks if res is not None else []
         seen += blocks
         for b in blocks:
             if b.status == want:
