@@ -6,8 +6,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -352,7 +353,7 @@ func (e *episode) reportWrites(ctx context.Context, rs []race.Restore) error {
 // their numbers. The old tool output stays as it was.
 func (e *episode) remind() {
 	var b strings.Builder
-	for _, f := range sortedKeys(e.known) {
+	for _, f := range slices.Sorted(maps.Keys(e.known)) {
 		cur, err := os.ReadFile(e.ws.Abs(f))
 		now := string(cur)
 		if err == nil && now == e.known[f] {
@@ -674,15 +675,6 @@ func rewrote(prev, cur []string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // Special-token stand-ins: chat templates wrap each message in markers that

@@ -8,8 +8,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -219,7 +221,7 @@ func (c *Controller) Final(muts []tasks.Mutation) error {
 	for _, m := range muts {
 		byFile[m.File] = append(byFile[m.File], m)
 	}
-	for _, f := range sortedKeys(byFile) {
+	for _, f := range slices.Sorted(maps.Keys(byFile)) {
 		b, err := os.ReadFile(c.ws.Abs(f))
 		if err != nil {
 			return fmt.Errorf("final %s: %w", f, err)
@@ -452,7 +454,7 @@ func (c *Controller) Before(call Call) ([]Restore, error) {
 			readNext = f
 		}
 	}
-	for _, f := range sortedKeys(c.grepHit) {
+	for _, f := range slices.Sorted(maps.Keys(c.grepHit)) {
 		if f == readNext {
 			continue
 		}
@@ -466,7 +468,7 @@ func (c *Controller) Before(call Call) ([]Restore, error) {
 		delete(c.grepHit, f)
 	}
 	if call.Name == ToolAnswer {
-		for _, f := range sortedKeys(c.pending) {
+		for _, f := range slices.Sorted(maps.Keys(c.pending)) {
 			r, err := c.restore(f, false, "answer")
 			if err != nil {
 				return out, err
@@ -513,13 +515,4 @@ func (c *Controller) showsMutation(f string, start, end int) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
