@@ -15,6 +15,7 @@ import {
   TransportError,
   type BlockView,
   type InitializeParams,
+  type Placement,
   type SourceLink,
 } from "./client.js"
 import { observeRead, renderRead, splitLines, type ReadObservation } from "./readformat.js"
@@ -61,6 +62,23 @@ export interface ConcordOptions {
   startTimeoutMs?: number
   /** Agent name reported to Concord (default "main"). */
   agent?: string
+  /**
+   * Where a repair of a read the model has already seen goes (initialize.placement): "inplace"
+   * (the default: the read is rewritten), "tail" (the read stays byte-identical and a short
+   * erratum note is added to the newest message) or "auto" (in place when that costs no prompt
+   * cache, else tail). Else $CONCORD_PLACEMENT.
+   */
+  placement?: Placement
+  /** initialize.cache.ttlSeconds: the provider's prompt-cache TTL (Concord's default 300). Else $CONCORD_CACHE_TTL_SECONDS. */
+  cacheTtlSeconds?: number
+}
+
+const PLACEMENTS: readonly Placement[] = ["inplace", "tail", "auto"]
+
+/** One erratum note, attached to a message and re-attached byte-identical on every later call. */
+interface TailNote {
+  partID: string
+  text: string
 }
 
 export interface BindingInit {
@@ -133,6 +151,14 @@ class SessionLink {
   needsRootRestart = false
   /** The next sync asks for every block (after a restart the deltas start over). */
   fullSyncNext = false
+  /** Tail notes by the id of the message they were attached to (placement tail/auto). */
+  readonly tailNotes = new Map<string, TailNote[]>()
+  /** Message ids of the previous model request, to see OpenCode rebuild the prompt. */
+  lastMessages: string[] = []
+  /** The next sync says prefixRebuilt (OpenCode compacted, pruned or dropped messages). */
+  rebuilt = false
+  /** The placement Concord confirmed in initialize (absent: every view goes in place). */
+  placement: Placement = "inplace"
   ready: Promise<void> = Promise.resolve()
   private queue: Promise<unknown> = Promise.resolve()
 
@@ -150,6 +176,8 @@ export interface BindingStats {
   tracked: number
   repaired: number
   notices: number
+  /** Repairs placed at the tail (placement tail/auto) rather than in place. */
+  errata: number
   restarts: number
   batches: string[]
 }
@@ -162,9 +190,11 @@ export class ConcordBinding {
   private readonly agent: string
   private readonly timeoutMs: number
   private readonly debugOn: boolean
+  private readonly placement: Placement
+  private readonly cacheTtl?: number
   private warned = false
   private disposed = false
-  readonly stats: BindingStats = { tracked: 0, repaired: 0, notices: 0, restarts: 0, batches: [] }
+  readonly stats: BindingStats = { tracked: 0, repaired: 0, notices: 0, errata: 0, restarts: 0, batches: [] }
 
   constructor(private readonly init: BindingInit) {
     this.options = init.options ?? {}
@@ -172,6 +202,13 @@ export class ConcordBinding {
     this.agent = this.options.agent ?? "main"
     this.timeoutMs = this.options.timeoutMs ?? 3000
     this.debugOn = !!this.env.CONCORD_OPENCODE_DEBUG
+    const placement = this.options.placement ?? this.env.CONCORD_PLACEMENT
+    this.placement = PLACEMENTS.includes(placement as Placement) ? (placement as Placement) : "inplace"
+    if (placement !== undefined && placement !== this.placement) {
+      this.debug(`placement ${JSON.stringify(placement)} is not one of ${PLACEMENTS.join(", ")}; using inplace`)
+    }
+    const ttl = this.options.cacheTtlSeconds ?? (this.env.CONCORD_CACHE_TTL_SECONDS ? Number(this.env.CONCORD_CACHE_TTL_SECONDS) : undefined)
+    if (ttl !== undefined && Number.isFinite(ttl) && ttl > 0) this.cacheTtl = ttl
     const roots = [init.directory, init.worktree].filter(
       (r): r is string => typeof r === "string" && path.isAbsolute(r) && path.resolve(r) !== path.parse(r).root,
     )
@@ -218,7 +255,9 @@ export class ConcordBinding {
       await link.run(async () => {
         if (!(await this.ensureUp(link))) return
         for (const file of files) {
-          await this.rpc(link, () => link.client!.sourceChanged({ uri: pathToFileURL(file).href, agent: this.agent }))
+          // The edit's call id lets a tail erratum point at the edit instead of repeating it.
+          const anchor = typeof input.callID === "string" && input.callID ? { anchor: input.callID } : {}
+          await this.rpc(link, () => link.client!.sourceChanged({ uri: pathToFileURL(file).href, agent: this.agent, ...anchor }))
         }
       })
     }
@@ -235,14 +274,20 @@ export class ConcordBinding {
     if (typeof sessionID !== "string") return
     const { parts, turn } = collect(messages)
     const link = await this.session(sessionID)
+    let tailNote: string | undefined
     if (!link.dead) {
       await link.run(async () => {
         // The turn is the model request about to be made, counted in the session's own history,
         // so it keeps counting across --continue and plugin restarts.
         link.turn = Math.max(link.turn, turn)
+        const ids = messages.map((m) => (typeof m?.info?.id === "string" ? m.info.id : ""))
+        if (rebuiltSince(link.lastMessages, ids)) link.rebuilt = true
+        link.lastMessages = ids
         if (!(await this.ensureUp(link))) return
         const compacted = parts.filter((p) => p.compacted && link.tracked.has(p.c.anchor)).map((p) => p.c.anchor)
         if (compacted.length > 0) {
+          // OpenCode pruned tool outputs: the prompt's prefix changed anyway.
+          link.rebuilt = true
           await this.rpc(link, () => link.client!.release({ agent: this.agent, anchors: compacted }))
           for (const id of compacted) {
             link.tracked.delete(id)
@@ -265,15 +310,35 @@ export class ConcordBinding {
         if (link.dead || link.down) return
         const full = link.fullSyncNext
         link.fullSyncNext = false
-        const res = await this.rpc(link, () => link.client!.sync({ agent: this.agent, turn: link.turn, ...(full ? { full: true } : {}) }))
+        const tail = link.placement !== "inplace"
+        const rebuilt = tail && link.rebuilt
+        const res = await this.rpc(link, () =>
+          link.client!.sync({
+            agent: this.agent,
+            turn: link.turn,
+            ...(full ? { full: true } : {}),
+            ...(rebuilt ? { prefixRebuilt: true } : {}),
+          }),
+        )
+        if (!res) return
+        if (rebuilt) link.rebuilt = false
+        // A flush puts every deferred repair in place: the notes it made redundant go.
+        if (res.flushed || (tail && res.full)) link.tailNotes.clear()
         let repaired = 0
         let notices = 0
-        for (const block of res?.blocks ?? []) {
+        const errata: string[] = []
+        for (const block of res.blocks ?? []) {
+          if (block?.placement === "tail" && typeof block.erratum === "string") {
+            // The result keeps its last in-place rendering; the erratum speaks for it.
+            if (block.erratum) errata.push(block.erratum)
+            continue
+          }
           const r = this.updateView(link, block, full)
           if (r === "repaired") repaired++
           else if (r === "notice") notices++
         }
-        this.reportBatch(repaired, notices)
+        if (errata.length > 0) tailNote = errata.join("\n")
+        this.reportBatch(repaired, notices, errata.length)
       })
     }
     // Apply the latest views in one synchronous pass (also after Concord died: they were right
@@ -286,9 +351,33 @@ export class ConcordBinding {
       const base = view ?? (p.target.obj[p.target.field] as string)
       p.target.obj[p.target.field] = note && !base.endsWith(note) ? `${base}\n\n${note}` : base
     }
+    // Notes: after the in-place views (the newest message may just have been rewritten). A new
+    // note goes on the newest message; every earlier one is re-attached where it was, same bytes.
+    if (tailNote !== undefined) {
+      const newest = messages[messages.length - 1]
+      const id = newest?.info?.id
+      if (typeof id === "string" && Array.isArray(newest.parts)) {
+        const list = link.tailNotes.get(id) ?? []
+        list.push({ partID: `prt_concord_${id}_${list.length + 1}`, text: tailNote })
+        link.tailNotes.set(id, list)
+      }
+    }
+    for (const m of messages) {
+      const list = typeof m?.info?.id === "string" ? link.tailNotes.get(m.info.id) : undefined
+      if (!list || !Array.isArray(m.parts)) continue
+      for (const n of list) {
+        if (m.parts.some((p: any) => p?.id === n.partID)) continue
+        m.parts.push({ id: n.partID, sessionID, messageID: m.info.id, type: "text", text: n.text, synthetic: true })
+      }
+    }
   }
 
   async onEvent(event: any): Promise<void> {
+    if (event?.type === "session.compacted") {
+      const link = this.sessions.get(event.properties?.sessionID)
+      if (link) link.rebuilt = true
+      return
+    }
     if (event?.type !== "session.deleted") return
     const id = event.properties?.info?.id ?? event.properties?.sessionID
     const link = typeof id === "string" ? this.sessions.get(id) : undefined
@@ -410,13 +499,18 @@ export class ConcordBinding {
           watch: this.options.watch ?? "auto",
           ...(this.options.policy !== undefined ? { policy: this.options.policy } : {}),
           ...(this.options.locator !== undefined ? { locator: this.options.locator } : {}),
+          placement: this.placement,
+          ...(this.cacheTtl !== undefined ? { cache: { ttlSeconds: this.cacheTtl } } : {}),
         },
         this.options.startTimeoutMs ?? Math.max(5000, this.timeoutMs),
       )
       if (res?.protocolVersion !== PROTOCOL_VERSION) {
         throw new RpcError("initialize", UNSUPPORTED_VERSION, "answered another protocol version", { supported: [res?.protocolVersion] })
       }
-      this.debug(`session ${link.id}: concord ${res?.serverInfo?.version ?? "?"} pid ${client.pid} roots ${roots.join(",")}`)
+      // A server without cache-aware repair does not echo placement: render everything in place.
+      const echoed = res?.capabilities?.placement
+      link.placement = PLACEMENTS.includes(echoed as Placement) ? (echoed as Placement) : "inplace"
+      this.debug(`session ${link.id}: concord ${res?.serverInfo?.version ?? "?"} pid ${client.pid} roots ${roots.join(",")} placement ${link.placement}`)
       return true
     } catch (err) {
       if (link.client === client) {
@@ -700,13 +794,15 @@ export class ConcordBinding {
   }
 
   /** One line per sync that changed something: OpenCode's log and a toast in the TUI. */
-  private reportBatch(repaired: number, notices: number): void {
-    if (repaired === 0 && notices === 0) return
+  private reportBatch(repaired: number, notices: number, errata = 0): void {
+    if (repaired === 0 && notices === 0 && errata === 0) return
     this.stats.repaired += repaired
     this.stats.notices += notices
+    this.stats.errata += errata
     const parts: string[] = []
     if (repaired > 0) parts.push(`${repaired} ${repaired === 1 ? "read" : "reads"} repaired`)
     if (notices > 0) parts.push(`${notices} re-read ${notices === 1 ? "notice" : "notices"}`)
+    if (errata > 0) parts.push(`${errata} ${errata === 1 ? "erratum" : "errata"} at the tail`)
     const message = `concord: ${parts.join(", ")}`
     this.stats.batches.push(message)
     this.tell("info", message)
@@ -850,6 +946,21 @@ function outsideDir(t: Tracked): string | undefined {
 function inside(p: string, root: string): boolean {
   const rel = path.relative(root, p)
   return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel))
+}
+
+/**
+ * Whether OpenCode rebuilt the prompt since the previous request: a message it sent then is gone
+ * (compaction starts the history at its summary; revert drops messages) or moved.
+ */
+export function rebuiltSince(previous: string[], current: string[]): boolean {
+  let j = 0
+  for (const id of previous) {
+    if (!id) continue
+    while (j < current.length && current[j] !== id) j++
+    if (j === current.length) return true
+    j++
+  }
+  return false
 }
 
 /** Absolute paths an edit-type tool wrote. */

@@ -92,7 +92,12 @@ export interface InitializeParams {
   watch?: "auto" | "fsnotify" | "poll" | "hooks"
   policy?: unknown
   locator?: unknown
+  /** Where repairs of messages the model has seen go (docs/protocol.md#placement-cache-aware-repair). */
+  placement?: Placement
+  cache?: { ttlSeconds?: number }
 }
+
+export type Placement = "inplace" | "tail" | "auto"
 
 export interface InitializeResult {
   protocolVersion: number
@@ -126,11 +131,16 @@ export interface BlockView {
   sources?: SourceLink[]
   notice?: string
   reason?: string
+  /** "tail": leave the anchor's message alone and attach `erratum` after the newest message. */
+  placement?: string
+  erratum?: string
 }
 
 export interface SyncResult {
   generation: number
   full: boolean
+  /** A flush (placement tail/auto): drop every erratum note attached earlier. */
+  flushed?: boolean
   blocks: BlockView[]
 }
 
@@ -241,11 +251,11 @@ export class ConcordClient {
     return this.request("observe", params)
   }
 
-  sourceChanged(params: { uri: string; agent: string; text?: string; version?: string }): Promise<{ blocks: string[] }> {
+  sourceChanged(params: { uri: string; agent: string; text?: string; version?: string; anchor?: string }): Promise<{ blocks: string[] }> {
     return this.request("sourceChanged", params)
   }
 
-  sync(params: { agent: string; turn: number; full?: boolean }): Promise<SyncResult> {
+  sync(params: { agent: string; turn: number; full?: boolean; prefixRebuilt?: boolean }): Promise<SyncResult> {
     return this.request("sync", params)
   }
 

@@ -556,3 +556,79 @@ describe("with the real concord binary", () => {
     await h.hooks.dispose()
   })
 })
+
+describe("placement tail/auto: errata notes on the newest message", () => {
+  const skip = skipWithoutConcord()
+
+  /** A history of one user message and one assistant message per step, as OpenCode stores it. */
+  function history(h: Harness, steps: string[][]): any[] {
+    const msgs: any[] = [{ info: { id: "msg_u", sessionID: h.sessionID, role: "user" }, parts: [{ id: "prt_u", type: "text", text: "go" }] }]
+    steps.forEach((calls, i) => {
+      const id = `msg_a${i + 1}`
+      msgs.push({
+        info: { id, sessionID: h.sessionID, role: "assistant" },
+        parts: structuredClone(h.parts.filter((p) => calls.includes(p.callID))).map((p: any) => ({ ...p, messageID: id })),
+      })
+    })
+    return msgs
+  }
+  async function call(h: Harness, msgs: any[]): Promise<any[]> {
+    await h.hooks["experimental.chat.messages.transform"]({}, { messages: msgs })
+    return msgs
+  }
+  const notes = (msgs: any[]) =>
+    msgs.flatMap((m) => m.parts.filter((p: any) => p.type === "text" && p.text.startsWith("[concord]")).map((p: any) => `${m.info.id}: ${p.text}`))
+  const out = (msgs: any[], id: string) => msgs.flatMap((m) => m.parts).find((p: any) => p.callID === id)?.state.output
+
+  for (const placement of ["tail", "auto"] as const) {
+    test(`${placement}: the old read stays byte-identical, the note is sticky, the own edit is named, a flush drops it`, { skip }, async () => {
+      const dir = tmpdir()
+      const file = path.join(dir, "a.txt")
+      fs.writeFileSync(file, "one\ntwo\nthree\n")
+      const h = harness(dir, { options: { placement, watch: "hooks" } as any })
+      await h.read("call_1", file)
+      const original = h.parts[0].state.output
+      let msgs = await call(h, history(h, [["call_1"]]))
+      assert.deepEqual(notes(msgs), [])
+      // The agent's own edit, reported with its call id.
+      fs.writeFileSync(file, "zero\none\ntwo\nthree\n")
+      await h.tool("call_2", "write", { filePath: file, content: "zero\none\ntwo\nthree\n" }, "Wrote file successfully.")
+      msgs = await call(h, history(h, [["call_1"], ["call_2"]]))
+      assert.equal(out(msgs, "call_1"), original, "the read the model saw is left alone")
+      assert.deepEqual(notes(msgs), [`msg_a2: [concord] Outdated: call_1 showed ${file}; your edit in call_2 changed it.`])
+      // Later calls: the same note on the same message; a new one on the newest message.
+      await h.tool("call_3", "bash", { command: "true" }, "")
+      fs.writeFileSync(file, "zero\none\nTWO\nthree\n")
+      const later = await call(h, history(h, [["call_1"], ["call_2"], ["call_3"]]))
+      assert.equal(out(later, "call_1"), original)
+      const n = notes(later)
+      assert.equal(n.length, 2, n.join("\n"))
+      assert.equal(n[0], notes(msgs)[0], "the first note is unchanged")
+      assert.match(n[1]!, /^msg_a3: \[concord\] (Outdated: call_1 showed|About the output of call_1: ) ?.*a\.txt/)
+      const again = await call(h, history(h, [["call_1"], ["call_2"], ["call_3"]]))
+      assert.deepEqual(JSON.stringify(again), JSON.stringify(later), "a call with nothing new is byte-identical")
+      // OpenCode compacted: the history starts elsewhere; prefixRebuilt flushes.
+      const compacted = history(h, [["call_1"], ["call_2"], ["call_3"]]).filter((m) => m.info.id !== "msg_a1")
+      compacted.splice(1, 0, { info: { id: "msg_a1b", sessionID: h.sessionID, role: "assistant" }, parts: structuredClone(h.parts.filter((p) => p.callID === "call_1")) })
+      const flushed = await call(h, compacted)
+      assert.deepEqual(notes(flushed), [], "a flush drops every note")
+      assert.notEqual(out(flushed, "call_1"), original, "the read repaired in place after the flush")
+      await h.hooks.dispose()
+    })
+  }
+
+  test("inplace (the default): no notes, the read is rewritten", { skip }, async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "a.txt")
+    const base = ["alpha: 1", "beta: 2", "gamma: 3", "delta: 4", "epsilon: 5", "zeta: 6"].join("\n") + "\n"
+    fs.writeFileSync(file, base)
+    const h = harness(dir)
+    await h.read("call_1", file)
+    await call(h, history(h, [["call_1"]]))
+    fs.writeFileSync(file, base.replace("gamma: 3", "gamma: 9"))
+    const msgs = await call(h, history(h, [["call_1"]]))
+    assert.deepEqual(notes(msgs), [])
+    assert.equal(out(msgs, "call_1"), openCodeRead(file).output)
+    await h.hooks.dispose()
+  })
+})
