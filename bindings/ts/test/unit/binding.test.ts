@@ -6,7 +6,7 @@ import assert from "node:assert/strict"
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import { ConcordBinding, changedFiles, type BindingInit } from "../../src/binding.js"
+import { ConcordBinding, changedFiles, rebuiltSince, type BindingInit } from "../../src/binding.js"
 import { concordBin, skipWithoutConcord } from "../support/concordbin.js"
 import { openCodeRead } from "../support/expected.js"
 
@@ -581,11 +581,12 @@ describe("placement tail/auto: errata notes on the newest message", () => {
   const out = (msgs: any[], id: string) => msgs.flatMap((m) => m.parts).find((p: any) => p.callID === id)?.state.output
 
   for (const placement of ["tail", "auto"] as const) {
-    test(`${placement}: the old read stays byte-identical, the note is sticky, the own edit is named, a flush drops it`, { skip }, async () => {
+    test(`${placement}: the old read stays byte-identical, the note is sticky, the own edit is named, a flush drops it`, { skip }, async (t) => {
       const dir = tmpdir()
       const file = path.join(dir, "a.txt")
       fs.writeFileSync(file, "one\ntwo\nthree\n")
       const h = harness(dir, { options: { placement, watch: "hooks" } as any })
+      t.after(() => h.hooks.dispose())
       await h.read("call_1", file)
       const original = h.parts[0].state.output
       let msgs = await call(h, history(h, [["call_1"]]))
@@ -595,7 +596,13 @@ describe("placement tail/auto: errata notes on the newest message", () => {
       await h.tool("call_2", "write", { filePath: file, content: "zero\none\ntwo\nthree\n" }, "Wrote file successfully.")
       msgs = await call(h, history(h, [["call_1"], ["call_2"]]))
       assert.equal(out(msgs, "call_1"), original, "the read the model saw is left alone")
-      assert.deepEqual(notes(msgs), [`msg_a2: [concord] Outdated: call_1 showed ${file}; your edit in call_2 changed it.`])
+      // One note on the newest message, naming the read (call_1), the file and the edit (call_2);
+      // the wording is the server's.
+      const first = notes(msgs)
+      assert.equal(first.length, 1, first.join("\n"))
+      assert.ok(first[0]!.startsWith("msg_a2: [concord] "), first[0])
+      for (const name of ["call_1", file, "call_2"]) assert.ok(first[0]!.includes(name), `the note names ${name}: ${first[0]}`)
+      assert.equal(h.binding.stats.errata, 1)
       // Later calls: the same note on the same message; a new one on the newest message.
       await h.tool("call_3", "bash", { command: "true" }, "")
       fs.writeFileSync(file, "zero\none\nTWO\nthree\n")
@@ -615,6 +622,51 @@ describe("placement tail/auto: errata notes on the newest message", () => {
       await h.hooks.dispose()
     })
   }
+
+  for (const placement of ["tail", "auto"] as const) {
+    test(`${placement}: an outside change gives a note on the newest message; a second one is added after it, the first stays`, { skip }, async (t) => {
+      const dir = tmpdir()
+      const file = path.join(dir, "b.txt")
+      const base = ["alpha: 1", "beta: 2", "gamma: 3", "delta: 4", "epsilon: 5", "zeta: 6"].join("\n") + "\n"
+      fs.writeFileSync(file, base)
+      const h = harness(dir, { options: { placement, watch: "hooks" } as any })
+      t.after(() => h.hooks.dispose())
+      await h.read("call_1", file)
+      const original = h.parts[0].state.output
+      await call(h, history(h, [["call_1"]]))
+      fs.writeFileSync(file, base.replace("gamma: 3", "gamma: 9"))
+      await h.tool("call_2", "bash", { command: "true" }, "")
+      const m2 = await call(h, history(h, [["call_1"], ["call_2"]]))
+      assert.equal(out(m2, "call_1"), original, "the read the model saw is left alone")
+      const n2 = notes(m2)
+      assert.equal(n2.length, 1, n2.join("\n"))
+      assert.ok(n2[0]!.startsWith("msg_a2: [concord] ") && n2[0]!.includes("call_1"), n2[0])
+      assert.ok(n2[0]!.includes("gamma: 9"), `an outside change carries the changed line: ${n2[0]}`)
+      // The note is the newest message's last part.
+      const last = m2[m2.length - 1].parts.at(-1)
+      assert.equal(last.type, "text")
+      assert.equal(`msg_a2: ${last.text}`, n2[0])
+      // A second outside change to the same lines: a new note on the newest message, the first
+      // one still on msg_a2, byte for byte.
+      fs.writeFileSync(file, base.replace("gamma: 3", "gamma: 10"))
+      await h.tool("call_3", "bash", { command: "true" }, "")
+      const m3 = await call(h, history(h, [["call_1"], ["call_2"], ["call_3"]]))
+      const n3 = notes(m3)
+      assert.equal(n3.length, 2, n3.join("\n"))
+      assert.equal(n3[0], n2[0])
+      assert.ok(n3[1]!.startsWith("msg_a3: [concord] ") && n3[1]!.includes("call_1") && n3[1]!.includes("gamma: 10"), n3[1])
+      assert.equal(out(m3, "call_1"), original)
+    })
+  }
+
+  test("rebuiltSince: a message of the previous request dropped or moved, not one appended", () => {
+    assert.equal(rebuiltSince([], ["a"]), false)
+    assert.equal(rebuiltSince(["a", "b"], ["a", "b", "c"]), false)
+    assert.equal(rebuiltSince(["a", "b"], ["a", "x", "b"]), false, "an insertion keeps every old message in order")
+    assert.equal(rebuiltSince(["a", "b", "c"], ["a", "c"]), true, "b was dropped")
+    assert.equal(rebuiltSince(["a", "b"], ["b", "a"]), true, "moved")
+    assert.equal(rebuiltSince(["a", "b"], ["s", "b"]), true, "compaction starts at a summary")
+  })
 
   test("inplace (the default): no notes, the read is rewritten", { skip }, async () => {
     const dir = tmpdir()
