@@ -574,4 +574,159 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
     await assertClean(r, 3)
   })
 
+
+})
+
+// Placement tail/auto (docs/protocol.md#placement-cache-aware-repair). Every chat request the real
+// OpenCode sends is captured; the assertions are on the serialized messages arrays. What OpenCode
+// 1.18.33 does with the note (a text part added to the newest message, which at a model call in
+// the agent loop is the assistant message of the previous step): @ai-sdk/openai-compatible sends
+// it as that assistant message's `content`, the message that carries the step's `tool_calls`, so
+// the note comes after every message the previous request had and before the step's tool results.
+
+const NOTES = ["alpha: 1", "beta: 2", "gamma: 3", "delta: 4"].join("\n") + "\n"
+
+/** The JSON of each message, as the provider received it (system prompt included). */
+const wire = (req: { messages: unknown[] }) => req.messages.map((m) => JSON.stringify(m))
+
+/** Indexes of the messages that carry a concord note (any text content starting "[concord]"). */
+function noteIndexes(req: { messages: { role: string; content?: unknown }[] }): number[] {
+  const texts = (c: unknown): string[] =>
+    typeof c === "string" ? [c] : Array.isArray(c) ? c.map((p) => (typeof p?.text === "string" ? p.text : "")) : []
+  return req.messages.flatMap((m, i) => (m.role !== "tool" && texts(m.content).some((t) => t.startsWith("[concord]")) ? [i] : []))
+}
+
+/**
+ * (c) Append-only: every message of each request is byte-identical, at the same index, at the
+ * start of the next one (the cached prefix is never rewritten).
+ */
+function assertAppendOnly(reqs: { index: number; messages: unknown[] }[], where: string): void {
+  for (let k = 1; k < reqs.length; k++) {
+    const prev = wire(reqs[k - 1]!)
+    const next = wire(reqs[k]!)
+    assert.ok(next.length > prev.length, `request ${k + 1} is longer than request ${k} ${where}`)
+    assert.deepEqual(next.slice(0, prev.length), prev, `request ${k}'s messages are the prefix of request ${k + 1}'s ${where}`)
+  }
+}
+
+describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at the tail, the prompt append-only`, { concurrency: 1 }, () => {
+  for (const placement of ["tail", "auto"] as const) {
+    test(`${placement}: an outside change leaves call_1 byte-identical and adds a sticky erratum after the newest message; every request extends the previous one`, { skip: skipPlugin }, async () => {
+      let original = ""
+      const r = await play({
+        name: `placement-${placement}`,
+        files: { "config.yaml": CONFIG, "notes.txt": NOTES },
+        run: { env: { CONCORD_PLACEMENT: placement } },
+        steps: (ws) => {
+          const file = path.join(ws.proj, "config.yaml")
+          const notes = path.join(ws.proj, "notes.txt")
+          const step = () => ({ tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] })
+          return [
+            () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+            (req) => {
+              original = text(req, "call_1")
+              fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
+              return step()
+            },
+            // A read the model has not been sent yet, changed before the next call (the sleep
+            // keeps the change after the read if OpenCode runs the two calls at once).
+            () => ({
+              tools: [
+                { name: "read", args: { filePath: notes } },
+                { name: "bash", args: { command: "sleep 1; sed -i 's/beta: 2/beta: 7/' notes.txt", description: "change" } },
+              ],
+            }),
+            step,
+            () => ({ text: "done" }),
+          ]
+        },
+      })
+      await assertClean(r, 5)
+      const where = `(logs: ${r.ws.root})`
+      const file = path.join(r.ws.proj, "config.yaml")
+      const notes = path.join(r.ws.proj, "notes.txt")
+      const reqs = r.model.requests
+      assert.ok(original.includes("2: port: 8080"), `the first read as OpenCode made it ${where}`)
+
+      // (a) call_1's tool message is the same bytes on every call after the change.
+      const call1 = (k: number) => JSON.stringify(reqs[k]!.messages.find((m) => m.role === "tool" && m.tool_call_id === "call_1"))
+      for (const k of [2, 3, 4]) assert.equal(call1(k), call1(1), `call_1's tool message unchanged in request ${k + 1} ${where}`)
+      assert.equal(text(reqs[4]!, "call_1"), original)
+
+      // (b) Request 3 (right after the change): one note, in the first message request 2 did not
+      // have: the assistant message that carries call_2's tool call, after call_1's tool message.
+      assert.equal(noteIndexes(reqs[0]!).length + noteIndexes(reqs[1]!).length, 0, `no note before the change ${where}`)
+      const at = reqs[1]!.messages.length
+      assert.deepEqual(noteIndexes(reqs[2]!), [at], `the note is on message ${at} of request 3 ${where}`)
+      const carrier = reqs[2]!.messages[at]!
+      assert.equal(carrier.role, "assistant")
+      assert.deepEqual(carrier.tool_calls?.map((c) => c.id), ["call_2"], "the note rides on the newest OpenCode message (step 2's assistant message)")
+      assert.equal(reqs[2]!.messages.at(-1)?.tool_call_id, "call_2", "only call_2's tool result follows it")
+      const note = String(carrier.content)
+      assert.ok(note.startsWith("[concord]") && note.includes("call_1") && note.includes(file), `the note names call_1 and the file: ${note}`)
+      assert.ok(note.includes("port: 9090"), `an outside change carries the changed line: ${note}`)
+      // Sticky: the same message, same bytes, same index, on every later call.
+      for (const k of [3, 4]) assert.equal(wire(reqs[k]!)[at], wire(reqs[2]!)[at], `the note is byte-identical in request ${k + 1} ${where}`)
+
+      // (c) Every request starts with the previous one, byte for byte.
+      assertAppendOnly(reqs, where)
+
+      // The read of notes.txt (call_3) changed before it was ever sent. auto rewrites it in place
+      // (free: it is not in the cached prefix); tail leaves it and adds a second note.
+      const call3 = text(reqs[3]!, "call_3")
+      const at4 = reqs[2]!.messages.length
+      if (placement === "auto") {
+        assert.equal(call3, openCodeRead(notes).output, `auto: call_3 rewritten in place before it was sent ${where}`)
+        assert.deepEqual(noteIndexes(reqs[3]!), [at], `auto: no note for call_3 ${where}`)
+      } else {
+        assert.ok(call3.includes("2: beta: 2") && !call3.includes("beta: 7"), `tail: call_3 left as read ${where}\n${call3}`)
+        assert.deepEqual(noteIndexes(reqs[3]!), [at, at4], `tail: a second note on the newest message ${where}`)
+        const second = String(reqs[3]!.messages[at4]!.content)
+        assert.ok(second.startsWith("[concord]") && second.includes("call_3") && second.includes("beta: 7"), `the second note names call_3: ${second}`)
+        assert.ok(!second.includes("call_1"), "the first note is not repeated")
+        // What OpenCode does with a note on a step whose own read is the stale one: the assistant
+        // message (note in its content) is serialized before that step's tool results, so this
+        // note comes before call_3's tool message, not after it.
+        const call3At = reqs[3]!.messages.findIndex((m) => m.role === "tool" && m.tool_call_id === "call_3")
+        assert.equal(call3At, at4 + 1, `the note precedes call_3's tool message on the wire ${where}`)
+      }
+      assert.equal(text(reqs[4]!, "call_3"), call3, "call_3 unchanged on the next call")
+    })
+  }
+
+  test("auto: the agent's own edit gives a pointer erratum naming the read and the edit, not the edited text", { skip: skipPlugin }, async () => {
+    const r = await play({
+      name: "placement-own-edit",
+      files: { "config.yaml": CONFIG },
+      run: { env: { CONCORD_PLACEMENT: "auto" } },
+      steps: (ws) => {
+        const file = path.join(ws.proj, "config.yaml")
+        return [
+          () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+          () => ({ tools: [{ name: "edit", args: { filePath: file, oldString: "retries: 3", newString: "retries: 5" } }] }),
+          () => ({ tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] }),
+          () => ({ text: "done" }),
+        ]
+      },
+    })
+    await assertClean(r, 4)
+    const where = `(logs: ${r.ws.root})`
+    const file = path.join(r.ws.proj, "config.yaml")
+    const reqs = r.model.requests
+    assert.ok(text(reqs[2]!, "call_2").startsWith("Edit applied successfully."), `the edit ran ${where}`)
+    assert.ok(fs.readFileSync(file, "utf8").includes("retries: 5"))
+    for (const k of [2, 3]) assert.equal(text(reqs[k]!, "call_1"), text(reqs[1]!, "call_1"), `call_1 left as the model saw it ${where}`)
+    assert.ok(text(reqs[3]!, "call_1").includes("7: retries: 3"))
+    const at = reqs[1]!.messages.length
+    assert.deepEqual(noteIndexes(reqs[2]!), [at], `one note, on the edit's assistant message ${where}`)
+    const carrier = reqs[2]!.messages[at]!
+    assert.deepEqual(carrier.tool_calls?.map((c) => c.id), ["call_2"])
+    const note = String(carrier.content)
+    assert.ok(note.startsWith("[concord]") && note.includes("call_1") && note.includes(file), `the note names the read: ${note}`)
+    assert.ok(note.includes("call_2"), `the note names the edit (call_2): ${note}`)
+    assert.ok(!note.includes("retries: 5") && !note.includes("retries: 3"), `a pointer, not the edited lines: ${note}`)
+    assert.equal(wire(reqs[3]!)[at], wire(reqs[2]!)[at], "the note is sticky")
+    assert.deepEqual(noteIndexes(reqs[3]!), [at], "and not repeated")
+    assertAppendOnly(reqs, where)
+  })
 })
