@@ -75,9 +75,13 @@ export interface ConcordOptions {
 
 const PLACEMENTS: readonly Placement[] = ["inplace", "tail", "auto"]
 
-/** One erratum note, attached to a message and re-attached byte-identical on every later call. */
+/**
+ * One erratum note, attached to a message and re-attached byte-identical on every later call:
+ * appended to the output of that message's tool result callID, or else a text part partID.
+ */
 interface TailNote {
-  partID: string
+  callID?: string
+  partID?: string
   text: string
 }
 
@@ -358,7 +362,16 @@ export class ConcordBinding {
       const id = newest?.info?.id
       if (typeof id === "string" && Array.isArray(newest.parts)) {
         const list = link.tailNotes.get(id) ?? []
-        list.push({ partID: `prt_concord_${id}_${list.length + 1}`, text: tailNote })
+        // Into the output of the message's last tool result when it has one: OpenCode sends an
+        // assistant message's text before its tool results, so a text part would come before the
+        // reads of that same step (and read as the model's own words); the last tool result is
+        // the last thing in the prompt. Else (a user message, a text-only answer) a text part.
+        const tool = lastToolResult(newest)
+        list.push(
+          tool
+            ? { callID: tool.callID, text: tailNote }
+            : { partID: `prt_concord_${id}_${list.length + 1}`, text: tailNote },
+        )
         link.tailNotes.set(id, list)
       }
     }
@@ -366,6 +379,14 @@ export class ConcordBinding {
       const list = typeof m?.info?.id === "string" ? link.tailNotes.get(m.info.id) : undefined
       if (!list || !Array.isArray(m.parts)) continue
       for (const n of list) {
+        if (n.callID !== undefined) {
+          const p = m.parts.find((x: any) => x?.type === "tool" && x.callID === n.callID)
+          const out = p?.state?.output
+          if (typeof out !== "string") continue
+          const suffix = `\n\n${n.text}`
+          if (!out.endsWith(suffix)) p.state.output = out + suffix
+          continue
+        }
         if (m.parts.some((p: any) => p?.id === n.partID)) continue
         m.parts.push({ id: n.partID, sessionID, messageID: m.info.id, type: "text", text: n.text, synthetic: true })
       }
@@ -946,6 +967,16 @@ function outsideDir(t: Tracked): string | undefined {
 function inside(p: string, root: string): boolean {
   const rel = path.relative(root, p)
   return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel))
+}
+
+/** The last completed tool result of a message (its callID), where a tail note can go. */
+function lastToolResult(m: any): { callID: string } | undefined {
+  for (let i = m.parts.length - 1; i >= 0; i--) {
+    const p = m.parts[i]
+    if (p?.type !== "tool" || typeof p.callID !== "string") continue
+    if (p.state?.status === "completed" && typeof p.state.output === "string" && !p.state.time?.compacted) return { callID: p.callID }
+  }
+  return undefined
 }
 
 /**

@@ -578,22 +578,27 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
 })
 
 // Placement tail/auto (docs/protocol.md#placement-cache-aware-repair). Every chat request the real
-// OpenCode sends is captured; the assertions are on the serialized messages arrays. What OpenCode
-// 1.18.33 does with the note (a text part added to the newest message, which at a model call in
-// the agent loop is the assistant message of the previous step): @ai-sdk/openai-compatible sends
-// it as that assistant message's `content`, the message that carries the step's `tool_calls`, so
-// the note comes after every message the previous request had and before the step's tool results.
+// OpenCode sends is captured; the assertions are on the serialized messages arrays. The plugin
+// appends a note to the output of the newest message's last tool result (at a model call in the
+// agent loop, the newest message is the previous step's assistant message, and its last tool
+// result is the last message on the wire); a newest message without one gets a text part.
 
 const NOTES = ["alpha: 1", "beta: 2", "gamma: 3", "delta: 4"].join("\n") + "\n"
+const NOTE_SEP = "\n\n[concord] "
 
 /** The JSON of each message, as the provider received it (system prompt included). */
 const wire = (req: { messages: unknown[] }) => req.messages.map((m) => JSON.stringify(m))
 
-/** Indexes of the messages that carry a concord note (any text content starting "[concord]"). */
-function noteIndexes(req: { messages: { role: string; content?: unknown }[] }): number[] {
+/** The notes of a request: { index of the message, text }, in order. */
+function notesOf(req: { messages: { role: string; content?: unknown }[] }): { at: number; text: string }[] {
   const texts = (c: unknown): string[] =>
     typeof c === "string" ? [c] : Array.isArray(c) ? c.map((p) => (typeof p?.text === "string" ? p.text : "")) : []
-  return req.messages.flatMap((m, i) => (m.role !== "tool" && texts(m.content).some((t) => t.startsWith("[concord]")) ? [i] : []))
+  return req.messages.flatMap((m, at) =>
+    texts(m.content).flatMap((t) => {
+      if (m.role !== "tool" && t.startsWith("[concord]")) return [{ at, text: t }]
+      return t.split(NOTE_SEP).slice(1).map((x) => ({ at, text: `[concord] ${x}` }))
+    }),
+  )
 }
 
 /**
@@ -611,7 +616,7 @@ function assertAppendOnly(reqs: { index: number; messages: unknown[] }[], where:
 
 describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at the tail, the prompt append-only`, { concurrency: 1 }, () => {
   for (const placement of ["tail", "auto"] as const) {
-    test(`${placement}: an outside change leaves call_1 byte-identical and adds a sticky erratum after the newest message; every request extends the previous one`, { skip: skipPlugin }, async () => {
+    test(`${placement}: an outside change leaves call_1 byte-identical and adds a sticky erratum at the end of the prompt; every request extends the previous one`, { skip: skipPlugin }, async () => {
       let original = ""
       const r = await play({
         name: `placement-${placement}`,
@@ -653,17 +658,16 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
       for (const k of [2, 3, 4]) assert.equal(call1(k), call1(1), `call_1's tool message unchanged in request ${k + 1} ${where}`)
       assert.equal(text(reqs[4]!, "call_1"), original)
 
-      // (b) Request 3 (right after the change): one note, in the first message request 2 did not
-      // have: the assistant message that carries call_2's tool call, after call_1's tool message.
-      assert.equal(noteIndexes(reqs[0]!).length + noteIndexes(reqs[1]!).length, 0, `no note before the change ${where}`)
-      const at = reqs[1]!.messages.length
-      assert.deepEqual(noteIndexes(reqs[2]!), [at], `the note is on message ${at} of request 3 ${where}`)
-      const carrier = reqs[2]!.messages[at]!
-      assert.equal(carrier.role, "assistant")
-      assert.deepEqual(carrier.tool_calls?.map((c) => c.id), ["call_2"], "the note rides on the newest OpenCode message (step 2's assistant message)")
-      assert.equal(reqs[2]!.messages.at(-1)?.tool_call_id, "call_2", "only call_2's tool result follows it")
-      const note = String(carrier.content)
-      assert.ok(note.startsWith("[concord]") && note.includes("call_1") && note.includes(file), `the note names call_1 and the file: ${note}`)
+      // (b) Request 3 (right after the change): one note, at the very end of the prompt: after
+      // call_2's own output ("step\n") in its tool message, the last message.
+      assert.deepEqual([...notesOf(reqs[0]!), ...notesOf(reqs[1]!)], [], `no note before the change ${where}`)
+      const at = reqs[2]!.messages.length - 1
+      const n3 = notesOf(reqs[2]!)
+      assert.deepEqual(n3.map((n) => n.at), [at], `one note, in the last message of request 3 ${where}`)
+      assert.equal(reqs[2]!.messages[at]!.tool_call_id, "call_2")
+      assert.equal(text(reqs[2]!, "call_2"), `step\n${NOTE_SEP}${n3[0]!.text.slice("[concord] ".length)}`, "the note follows call_2's output")
+      const note = n3[0]!.text
+      assert.ok(note.includes("call_1") && note.includes(file), `the note names call_1 and the file: ${note}`)
       assert.ok(note.includes("port: 9090"), `an outside change carries the changed line: ${note}`)
       // Sticky: the same message, same bytes, same index, on every later call.
       for (const k of [3, 4]) assert.equal(wire(reqs[k]!)[at], wire(reqs[2]!)[at], `the note is byte-identical in request ${k + 1} ${where}`)
@@ -672,23 +676,20 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
       assertAppendOnly(reqs, where)
 
       // The read of notes.txt (call_3) changed before it was ever sent. auto rewrites it in place
-      // (free: it is not in the cached prefix); tail leaves it and adds a second note.
+      // (free: it is not in the cached prefix); tail leaves it and adds a second note, after it.
       const call3 = text(reqs[3]!, "call_3")
-      const at4 = reqs[2]!.messages.length
+      const n4 = notesOf(reqs[3]!)
       if (placement === "auto") {
         assert.equal(call3, openCodeRead(notes).output, `auto: call_3 rewritten in place before it was sent ${where}`)
-        assert.deepEqual(noteIndexes(reqs[3]!), [at], `auto: no note for call_3 ${where}`)
+        assert.deepEqual(n4, n3, `auto: no note for call_3 ${where}`)
       } else {
         assert.ok(call3.includes("2: beta: 2") && !call3.includes("beta: 7"), `tail: call_3 left as read ${where}\n${call3}`)
-        assert.deepEqual(noteIndexes(reqs[3]!), [at, at4], `tail: a second note on the newest message ${where}`)
-        const second = String(reqs[3]!.messages[at4]!.content)
-        assert.ok(second.startsWith("[concord]") && second.includes("call_3") && second.includes("beta: 7"), `the second note names call_3: ${second}`)
+        const last = reqs[3]!.messages.length - 1
+        assert.deepEqual(n4.map((n) => n.at), [at, last], `tail: a second note, in the last message ${where}`)
+        assert.equal(reqs[3]!.messages[last]!.tool_call_id, "call_4", "the step's last tool result (after call_3's)")
+        const second = n4[1]!.text
+        assert.ok(second.includes("call_3") && second.includes("beta: 7"), `the second note names call_3: ${second}`)
         assert.ok(!second.includes("call_1"), "the first note is not repeated")
-        // What OpenCode does with a note on a step whose own read is the stale one: the assistant
-        // message (note in its content) is serialized before that step's tool results, so this
-        // note comes before call_3's tool message, not after it.
-        const call3At = reqs[3]!.messages.findIndex((m) => m.role === "tool" && m.tool_call_id === "call_3")
-        assert.equal(call3At, at4 + 1, `the note precedes call_3's tool message on the wire ${where}`)
       }
       assert.equal(text(reqs[4]!, "call_3"), call3, "call_3 unchanged on the next call")
     })
@@ -713,20 +714,20 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
     const where = `(logs: ${r.ws.root})`
     const file = path.join(r.ws.proj, "config.yaml")
     const reqs = r.model.requests
-    assert.ok(text(reqs[2]!, "call_2").startsWith("Edit applied successfully."), `the edit ran ${where}`)
     assert.ok(fs.readFileSync(file, "utf8").includes("retries: 5"))
     for (const k of [2, 3]) assert.equal(text(reqs[k]!, "call_1"), text(reqs[1]!, "call_1"), `call_1 left as the model saw it ${where}`)
     assert.ok(text(reqs[3]!, "call_1").includes("7: retries: 3"))
-    const at = reqs[1]!.messages.length
-    assert.deepEqual(noteIndexes(reqs[2]!), [at], `one note, on the edit's assistant message ${where}`)
-    const carrier = reqs[2]!.messages[at]!
-    assert.deepEqual(carrier.tool_calls?.map((c) => c.id), ["call_2"])
-    const note = String(carrier.content)
-    assert.ok(note.startsWith("[concord]") && note.includes("call_1") && note.includes(file), `the note names the read: ${note}`)
+    const at = reqs[2]!.messages.length - 1
+    const n = notesOf(reqs[2]!)
+    assert.deepEqual(n.map((x) => x.at), [at], `one note, at the end of the edit's tool message ${where}`)
+    assert.equal(reqs[2]!.messages[at]!.tool_call_id, "call_2")
+    assert.ok(text(reqs[2]!, "call_2").startsWith("Edit applied successfully."), `the edit ran ${where}`)
+    const note = n[0]!.text
+    assert.ok(note.includes("call_1") && note.includes(file), `the note names the read: ${note}`)
     assert.ok(note.includes("call_2"), `the note names the edit (call_2): ${note}`)
     assert.ok(!note.includes("retries: 5") && !note.includes("retries: 3"), `a pointer, not the edited lines: ${note}`)
     assert.equal(wire(reqs[3]!)[at], wire(reqs[2]!)[at], "the note is sticky")
-    assert.deepEqual(noteIndexes(reqs[3]!), [at], "and not repeated")
+    assert.deepEqual(notesOf(reqs[3]!), n, "and not repeated")
     assertAppendOnly(reqs, where)
   })
 })

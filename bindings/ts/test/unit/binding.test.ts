@@ -576,8 +576,15 @@ describe("placement tail/auto: errata notes on the newest message", () => {
     await h.hooks["experimental.chat.messages.transform"]({}, { messages: msgs })
     return msgs
   }
+  /** The notes as "<message id>: <text>": appended to a tool result's output, or text parts. */
   const notes = (msgs: any[]) =>
-    msgs.flatMap((m) => m.parts.filter((p: any) => p.type === "text" && p.text.startsWith("[concord]")).map((p: any) => `${m.info.id}: ${p.text}`))
+    msgs.flatMap((m) =>
+      m.parts.flatMap((p: any) => {
+        if (p.type === "text" && p.text.startsWith("[concord]")) return [`${m.info.id}: ${p.text}`]
+        if (p.type !== "tool" || typeof p.state?.output !== "string") return []
+        return p.state.output.split("\n\n[concord] ").slice(1).map((t: string) => `${m.info.id}: [concord] ${t}`)
+      }),
+    )
   const out = (msgs: any[], id: string) => msgs.flatMap((m) => m.parts).find((p: any) => p.callID === id)?.state.output
 
   for (const placement of ["tail", "auto"] as const) {
@@ -642,10 +649,11 @@ describe("placement tail/auto: errata notes on the newest message", () => {
       assert.equal(n2.length, 1, n2.join("\n"))
       assert.ok(n2[0]!.startsWith("msg_a2: [concord] ") && n2[0]!.includes("call_1"), n2[0])
       assert.ok(n2[0]!.includes("gamma: 9"), `an outside change carries the changed line: ${n2[0]}`)
-      // The note is the newest message's last part.
+      // The note ends the output of the newest message's last tool result (call_2), after its own
+      // output: on the wire, the last tool message.
       const last = m2[m2.length - 1].parts.at(-1)
-      assert.equal(last.type, "text")
-      assert.equal(`msg_a2: ${last.text}`, n2[0])
+      assert.equal(last.callID, "call_2")
+      assert.equal(last.state.output, `\n\n${n2[0]!.slice("msg_a2: ".length)}`, "bash printed nothing; the note follows")
       // A second outside change to the same lines: a new note on the newest message, the first
       // one still on msg_a2, byte for byte.
       fs.writeFileSync(file, base.replace("gamma: 3", "gamma: 10"))
@@ -658,6 +666,27 @@ describe("placement tail/auto: errata notes on the newest message", () => {
       assert.equal(out(m3, "call_1"), original)
     })
   }
+
+  test("tail: a newest message without a tool result (a new user turn) gets the note as a text part", { skip }, async (t) => {
+    const dir = tmpdir()
+    const file = path.join(dir, "c.txt")
+    fs.writeFileSync(file, "one\ntwo\nthree\n")
+    const h = harness(dir, { options: { placement: "tail", watch: "hooks" } as any })
+    t.after(() => h.hooks.dispose())
+    await h.read("call_1", file)
+    const turn1 = history(h, [["call_1"]])
+    await call(h, turn1)
+    fs.writeFileSync(file, "one\nTWO\nthree\n")
+    const user2 = { info: { id: "msg_u2", sessionID: h.sessionID, role: "user" }, parts: [{ id: "prt_u2", type: "text", text: "again" }] }
+    const m = await call(h, [...history(h, [["call_1"]]), structuredClone(user2)])
+    const n = notes(m)
+    assert.equal(n.length, 1, n.join("\n"))
+    assert.ok(n[0]!.startsWith("msg_u2: [concord] ") && n[0]!.includes("call_1"), n[0])
+    assert.equal(m.at(-1).parts.at(-1).type, "text", "a text part after the user's text")
+    assert.equal(m.at(-1).parts.at(-1).synthetic, true)
+    const again = await call(h, [...history(h, [["call_1"]]), structuredClone(user2)])
+    assert.equal(JSON.stringify(again), JSON.stringify(m), "re-attached byte-identical")
+  })
 
   test("rebuiltSince: a message of the previous request dropped or moved, not one appended", () => {
     assert.equal(rebuiltSince([], ["a"]), false)
