@@ -626,14 +626,24 @@ def _path_group(group: list[str], cwd: str) -> list[Hit] | None:
                     break
             else:
                 break
-        if len(hits) == len(group):
-            cands.append(hits)
+        if len(hits) == len(group) and any(h.sep == ":" for h in hits):
+            cands.append(hits)  # every group holds a match
     files = [c for c in cands if os.path.isfile(c[0].path)]
+    if len(files) > 1:
+        # Still two readings: the one whose lines the file holds now, if only one does.
+        cache: dict[str, list[str] | None] = {}
+        files = [c for c in files if _holds(c, cache)]
     if len(files) == 1:
         return files[0]
     if not files and len(cands) == 1:
         return cands[0]  # deleted since: the only reading there is
     return None
+
+
+def _holds(hits: list[Hit], cache: dict[str, list[str] | None]) -> bool:
+    lines = _file_lines(hits[0].path, cache)
+    return lines is not None and all(
+        h.line <= len(lines) and screen_line(lines[h.line - 1]) == screen_line(h.text) for h in hits)
 
 
 def _rg_headings(lines: list[str], cwd: str, *, context: bool = False) -> TerminalRead | None:

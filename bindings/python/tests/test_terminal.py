@@ -190,16 +190,19 @@ TRICKY_FILES = {
     "plain.txt": "1\n2\nTODO\n4\n5\n6\n7\nTODO\n",
     "x": "foo\n",
     "x-1-y": "foo\nz TODO\nw\n",
+    "p": "q:2:TODO\n",
+    "p:1:q": "a\nTODO\n",
 }
 TRICKY = [
     ("grep -n -C1 TODO a-1-b.txt c:2:d.txt plain.txt", True),
-    ("grep -rn -B1 TODO .", True),
+    ("grep -rn -B1 TODO -- a-1-b.txt c:2:d.txt plain.txt x-1-y", True),
     ("grep -n -2 TODO plain.txt", True),
     ("grep -nC1 TODO plain.txt", True),
     ("grep -n -A 1 -e TODO plain.txt", True),
     ("grep -n -C 0 TODO plain.txt a-1-b.txt", True),
     ("grep -n -A1 TODO x x-1-y", True),  # the context line tells x-1-y from x
-    ("grep -n -A0 TODO x x-1-y", False),  # `x-1-y:2:z TODO` also reads as x's line 1: ambiguous
+    ("grep -n -A0 TODO x x-1-y", True),  # `x-1-y:2:z TODO` as x's line 1 would be a group without a match
+    ("grep -n -A0 TODO p:1:q p", False),  # `p:1:q:2:TODO` twice: p's line 1 and p:1:q's line 2
     ("grep -n --no-group-separator -A1 TODO plain.txt", False),
     ("rg -n -C1 --no-heading TODO a-1-b.txt plain.txt", True),
 ]
@@ -226,6 +229,44 @@ def test_context_hits_with_separators_in_names_and_lines(tmp_path, command, trac
         assert h.text == line, (h.path, h.line, h.text)
         assert (h.sep == ":") == ("TODO" in line), (h.path, h.line, h.sep)
     assert render_hits(read, [(h.path, h.line, h.text, h.sep) for h in read.hits]) == out.rstrip("\n")  # as the terminal shows it
+
+
+def test_randomized_context_output_of_real_grep(tmp_path):
+    """Seeded: random files (names and lines full of `-N-`, `:N:`, `--`), real
+    GNU grep with random -A/-B/-C; every line the parser places is the file's
+    line at that number, marked a match exactly when it matches, and the
+    re-render is grep's output. Only an ambiguous output may go untracked."""
+    import subprocess
+
+    if not _have("grep"):
+        pytest.skip("grep not installed")
+    names = ["a", "a-1-b", "c:2:d", "e-3-", "f"]
+    pieces = ["TODO", "-1-", ":2:", "--", "x", " ", "3", "-", ":"]
+    untracked = 0
+    for seed in range(150):
+        rng = random.Random(7000 + seed)
+        d = tmp_path / str(seed)
+        d.mkdir()
+        chosen = rng.sample(names, rng.randint(1, 3))
+        for name in chosen:
+            lines = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 4))) for _ in range(rng.randint(1, 12))]
+            (d / name).write_text("\n".join(lines) + "\n")
+        flag = rng.choice(["-A", "-B", "-C"]) + str(rng.randint(0, 3))
+        argv = ["grep", "-n", flag, "TODO"] + chosen
+        out = subprocess.run(argv, cwd=d, capture_output=True, text=True).stdout
+        if not out:
+            continue
+        command = " ".join(f"'{a}'" for a in argv)
+        read = parse_command(command, out, str(d))
+        if read is None:
+            untracked += 1
+            continue
+        for h in read.hits:
+            line = Path(h.path).read_text().split("\n")[h.line - 1]
+            assert h.text == line and (h.sep == ":") == ("TODO" in line), (seed, h)
+        want = "\n".join(screen_line(ln) for ln in out.split("\n")).strip()
+        assert render_hits(read, [(h.path, h.line, h.text, h.sep) for h in read.hits]) == want, seed
+    assert untracked <= 3, untracked
 
 
 @pytest.mark.parametrize(
