@@ -360,6 +360,9 @@ def _tail(args: list[str], output: str, cwd: str) -> TerminalRead | None:
                         want=want)
 
 
+_SPLIT_MAX_BYTES = 16 << 20
+
+
 def _several(names: list[str], output: str, cwd: str, *, numbered: bool = False, head: int | None = None,
              tail: int | None = None, tail_from: int | None = None) -> TerminalRead | None:
     """cat/head/tail of several files, split by the files' current contents.
@@ -379,7 +382,11 @@ def _several(names: list[str], output: str, cwd: str, *, numbered: bool = False,
     cache: dict[str, list[str] | None] = {}
     for name, path in zip(names, paths):
         try:
-            if not stat.S_ISREG(os.stat(path).st_mode):
+            st = os.stat(path)
+            # cat shows every byte: a file longer than the output cannot be in it
+            # (4 bytes a character at most); head/tail of a huge log is not read.
+            limit = 4 * len(output) + 4096 if cat else _SPLIT_MAX_BYTES
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
                 return None
             with open(path, "rb") as f:
                 data = f.read()

@@ -75,7 +75,8 @@ def terminal_repair(workspace: Path, condenser, command: str, change,
     assert st["tracked"] == 1 and st["repaired"] == 1 and st["events"] == 0, st
 
 
-def test_grep_context_lines_are_one_block_and_repaired(workspace, condenser):
+@pytest.mark.parametrize("command", ["grep -n -C1 TODO src/a.py src/b.py", "grep -rn -B2 -A1 TODO src"])
+def test_grep_context_lines_are_one_block_and_repaired(workspace, condenser, command):
     src = workspace / "src"
     src.mkdir()
     a, b = src / "a.py", src / "b.py"
@@ -86,7 +87,7 @@ def test_grep_context_lines_are_one_block_and_repaired(workspace, condenser):
         # Lines inserted above: the match and its context move down two lines.
         b.write_text("# header\n\nx = 1\ny = 2\n# TODO: two\nz = 3\n")
 
-    terminal_repair(workspace, condenser, "grep -n -C1 TODO src/a.py src/b.py", change)
+    terminal_repair(workspace, condenser, command, change)
 
 
 def test_rg_context_with_headings_is_repaired(workspace, condenser):
