@@ -22,14 +22,22 @@ from test_openhands_e2e import (  # noqa: E402,F401 (fixtures)
     run,
     write,
 )
-from test_openhands_more_e2e import (  # noqa: E402,F401 (fixtures)
+from concord_openhands import ConcordCondenser  # noqa: E402
+from test_openhands_more_e2e import (  # noqa: E402
     LOST_START,
     TOOLS,
     body_and_trailer,
-    condenser,
     server_has,
     tmux_lost_start,
 )
+
+
+@pytest.fixture
+def condenser(concord_bin, workspace):
+    # In place: these tests check the repaired tool result itself.
+    c = ConcordCondenser(roots=[str(workspace)], placement="inplace", binary=concord_bin)
+    yield c
+    c.close()
 
 
 def shown(command: str, cwd: Path) -> str:
