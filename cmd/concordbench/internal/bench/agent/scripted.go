@@ -288,7 +288,7 @@ func Marked(content string) bool {
 }
 
 // erratumRe starts a Concord erratum: it names the call it corrects.
-var erratumRe = regexp.MustCompile(`^\[concord\] (Outdated: \S+ showed|About the output of \S+:|The output of \S+ is current again)`)
+var erratumRe = regexp.MustCompile(`^\[concord\] (Outdated in .+?: |About the output of \S+:|The output of \S+ is current again)`)
 
 // own is a message's own content: without the errata a binding appended
 // after it (placement tail or auto), which speak of other calls.
@@ -312,19 +312,61 @@ func corrected(msgs []Message, i int) bool {
 	if id == "" {
 		return false
 	}
-	// The latest erratum naming the call decides: "current again" takes back the earlier ones.
+	// The latest erratum naming the call decides: "current again", or a
+	// move that keeps the text, takes back the earlier ones.
 	marked := false
 	for _, m := range msgs[i:] {
 		for _, seg := range segments(m.Content)[1:] {
-			switch {
-			case strings.HasPrefix(seg, "[concord] Outdated: "+id+" "), strings.HasPrefix(seg, "[concord] About the output of "+id+":"):
-				marked = true
-			case strings.HasPrefix(seg, "[concord] The output of "+id+" is current again."):
-				marked = false
+			if named, current := about(seg, id); named {
+				marked = !current
 			}
 		}
 	}
 	return marked
+}
+
+// about reads one erratum: whether it names call id, and whether it says
+// the text of id's copy is current (only its lines moved, or it is current
+// again). Errata of one source share a line, "[concord] Outdated in PATH:
+// c1 (lines 3-5) is now at lines 5-7; c2, c3 (line 9) changed by ...".
+func about(seg, id string) (named, current bool) {
+	head, _, _ := strings.Cut(seg, "\n")
+	switch {
+	case strings.HasPrefix(head, "[concord] About the output of "+id+":"):
+		return true, false
+	case head == "[concord] The output of "+id+" is current again.":
+		return true, true
+	case !strings.HasPrefix(head, "[concord] Outdated in "):
+		return false, false
+	}
+	current = true
+	for _, c := range strings.Split(head, "; ") {
+		if !namesItem(c, id) {
+			continue
+		}
+		named = true
+		current = current && (strings.Contains(c, " is now at line") || strings.HasSuffix(strings.TrimSuffix(c, "."), ", text unchanged"))
+	}
+	return named, named && current
+}
+
+// namesItem reports whether an erratum clause lists call id among the
+// calls it speaks of ("id (lines 3-5)", "id," or "id " right after ": ",
+// ", " or the start).
+func namesItem(clause, id string) bool {
+	for rest := clause; ; {
+		i := strings.Index(rest, id)
+		if i < 0 {
+			return false
+		}
+		before, after := rest[:i], rest[i+len(id):]
+		if (before == "" || strings.HasSuffix(before, ": ") || strings.HasSuffix(before, ", ")) &&
+			(strings.HasPrefix(after, " (") || strings.HasPrefix(after, ",") || strings.HasPrefix(after, " ")) &&
+			!strings.HasSuffix(before, "in ") {
+			return true
+		}
+		rest = after
+	}
 }
 
 // Masked is the placeholder of a masked observation (OpenHands).
