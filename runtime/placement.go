@@ -258,16 +258,18 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 					l.pl.notedAt, l.pl.ownSince = l.src.pl.trans, false
 				}
 			}
-			tail.add(view(b), cs)
+			out = tail.add(out, view(b), cs)
 		case nowhere:
 			b.pl.deferred = true
 		}
 	}
 	if !flush && m.placement != PlacementInplace {
-		m.pointers(ag, bs, &tail)
+		out = m.pointers(ag, bs, &tail, out)
 	}
-	m.recon["errata"] += len(tail.views)
-	out = append(out, tail.render()...)
+	if len(tail.views) > 0 {
+		m.recon["errata"] += len(tail.views)
+	}
+	tail.render(out)
 	ag.pl.calls++
 	ag.pl.last = now
 	return out, flush
@@ -324,34 +326,35 @@ func (m *Manager) cover(s *block) *block {
 // tailErrata collects one sync's views placed at the tail and the clauses
 // of their errata.
 type tailErrata struct {
-	views   []BlockView
+	views   []int // indices in the sync's views
 	clauses []clause
 	owner   []int // view index of each clause
 }
 
-func (t *tailErrata) add(v BlockView, cs []clause) {
+// add appends v to out, placed at the tail with clauses cs.
+func (t *tailErrata) add(out []BlockView, v BlockView, cs []clause) []BlockView {
 	v.Placement = PlacementTail
 	for _, c := range cs {
 		t.clauses = append(t.clauses, c)
 		t.owner = append(t.owner, len(t.views))
 	}
-	t.views = append(t.views, v)
+	t.views = append(t.views, len(out))
+	return append(out, v)
 }
 
-// render writes the grouped errata into the views (renderErrata).
-func (t *tailErrata) render() []BlockView {
+// render writes the grouped errata into the views of out (renderErrata).
+func (t *tailErrata) render(out []BlockView) {
 	texts := renderErrata(t.clauses, t.owner, len(t.views))
-	for i := range t.views {
-		t.views[i].Erratum = texts[i]
+	for i, at := range t.views {
+		out[at].Erratum = texts[i]
 	}
-	return t.views
 }
 
 // pointers: a read superseded without a rewrite keeps its text, which goes
 // stale when the lines it showed change; the newer read that covers them
 // changed too (it is among bs). A clause per such read points from it to
 // the newer read, so the stale copy never looks current. Caller holds m.mu.
-func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata) {
+func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []BlockView) []BlockView {
 	for _, by := range bs {
 		if by.status == Valid || by.status == Superseded {
 			continue
@@ -362,7 +365,8 @@ func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata) {
 				continue
 			}
 			s.pl.pointed, s.pl.noted = true, true
-			tail.add(view(s), erratumSuperseded(s, by))
+			out = tail.add(out, view(s), erratumSuperseded(s, by))
 		}
 	}
+	return out
 }
