@@ -69,10 +69,10 @@ def test_tail_views_then_flush(concord_bin, workspace):
         s.close()
 
 
-def test_inplace_is_the_default_and_sent(concord_bin, workspace):
+def test_auto_is_the_default_and_sent(concord_bin, workspace):
     s = ConcordSession([str(workspace)], binary=concord_bin)
     try:
-        assert s.ensure() and s.placement == "inplace" and s.effective_placement == "inplace"
+        assert s.ensure() and s.placement == "auto" and s.effective_placement == "auto"
     finally:
         s.close()
 
