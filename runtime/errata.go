@@ -76,11 +76,14 @@ func erratum(b *block) ([]clause, holds) {
 	return cs, h
 }
 
-// textUnchanged reports whether every link of b still has the text its
-// copy in place shows (at most its lines moved).
+// textUnchanged reports whether every link of b is live and still has the
+// text its copy in place shows (at most its lines moved).
 func textUnchanged(b *block) bool {
+	if b.status != Valid && b.status != Patched {
+		return false
+	}
 	for _, l := range b.links {
-		if l.text != l.shown {
+		if l.state != linkOK || l.text != l.shown {
 			return false
 		}
 	}

@@ -803,6 +803,48 @@ func (r *invRun) checkErratum(h *heldBlock, v *BlockView) {
 	}
 }
 
+// allTextUnchanged reports whether every clause of an anchor's erratum
+// says only that its lines moved, text unchanged.
+func allTextUnchanged(erratum string) bool {
+	n := 0
+	for _, l := range strings.Split(erratum, "\n") {
+		if !strings.HasPrefix(l, "[concord] ") {
+			continue
+		}
+		_, clauses, ok := strings.Cut(l, ": ")
+		if !ok {
+			return false
+		}
+		for _, c := range strings.Split(clauses, "; ") {
+			if !strings.Contains(c, "text unchanged") {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
+}
+
+// checkTextUnchanged: the latest erratum says only that the lines of the
+// copy in place moved, its text unchanged; later moves add nothing, so the
+// text must still be in the source, line for line.
+func (r *invRun) checkTextUnchanged(h *heldBlock) {
+	old := h.refs
+	if h.view != nil && len(h.view.Sources) > 0 {
+		old = h.view.Sources
+	}
+	for _, o := range old {
+		cur, ok := r.content[o.URI]
+		if !ok {
+			r.fail("anchor %s: an erratum says its text is unchanged, but %s is deleted", h.anchor, o.URI)
+			continue
+		}
+		if !containsLines(strings.Join(locator.SplitLines(cur), "\n"), strings.Join(locator.SplitLines(normalizeText(o.Text)), "\n")) {
+			r.fail("anchor %s: an erratum says its text is unchanged, but %q is no longer in %s: %q", h.anchor, o.Text, o.URI, cur)
+		}
+	}
+}
+
 // warning: an erratum that says the copy is outdated without claiming what
 // is current (a re-read notice, a pointer to the agent's edit).
 func warning(erratum string) bool {
@@ -828,6 +870,10 @@ func (r *invRun) check(ag *invAgent) {
 		}
 		if h.note != nil && warning(h.note.Erratum) {
 			continue // the latest statement says the copy is outdated: it cannot look current
+		}
+		if h.note != nil && allTextUnchanged(h.note.Erratum) {
+			r.checkTextUnchanged(h)
+			continue
 		}
 		v := h.view
 		if h.note != nil {
