@@ -192,8 +192,8 @@ func (e *episode) closeConcord(ctx context.Context) {
 	}
 }
 
-// step is one model call and its tool calls; answered: the episode is
-// over.
+// step is one model call and its tool calls; true when an answer was
+// accepted (the episode is over).
 func (e *episode) step(ctx context.Context, sess agent.Session, step int, scripted bool) (bool, error) {
 	tr := StepTrace{Step: step}
 	prompt, err := e.promptFor(ctx, step, &tr)
