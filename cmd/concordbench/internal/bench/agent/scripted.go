@@ -33,7 +33,7 @@ import (
 //     the cloze's prefix + value + suffix, ignoring diff lines marked "-".
 //     A copy that a later Concord erratum names as outdated is no evidence
 //     (the erratum's own "+N:" lines are), until an erratum says "the output
-//     of X is current again". A span probe answers the value; "same" answers yes when both values
+//     of X is current again" or that only its lines moved. A span probe answers the value; "same" answers yes when both values
 //     are equal; "earlier" answers the option with the smaller number;
 //     "all" answers every value, joined by "; ". A message that says it
 //     holds the true contents of files (Aider's) comes first.
