@@ -444,3 +444,23 @@ func appendRange(b []byte, r Range) []byte {
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
+
+// Hunk is one change of a line diff: old lines [OldStart, OldEnd) became
+// new lines [NewStart, NewEnd) (0-based, end exclusive). A pure insertion
+// has OldStart == OldEnd, a pure deletion NewStart == NewEnd.
+type Hunk struct{ OldStart, OldEnd, NewStart, NewEnd int }
+
+// Hunks returns the changes turning the lines old into the lines new, in
+// order, separated by equal lines: what a reader of old needs to know to
+// have new.
+func Hunks(old, new []string, p Params) []Hunk {
+	if slices.Equal(old, new) {
+		return nil
+	}
+	hs, _ := lineDiff(old, new, p)
+	out := make([]Hunk, len(hs))
+	for i, h := range hs {
+		out[i] = Hunk{OldStart: h.os, OldEnd: h.oe, NewStart: h.ns, NewEnd: h.ne}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,7 +70,7 @@ func (s *Server) initialize(ctx context.Context, raw *json.RawMessage) (any, err
 			Notifications: []string{protocol.MethodBlocksChanged},
 			Requests:      []string{protocol.MethodReadSource},
 			MaxMessage:    s.cfg.MaxMessage,
-			Placement:     p.Placement,
+			Placement:     cmp.Or(p.Placement, runtime.DefaultPlacement),
 		},
 	}, nil
 }

@@ -53,7 +53,7 @@ type SessionConfig struct {
 	// Fetch asks the client for a keyed source's content (readSource).
 	Fetch  func(ctx context.Context, uri string) (runtime.Content, error)
 	Logger *slog.Logger
-	// Placement of repairs ("" = inplace) and the prompt cache's lifetime
+	// Placement of repairs ("" = runtime.DefaultPlacement) and the prompt cache's lifetime
 	// (initialize's placement and cache.ttlSeconds).
 	Placement string
 	CacheTTL  time.Duration

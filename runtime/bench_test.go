@@ -85,18 +85,25 @@ func BenchmarkSyncUnchanged(b *testing.B) {
 // BenchmarkSyncOneFileChanged: one file of the agent's changed locally
 // (one block patched) since the previous sync.
 func BenchmarkSyncOneFileChanged(b *testing.B) {
-	w := newBenchWorld(b, 1000, 10)
-	w.register(b)
-	ctx := context.Background()
-	ls := append([]string(nil), w.texts[0]...)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		ls[2] = fmt.Sprintf("\tx2 := compute(%d, \"arg\") // file 0", i+1)
-		w.mem.set(w.ids[0], text(ls))
-		r, err := w.m.Sync(ctx, SyncRequest{Agent: "agent-0", Turn: 2})
-		if err != nil || len(r.Blocks) != 1 {
-			b.Fatalf("%v %d", err, len(r.Blocks))
-		}
+	for _, p := range []string{PlacementInplace, PlacementTail, PlacementAuto} {
+		b.Run(p, func(b *testing.B) {
+			w := newBenchWorld(b, 1000, 10)
+			w.m.placement = p
+			w.register(b)
+			ctx := context.Background()
+			ls := append([]string(nil), w.texts[0]...)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				// The same line changes each time: under tail and auto
+				// every sync after the first carries an erratum (hunk).
+				ls[2] = fmt.Sprintf("\tx2 := compute(%d, \"arg\") // file 0", i+1)
+				w.mem.set(w.ids[0], text(ls))
+				r, err := w.m.Sync(ctx, SyncRequest{Agent: "agent-0", Turn: 2})
+				if err != nil || len(r.Blocks) != 1 {
+					b.Fatalf("%v %d", err, len(r.Blocks))
+				}
+			}
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/concord-ctx/concord/locator"
@@ -12,51 +13,96 @@ import (
 // self-contained relative to that output as the model has it in place (a
 // later erratum for the same call replaces an earlier one, they never have
 // to be read together). It stays small, because every later call carries it:
-// a moved span is one line, the agent's own edit is a pointer to that edit
+// a moved span is a clause, the agent's own edit is a pointer to that edit
 // (its new text is already in the context), an outside change carries the
 // changed lines only, up to MaxHunkBytes, and anything else is the re-read
-// notice.
+// notice. The errata of one sync are grouped by source, one line per source
+// ("[concord] Outdated in PATH: ..."), and calls that share a statement share
+// its clause: real sessions touch a few files often, so one edit typically
+// outdates several reads of the same file at once.
 
 // MaxHunkBytes bounds the changed lines one erratum carries; a larger change
 // is reported with a re-read notice instead.
 const MaxHunkBytes = 800
 
-// erratum returns the text that corrects b's in-place copy ("" when the
-// in-place copy needs no correction), and whether it only warns: it says
-// the copy is outdated and claims no current text or lines, so it stays
-// true whatever changes next. Caller holds m.mu.
-func erratum(b *block) (string, bool) {
+// holds says how long an erratum stays true, and so when a later change
+// needs a new one.
+type holds uint8
+
+const (
+	holdsNow      holds = iota // claims current lines or text: any later change may falsify it
+	holdsSameText              // claims only that the text in place is unchanged: true while it is
+	holdsAlways                // only warns that the copy is outdated: true whatever changes next
+)
+
+// clause is one statement about one call's copy of one source.
+type clause struct {
+	anchor string
+	path   string // the source's display name; "" for a line of its own (raw)
+	shown  string // "lines A-B" the copy in place shows; "" for a whole source
+	pred   string // what is true now: "is now at lines 5-7", "changed by your edit in call_7"
+	body   string // changed lines ("+N: text"): the clause then gets a line of its own
+	raw    string // a whole line, for path == ""
+}
+
+// erratum returns the clauses that correct b's in-place copy (none when the
+// in-place copy needs no correction), and how long they stay true. Caller
+// holds m.mu.
+func erratum(b *block) ([]clause, holds) {
 	if b.pl.inplace == Invalid {
-		return "", false // in place it shows a notice only: nothing there can look current
+		return nil, holdsNow // in place it shows a notice only: nothing there can look current
 	}
 	switch b.status {
 	case Invalid, Stale, Superseded:
-		return "[concord] About the output of " + b.anchor + ": " + thatRead(b.notice), true
+		return []clause{{anchor: b.anchor, raw: "[concord] About the output of " + b.anchor + ": " + thatRead(b.notice)}}, holdsAlways
 	}
-	var parts []string
-	warns := true
+	var cs []clause
+	h := holdsAlways
 	for _, l := range b.links {
 		if l.text == l.shown && (l.whole || l.rng == l.shownRng) {
 			continue
 		}
-		t, w := linkErratum(b.anchor, l)
-		parts = append(parts, t)
-		warns = warns && w
+		c, lh := linkErratum(b.anchor, l, b.pl.noted)
+		cs = append(cs, c)
+		h = min(h, lh)
 	}
-	if len(parts) == 0 {
+	if len(cs) == 0 {
 		if b.pl.noted {
 			// An earlier erratum said otherwise; the copy in place is true again.
-			return "[concord] The output of " + b.anchor + " is current again.", false
+			return []clause{{anchor: b.anchor, raw: "[concord] The output of " + b.anchor + " is current again."}}, holdsNow
 		}
-		return "", false
+		return nil, holdsNow
 	}
-	return strings.Join(parts, "\n"), warns
+	return cs, h
+}
+
+// textUnchanged reports whether every link of b is live and still has the
+// text its copy in place shows (at most its lines moved).
+func textUnchanged(b *block) bool {
+	if b.status != Valid && b.status != Patched {
+		return false
+	}
+	for _, l := range b.links {
+		if l.state != linkOK || l.text != l.shown {
+			return false
+		}
+	}
+	return true
 }
 
 // erratumSuperseded points from a superseded read whose lines changed to
-// the newer read that covers them.
-func erratumSuperseded(s, by *block) string {
-	return fmt.Sprintf("[concord] Outdated: %s showed %s; a newer read of those lines (%s) is in the context. Rely on the newer read.", s.anchor, targets(s), by.anchor)
+// the newer read of them. It claims no current text: the newer read's own
+// clause (same sync) says what changed since.
+func erratumSuperseded(s, by *block) []clause {
+	cs := make([]clause, 0, len(s.links))
+	for _, l := range s.links {
+		c := clause{anchor: s.anchor, path: l.name(), pred: "was read again in " + by.anchor}
+		if !l.whole {
+			c.shown = linesOf(l.shownRng)
+		}
+		cs = append(cs, c)
+	}
+	return cs
 }
 
 // thatRead turns a notice written for the message it replaces ("this
@@ -72,35 +118,152 @@ func thatRead(notice string) string {
 }
 
 // linkErratum corrects one link whose text or lines differ from the copy in
-// place, and says whether it only warns.
-func linkErratum(anchor string, l *link) (string, bool) {
-	what := anchor + " showed " + l.name()
+// place, and says how long that stays true. noted: an erratum for the call
+// was delivered before (since its copy in place).
+func linkErratum(anchor string, l *link, noted bool) (clause, holds) {
+	c := clause{anchor: anchor, path: l.name()}
 	now := ""
 	if !l.whole {
-		what += " " + linesOf(l.shownRng)
-		now = " (now " + linesOf(l.rng) + ")"
+		c.shown = linesOf(l.shownRng)
+		if l.rng != l.shownRng {
+			now = ", now " + linesOf(l.rng)
+		}
 	}
+	own := len(l.pl.edits) > 0 && l.pl.outside == 0
 	switch {
+	case l.text == l.shown && own:
+		// The agent's own edits moved it: the edit results show where its
+		// lines went. Naming no lines keeps this true through the next
+		// moves, the commonest change in a coding session.
+		c.pred = "moved with " + yourEdits(l.pl.edits) + ", text unchanged"
+		return c, holdsSameText
+	case l.text == l.shown && noted:
+		// Moved again after an erratum: new numbers on every move would
+		// be one erratum per edit for as long as the session runs.
+		c.pred = "moved, text unchanged"
+		return c, holdsSameText
 	case l.text == l.shown:
-		return fmt.Sprintf("[concord] Outdated: %s; the same text is now at %s.", what, linesOf(l.rng)), false
-	case len(l.pl.edits) > 0 && l.pl.outside == 0:
+		c.pred = "is now at " + linesOf(l.rng)
+		return c, holdsNow
+	case own:
 		// The new text is in the edit's own result: point to it. No
 		// lines, so the warning stays true through the next edits.
-		by := "your edit in " + l.pl.edits[len(l.pl.edits)-1]
-		if n := len(l.pl.edits) - 1; n > 0 {
-			by = fmt.Sprintf("your edits (the last in %s)", l.pl.edits[n])
-		}
-		return fmt.Sprintf("[concord] Outdated: %s; %s changed it.", what, by), true
+		c.pred = "changed by " + yourEdits(l.pl.edits)
+		return c, holdsAlways
+	case noted && l.pl.ownSince && l.pl.lastOutside <= l.pl.notedAt:
+		// Only the agent's edits since the latest erratum: point to the
+		// last one rather than repeat every change since the copy in
+		// place, which would grow with each edit.
+		c.pred = "changed again by your edit in " + l.pl.edits[len(l.pl.edits)-1]
+		return c, holdsAlways
 	}
 	if h, ok := hunk(l); ok {
-		return fmt.Sprintf("[concord] Outdated: %s; changed%s:\n%s", what, now, h), false
+		c.pred, c.body = "changed"+now+":", h
+		return c, holdsNow
 	}
-	return fmt.Sprintf("[concord] Outdated: %s; changed%s. Re-read %s before relying on it.", what, now, l.target()), true
+	c.pred = "changed" + now + ". Re-read " + l.target() + " before relying on it."
+	c.body = "-" // a line of its own: the notice ends the sentence
+	return c, holdsAlways
+}
+
+// yourEdits names the agent's edits that changed a link, the latest last.
+func yourEdits(edits []string) string {
+	if n := len(edits) - 1; n > 0 {
+		return fmt.Sprintf("your edits (the last in %s)", edits[n])
+	}
+	return "your edit in " + edits[0]
+}
+
+// item is "call_1 (lines 3-5)", or "call_1" for a whole source.
+func (c clause) item() string {
+	if c.shown == "" {
+		return c.anchor
+	}
+	return c.anchor + " (" + c.shown + ")"
+}
+
+// errLine is one line of the note and the views whose clauses it holds.
+type errLine struct {
+	text   string
+	owners []int
+	first  int // index of its first clause: lines of one view keep the clauses' order
+}
+
+// renderErrata groups the clauses of one sync (owner: the index of the view
+// each belongs to) into lines: one per source for the one-line clauses,
+// calls with the same statement listed together, and one per clause that
+// carries changed lines. Each line goes to the first view it speaks for, so
+// joining the views' errata in order gives every line once; a view whose
+// clauses all sit on earlier views' lines gets none.
+func renderErrata(cs []clause, owner []int, nviews int) []string {
+	var lines []errLine
+	type group struct {
+		path  string
+		first int
+		preds []string         // in first-appearance order
+		items map[string][]int // pred -> clause indices
+	}
+	var groups []*group
+	byPath := map[string]*group{}
+	for i, c := range cs {
+		switch {
+		case c.path == "":
+			lines = append(lines, errLine{text: c.raw, owners: []int{owner[i]}, first: i})
+			continue
+		case c.body == "-":
+			lines = append(lines, errLine{text: "[concord] Outdated in " + c.path + ": " + c.item() + " " + c.pred, owners: []int{owner[i]}, first: i})
+			continue
+		case c.body != "":
+			lines = append(lines, errLine{text: "[concord] Outdated in " + c.path + ": " + c.item() + " " + c.pred + "\n" + c.body, owners: []int{owner[i]}, first: i})
+			continue
+		}
+		g := byPath[c.path]
+		if g == nil {
+			g = &group{path: c.path, first: i, items: map[string][]int{}}
+			byPath[c.path] = g
+			groups = append(groups, g)
+		}
+		if _, ok := g.items[c.pred]; !ok {
+			g.preds = append(g.preds, c.pred)
+		}
+		g.items[c.pred] = append(g.items[c.pred], i)
+	}
+	for _, g := range groups {
+		var parts []string
+		var owners []int
+		for _, p := range g.preds {
+			var items []string
+			for _, i := range g.items[p] {
+				items = append(items, cs[i].item())
+				owners = append(owners, owner[i])
+			}
+			parts = append(parts, strings.Join(items, ", ")+" "+p)
+		}
+		lines = append(lines, errLine{text: "[concord] Outdated in " + g.path + ": " + strings.Join(parts, "; ") + ".", owners: owners, first: g.first})
+	}
+	out := make([][]string, nviews)
+	slices.SortFunc(lines, func(a, b errLine) int {
+		if d := slices.Min(a.owners) - slices.Min(b.owners); d != 0 {
+			return d
+		}
+		return a.first - b.first
+	})
+	for _, l := range lines {
+		v := slices.Min(l.owners)
+		out[v] = append(out[v], l.text)
+	}
+	texts := make([]string, nviews)
+	for i, ls := range out {
+		texts[i] = strings.Join(ls, "\n")
+	}
+	return texts
 }
 
 // hunk lists the lines that differ between the copy in place and the
-// current text: "-N: old" at the old line numbers, "+N: new" at the new
-// ones. It fails beyond MaxHunkBytes.
+// current text, change by change: "+N: new" at the new line numbers, and
+// "-N: old" at the old ones unless each old line of that change has a new
+// one in its place (the copy in place shows them). It fails beyond
+// MaxHunkBytes.
 func hunk(l *link) (string, bool) {
 	var old, cur []string
 	oldStart, curStart := 1, 1
@@ -110,15 +273,21 @@ func hunk(l *link) (string, bool) {
 		old, cur = spanLines(l.shown, l.shownRng), spanLines(l.text, l.rng)
 		oldStart, curStart = l.shownRng.Start, l.rng.Start
 	}
-	pre, suf := commonEnds(old, cur)
 	var b strings.Builder
-	for i := pre; i < len(old)-suf; i++ {
-		fmt.Fprintf(&b, "-%d: %s\n", oldStart+i, old[i])
+	for _, h := range locator.Hunks(old, cur, locator.DefaultParams()) {
+		if h.OldEnd-h.OldStart != h.NewEnd-h.NewStart {
+			for i := h.OldStart; i < h.OldEnd; i++ {
+				fmt.Fprintf(&b, "-%d: %s\n", oldStart+i, old[i])
+			}
+		}
+		for i := h.NewStart; i < h.NewEnd; i++ {
+			fmt.Fprintf(&b, "+%d: %s\n", curStart+i, cur[i])
+		}
+		if b.Len() > MaxHunkBytes {
+			return "", false
+		}
 	}
-	for i := pre; i < len(cur)-suf; i++ {
-		fmt.Fprintf(&b, "+%d: %s\n", curStart+i, cur[i])
-	}
-	if b.Len() == 0 || b.Len() > MaxHunkBytes {
+	if b.Len() == 0 {
 		return "", false
 	}
 	return strings.TrimSuffix(b.String(), "\n"), true

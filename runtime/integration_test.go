@@ -36,7 +36,7 @@ func newFileEnv(t *testing.T, mode string, pc runtime.PolicyConfig) *fileEnv {
 		t.Fatal(err)
 	}
 	e := &fileEnv{t: t, root: root, hits: map[string]int{}}
-	e.m = runtime.New(runtime.Config{Policy: pc, OnChange: func(agents []string) {
+	e.m = runtime.New(runtime.Config{Policy: pc, Placement: runtime.PlacementInplace, OnChange: func(agents []string) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		for _, a := range agents {
@@ -361,6 +361,55 @@ func TestEncodingsReadAsTheToolShowedThem(t *testing.T) {
 			r := e.sync("main")
 			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Patched || strings.ContainsRune(r.Blocks[0].Sources[0].Text, '\ufeff') {
 				t.Fatalf("after an edit inside the read: %+v; want it patched, without a byte order mark", r.Blocks)
+			}
+		})
+	}
+}
+
+// TestDriftOfAWholeFileRead: a rewrite that no locator can follow is
+// suppressed with a re-read notice, except for a read that showed the whole
+// file: the re-read would return exactly the current text, so it goes in
+// place (up to MaxWholeRefreshBytes), unless the policy chose drift itself.
+func TestDriftOfAWholeFileRead(t *testing.T) {
+	old := "alpha one\nbeta two\ngamma three\ndelta four"
+	rewritten := "completely\ndifferent\ncontent here\nnow\nand longer"
+	big := strings.Repeat("a much longer line of brand new text\n", runtime.MaxWholeRefreshBytes/36+1)
+	suppress := runtime.PolicyConfig{Global: runtime.Policy{Drift: runtime.Suppress}}
+	tests := []struct {
+		name       string
+		start, end int
+		shown      string
+		now        string
+		policy     runtime.PolicyConfig
+		wantStatus runtime.Status
+		wantText   string
+	}{
+		{"the whole file, lines 1 to the last", 1, 4, old, rewritten, runtime.PolicyConfig{}, runtime.Patched, rewritten},
+		{"a span inside the file", 2, 3, "beta two\ngamma three", rewritten, runtime.PolicyConfig{}, runtime.Invalid, ""},
+		{"lines 1 to the last, too big to refresh", 1, 4, old, big, runtime.PolicyConfig{}, runtime.Invalid, ""},
+		{"the policy chose drift: suppress", 1, 4, old, rewritten, suppress, runtime.Invalid, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newFileEnv(t, fileadapter.ModeHooks, tc.policy)
+			writeFile(t, e.path("f.txt"), old)
+			if _, err := e.observe("main", "call_1", "f.txt", tc.start, tc.end, tc.shown); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, e.path("f.txt"), tc.now)
+			if _, err := e.m.SourceChanged(context.Background(), runtime.Change{URI: "file://" + e.path("f.txt")}); err != nil {
+				t.Fatal(err)
+			}
+			r := e.sync("main")
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != tc.wantStatus {
+				t.Fatalf("sync %+v, want status %s", r, tc.wantStatus)
+			}
+			v := r.Blocks[0]
+			if tc.wantText != "" && (len(v.Sources) != 1 || v.Sources[0].Text != tc.wantText || *v.Sources[0].Range != (protocol.Range{Start: 1, End: 5})) {
+				t.Fatalf("refreshed view %+v", v)
+			}
+			if tc.wantText == "" && !strings.Contains(v.Notice, "Re-read") {
+				t.Fatalf("notice %q asks for no re-read", v.Notice)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"github.com/concord-ctx/concord/rpc/protocol"
+	"regexp"
 
 	"context"
 	"errors"
@@ -634,6 +635,15 @@ func (r *invRun) apply(ag *invAgent, res SyncResult) {
 			h.note = nil // every deferred repair is in this delta, in place
 		}
 	}
+	// The binding joins the delta's errata into one note; errata of one
+	// source are grouped, so a view's statement may sit on another view.
+	var errata []string
+	for _, v := range res.Blocks {
+		if v.Erratum != "" {
+			errata = append(errata, v.Erratum)
+		}
+	}
+	note := strings.Join(errata, "\n")
 	got := map[string]bool{}
 	for i := range res.Blocks {
 		v := res.Blocks[i]
@@ -663,8 +673,12 @@ func (r *invRun) apply(ag *invAgent, res SyncResult) {
 			if !r.tailing() {
 				r.fail("placement inplace sent an erratum for %s", v.Anchor)
 			}
-			if !strings.HasPrefix(v.Erratum, "[concord] ") || !strings.Contains(v.Erratum, v.Anchor) {
-				r.fail("anchor %s: erratum %q is not marked or does not name the call", v.Anchor, v.Erratum)
+			if v.Erratum != "" && !strings.HasPrefix(v.Erratum, "[concord] ") {
+				r.fail("anchor %s: erratum %q is not marked", v.Anchor, v.Erratum)
+			}
+			v.Erratum = aboutAnchor(note, v.Anchor)
+			if v.Erratum == "" {
+				r.fail("anchor %s: the note %q does not name the call", v.Anchor, note)
 			}
 			r.checkErratum(h, &v)
 			h.note = &v
@@ -672,6 +686,39 @@ func (r *invRun) apply(ag *invAgent, res SyncResult) {
 			r.fail("anchor %s: placement %q", v.Anchor, v.Placement)
 		}
 	}
+}
+
+// aboutAnchor returns what a note says about one call: each erratum line
+// (with its changed lines) that names it, cut to the clauses naming it
+// as an item ("call_1 (lines 3-5) ...", "call_1, call_2 ...").
+func aboutAnchor(note, anchor string) string {
+	item := regexp.MustCompile(`(^|: |, |; )` + regexp.QuoteMeta(anchor) + `( \(|,| )`)
+	var out []string
+	for _, e := range strings.Split(strings.ReplaceAll(note, "\n[concord] ", "\x00[concord] "), "\x00") {
+		head, body, _ := strings.Cut(e, "\n")
+		prefix, clauses, grouped := strings.Cut(head, ": ")
+		if !grouped || !strings.HasPrefix(prefix, "[concord] Outdated in ") {
+			if item.MatchString(strings.TrimPrefix(head, "[concord] About the output of ")) ||
+				strings.Contains(head, "output of "+anchor+" ") || strings.Contains(head, "output of "+anchor+":") {
+				out = append(out, e)
+			}
+			continue
+		}
+		var mine []string
+		for _, c := range strings.Split(clauses, "; ") {
+			if item.MatchString(c) {
+				mine = append(mine, c)
+			}
+		}
+		if len(mine) > 0 {
+			t := prefix + ": " + strings.Join(mine, "; ")
+			if body != "" {
+				t += "\n" + body
+			}
+			out = append(out, t)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func fmtViews(vs []BlockView) string {
@@ -702,7 +749,7 @@ func fmtViews(vs []BlockView) string {
 // agent's edit, or asked to be re-read.
 func (r *invRun) checkErratum(h *heldBlock, v *BlockView) {
 	if v.Status == Superseded {
-		if !strings.Contains(v.Erratum, "newer read") {
+		if !strings.Contains(v.Erratum, "was read again in") {
 			r.fail("anchor %s: superseded erratum %q does not point to the newer read", h.anchor, v.Erratum)
 		}
 		return
@@ -729,6 +776,7 @@ func (r *invRun) checkErratum(h *heldBlock, v *BlockView) {
 		}
 		switch {
 		case ot == nt && (sv.Range == nil || *sv.Range == *o.Range):
+		case ot == nt && strings.Contains(v.Erratum, "text unchanged"):
 		case ot == nt:
 			if want := "now at " + linesOf(Range{Start: sv.Range.Start, End: sv.Range.End}); !strings.Contains(v.Erratum, want) {
 				r.fail("anchor %s: erratum %q does not say %q", h.anchor, v.Erratum, want)
@@ -751,6 +799,48 @@ func (r *invRun) checkErratum(h *heldBlock, v *BlockView) {
 					r.fail("anchor %s: erratum %q misses the changed line %q", h.anchor, v.Erratum, want)
 				}
 			}
+		}
+	}
+}
+
+// allTextUnchanged reports whether every clause of an anchor's erratum
+// says only that its lines moved, text unchanged.
+func allTextUnchanged(erratum string) bool {
+	n := 0
+	for _, l := range strings.Split(erratum, "\n") {
+		if !strings.HasPrefix(l, "[concord] ") {
+			continue
+		}
+		_, clauses, ok := strings.Cut(l, ": ")
+		if !ok {
+			return false
+		}
+		for _, c := range strings.Split(clauses, "; ") {
+			if !strings.Contains(c, "text unchanged") {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
+}
+
+// checkTextUnchanged: the latest erratum says only that the lines of the
+// copy in place moved, its text unchanged; later moves add nothing, so the
+// text must still be in the source, line for line.
+func (r *invRun) checkTextUnchanged(h *heldBlock) {
+	old := h.refs
+	if h.view != nil && len(h.view.Sources) > 0 {
+		old = h.view.Sources
+	}
+	for _, o := range old {
+		cur, ok := r.content[o.URI]
+		if !ok {
+			r.fail("anchor %s: an erratum says its text is unchanged, but %s is deleted", h.anchor, o.URI)
+			continue
+		}
+		if !containsLines(strings.Join(locator.SplitLines(cur), "\n"), strings.Join(locator.SplitLines(normalizeText(o.Text)), "\n")) {
+			r.fail("anchor %s: an erratum says its text is unchanged, but %q is no longer in %s: %q", h.anchor, o.Text, o.URI, cur)
 		}
 	}
 }
@@ -780,6 +870,10 @@ func (r *invRun) check(ag *invAgent) {
 		}
 		if h.note != nil && warning(h.note.Erratum) {
 			continue // the latest statement says the copy is outdated: it cannot look current
+		}
+		if h.note != nil && allTextUnchanged(h.note.Erratum) {
+			r.checkTextUnchanged(h)
+			continue
 		}
 		v := h.view
 		if h.note != nil {

@@ -31,7 +31,7 @@ type Config struct {
 	// re-reads the same lines does not grow without bound.
 	AuditLimit int
 	// Placement is where repairs of messages the model has seen go
-	// (PlacementInplace, the default; PlacementTail; PlacementAuto), and
+	// (PlacementInplace; PlacementTail; PlacementAuto, the default), and
 	// CacheTTL how long the provider keeps a prompt cached (default
 	// DefaultCacheTTL). Now is the clock (default time.Now), for tests.
 	Placement string
@@ -104,7 +104,7 @@ func New(cfg Config) *Manager {
 	m.ageUsed = m.ageUsed || cfg.Policy.Global.MaxAgeTurns != nil && *cfg.Policy.Global.MaxAgeTurns > 0
 	m.placement, m.cacheTTL, m.clock = cfg.Placement, cfg.CacheTTL, cfg.Now
 	if m.placement == "" {
-		m.placement = PlacementInplace
+		m.placement = DefaultPlacement
 	}
 	if m.cacheTTL <= 0 {
 		m.cacheTTL = DefaultCacheTTL

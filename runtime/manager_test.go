@@ -103,12 +103,12 @@ func TestPolicyResolution(t *testing.T) {
 		s    *source
 		want effective
 	}{
-		{"global only", nil, srcX, effective{Patch, Suppress, 0}},
-		{"type over global", nil, srcB, effective{Patch, Annotate, 10}},
-		{"source over type", nil, srcA, effective{Refresh, Annotate, 10}},
-		{"block over source", &block{policy: &Policy{Local: Suppress, MaxAgeTurns: intp(2)}}, srcA, effective{Suppress, Annotate, 2}},
-		{"block field by field", &block{policy: &Policy{Drift: Refresh}}, srcA, effective{Refresh, Refresh, 10}},
-		{"invalid action inherits", &block{policy: &Policy{Local: "bogus"}}, srcX, effective{Patch, Suppress, 0}},
+		{"global only", nil, srcX, effective{Patch, Suppress, true, 0}},
+		{"type over global", nil, srcB, effective{Patch, Annotate, true, 10}},
+		{"source over type", nil, srcA, effective{Refresh, Annotate, true, 10}},
+		{"block over source", &block{policy: &Policy{Local: Suppress, MaxAgeTurns: intp(2)}}, srcA, effective{Suppress, Annotate, true, 2}},
+		{"block field by field", &block{policy: &Policy{Drift: Refresh}}, srcA, effective{Refresh, Refresh, true, 10}},
+		{"invalid action inherits", &block{policy: &Policy{Local: "bogus"}}, srcX, effective{Patch, Suppress, true, 0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -30,6 +30,11 @@ const (
 	PlacementAuto    = protocol.PlacementAuto
 )
 
+// DefaultPlacement is the placement when initialize names none: measured
+// on ConcordBench's long coding sessions, auto keeps every recovery of
+// inplace at about naive's prompt-cache cost (docs/protocol.md).
+const DefaultPlacement = PlacementAuto
+
 // CacheParams are initialize's cache hints.
 type CacheParams = protocol.CacheParams
 
@@ -72,6 +77,7 @@ type blockPlace struct {
 	deferred  bool   // the in-place view lags the current state (a tail erratum or nothing was sent)
 	noted     bool   // an erratum for it was delivered since its last in-place view
 	warned    bool   // that erratum says the copy is outdated and claims no text: later changes add nothing
+	sameText  bool   // that erratum claims only that the text is unchanged: later moves add nothing
 	pointed   bool   // superseded, and an erratum pointed from it to the newer read
 	inplace   Status // status of the last in-place view ("" = the tool's original output)
 }
@@ -80,6 +86,11 @@ type blockPlace struct {
 type linkPlace struct {
 	edits   []string // anchors of the agent's own edits, oldest first
 	outside uint64   // source transition that first made an outside change (0: none)
+
+	// Since the latest erratum for the link (a later one may only add to it).
+	lastOutside, prevOutside uint64 // the latest outside change, and the one before it
+	notedAt                  uint64 // the source's transitions when that erratum went out
+	ownSince                 bool   // the agent's own edits changed it since
 }
 
 // srcPlace records the source's latest transition, so an edit reported
@@ -121,10 +132,14 @@ func (m *Manager) attribute(src *source, changed []*block, agent, anchor string)
 		src.pl.lastBy = true
 		for _, b := range src.pl.last {
 			for _, l := range b.links {
-				if l.src == src && l.pl.outside == src.pl.trans && b.agent.name == agent {
-					l.pl.outside = 0
-					l.pl.edits = appendEdit(l.pl.edits, anchor)
+				if l.src != src || b.agent.name != agent || l.pl.lastOutside != src.pl.trans {
+					continue
 				}
+				if l.pl.outside == src.pl.trans {
+					l.pl.outside = 0
+				}
+				l.pl.lastOutside = l.pl.prevOutside
+				l.pl.edits, l.pl.ownSince = appendEdit(l.pl.edits, anchor), true
 			}
 		}
 		return
@@ -138,10 +153,13 @@ func (m *Manager) attribute(src *source, changed []*block, agent, anchor string)
 				continue
 			}
 			if own {
-				l.pl.edits = appendEdit(l.pl.edits, anchor)
-			} else if l.pl.outside == 0 {
+				l.pl.edits, l.pl.ownSince = appendEdit(l.pl.edits, anchor), true
+				continue
+			}
+			if l.pl.outside == 0 {
 				l.pl.outside = src.pl.trans
 			}
+			l.pl.prevOutside, l.pl.lastOutside = l.pl.lastOutside, src.pl.trans
 		}
 	}
 }
@@ -190,6 +208,8 @@ func (m *Manager) decide(b *block, flush bool) where {
 		return nowhere
 	case b.pl.warned && !b.orphaned:
 		return nowhere // an erratum already says the copy is outdated; it stays true
+	case b.pl.sameText && !b.orphaned && b.status != Superseded && textUnchanged(b):
+		return nowhere // an erratum already says its lines moved, text unchanged; still true
 	case p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && !b.pl.noted:
 		return inPlace // never sent: not in any cached prefix
 	}
@@ -218,6 +238,7 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 		}
 	}
 	out := make([]BlockView, 0, len(bs))
+	var tail tailErrata
 	for _, b := range bs {
 		switch m.decide(b, flush) {
 		case inPlace:
@@ -232,22 +253,28 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 			out = append(out, v)
 		case atTail:
 			b.pl.deferred = true
-			text, warns := erratum(b)
-			if text == "" {
+			cs, h := erratum(b)
+			if len(cs) == 0 {
 				continue
 			}
-			v := view(b)
-			v.Placement, v.Erratum = PlacementTail, text
-			b.pl.noted, b.pl.warned = true, warns
-			m.count("errata")
-			out = append(out, v)
+			b.pl.noted, b.pl.warned, b.pl.sameText = true, h == holdsAlways, h == holdsSameText
+			for _, l := range b.links {
+				if l.src != nil {
+					l.pl.notedAt, l.pl.ownSince = l.src.pl.trans, false
+				}
+			}
+			out = tail.add(out, view(b), cs)
 		case nowhere:
 			b.pl.deferred = true
 		}
 	}
 	if !flush && m.placement != PlacementInplace {
-		out = append(out, m.pointers(ag, bs)...)
+		out = m.pointers(ag, bs, &tail, out)
 	}
+	if len(tail.views) > 0 {
+		m.recon["errata"] += len(tail.views)
+	}
+	tail.render(out)
 	ag.pl.calls++
 	ag.pl.last = now
 	return out, flush
@@ -301,12 +328,38 @@ func (m *Manager) cover(s *block) *block {
 	return nil
 }
 
+// tailErrata collects one sync's views placed at the tail and the clauses
+// of their errata.
+type tailErrata struct {
+	views   []int // indices in the sync's views
+	clauses []clause
+	owner   []int // view index of each clause
+}
+
+// add appends v to out, placed at the tail with clauses cs.
+func (t *tailErrata) add(out []BlockView, v BlockView, cs []clause) []BlockView {
+	v.Placement = PlacementTail
+	for _, c := range cs {
+		t.clauses = append(t.clauses, c)
+		t.owner = append(t.owner, len(t.views))
+	}
+	t.views = append(t.views, len(out))
+	return append(out, v)
+}
+
+// render writes the grouped errata into the views of out (renderErrata).
+func (t *tailErrata) render(out []BlockView) {
+	texts := renderErrata(t.clauses, t.owner, len(t.views))
+	for i, at := range t.views {
+		out[at].Erratum = texts[i]
+	}
+}
+
 // pointers: a read superseded without a rewrite keeps its text, which goes
 // stale when the lines it showed change; the newer read that covers them
-// changed too (it is among bs). One erratum per such read points from it to
+// changed too (it is among bs). A clause per such read points from it to
 // the newer read, so the stale copy never looks current. Caller holds m.mu.
-func (m *Manager) pointers(ag *agentState, bs []*block) []BlockView {
-	var out []BlockView
+func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []BlockView) []BlockView {
 	for _, by := range bs {
 		if by.status == Valid || by.status == Superseded {
 			continue
@@ -317,10 +370,7 @@ func (m *Manager) pointers(ag *agentState, bs []*block) []BlockView {
 				continue
 			}
 			s.pl.pointed, s.pl.noted = true, true
-			v := view(s)
-			v.Placement, v.Erratum = PlacementTail, erratumSuperseded(s, by)
-			m.count("errata")
-			out = append(out, v)
+			out = tail.add(out, view(s), erratumSuperseded(s, by))
 		}
 	}
 	return out

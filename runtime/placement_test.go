@@ -33,10 +33,9 @@ func placedOf(t *testing.T, r SyncResult) placed {
 			}
 			p.inplace = append(p.inplace, v.Anchor+" "+string(v.Status))
 		case PlacementTail:
-			if v.Erratum == "" {
-				t.Fatalf("tail view without an erratum: %+v", v)
+			if v.Erratum != "" { // "": its statement sits on an earlier view's line (grouped)
+				p.errata = append(p.errata, v.Erratum)
 			}
-			p.errata = append(p.errata, v.Erratum)
 		default:
 			t.Fatalf("placement %q", v.Placement)
 		}
@@ -49,6 +48,8 @@ func TestPlacement(t *testing.T) {
 	inserted := append([]string{"// a", "// b"}, ls...)
 	edited := slices.Clone(ls)
 	edited[3] = "func f4() { return 42 }"
+	twoEdits := slices.Clone(ls)
+	twoEdits[2], twoEdits[4] = "func f3() { return value3 + other9 }", "func f5() { return value5 + other9 }"
 	const read = "call_1"
 	type step func(h *harness, clk *fakeClock)
 	write := func(c string) step { return func(h *harness, _ *fakeClock) { h.mem.set(fid, c) } }
@@ -85,29 +86,43 @@ func TestPlacement(t *testing.T) {
 		{"inplace rewrites a sent message", PlacementInplace, []step{sent, write(text(inserted))},
 			placed{inplace: []string{"call_1 patched"}}, false},
 		{"tail: a move is one line", PlacementTail, []step{sent, write(text(inserted))},
-			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; the same text is now at lines 5-7."}}, false},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) is now at lines 5-7."}}, false},
 		{"auto: a sent message goes to the tail", PlacementAuto, []step{sent, write(text(inserted))},
-			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; the same text is now at lines 5-7."}}, false},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) is now at lines 5-7."}}, false},
 		{"auto: a message never sent is rewritten in place", PlacementAuto, []step{write(text(inserted))},
 			placed{inplace: []string{"call_1 patched"}}, false},
 		{"tail: even a message never sent keeps its text", PlacementTail, []step{write(text(inserted))},
-			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; the same text is now at lines 5-7."}}, false},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) is now at lines 5-7."}}, false},
 		{"own edit: a pointer to the edit", PlacementAuto, []step{sent, ownEdit(text(edited), "call_7")},
-			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; your edit in call_7 changed it."}}, false},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) changed by your edit in call_7."}}, false},
 		{"own edit reported after the watcher applied it", PlacementAuto, []step{sent, watcherFirst},
-			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; your edit in call_7 changed it."}}, false},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) changed by your edit in call_7."}}, false},
 		{"two own edits: the last one named", PlacementAuto, []step{sent, ownEdit(text(edited), "call_7"), ownEdit(text(append([]string{"// a"}, edited...)), "call_8")},
-			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; your edits (the last in call_8) changed it."}}, false},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) changed by your edits (the last in call_8)."}}, false},
 		{"a warning stays true: the next change adds nothing", PlacementAuto, []step{sent, ownEdit(text(edited), "call_7"), sent, write(text(append([]string{"// a"}, edited...)))},
 			placed{}, false},
+		{"own edit that only moved the lines: no lines named", PlacementAuto, []step{sent, ownEdit(text(inserted), "call_7")},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) moved with your edit in call_7, text unchanged."}}, false},
+		{"own moves: the next move adds nothing", PlacementAuto, []step{sent, ownEdit(text(inserted), "call_7"), sent, ownEdit(text(append([]string{"// c"}, inserted...)), "call_8")},
+			placed{}, false},
+		{"own move then an outside change of the text: the changed lines", PlacementAuto, []step{sent, ownEdit(text(inserted), "call_7"), sent, write(text(append([]string{"// a", "// b"}, edited...)))},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) changed, now lines 5-7:\n+6: func f4() { return 42 }"}}, false},
+		{"outside moves: numbers once, then only that it moved", PlacementAuto, []step{sent, write(text(inserted)), sent, write(text(append([]string{"// c"}, inserted...)))},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) moved, text unchanged."}}, false},
+		{"two changes apart: the lines between are not repeated", PlacementAuto, []step{sent, write(text(twoEdits))},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) changed:\n+3: func f3() { return value3 + other9 }\n+5: func f5() { return value5 + other9 }"}}, false},
+		{"own edits after an erratum: a pointer to the last, not the whole change again", PlacementAuto, []step{sent, write(text(edited)), sent, ownEdit(text(append([]string{"// a"}, edited...)), "call_8")},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) changed again by your edit in call_8."}}, false},
+		{"... and the next own edit adds nothing", PlacementAuto, []step{sent, write(text(edited)), sent, ownEdit(text(append([]string{"// a"}, edited...)), "call_8"), sent, ownEdit(text(append([]string{"// a", "// b"}, edited...)), "call_9")},
+			placed{}, false},
 		{"a superseded read whose lines change points to the newer read", PlacementAuto, []step{sent, reread, write(text(edited))},
-			placed{inplace: []string{"call_2 patched"}, errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; a newer read of those lines (call_2) is in the context. Rely on the newer read."}}, false},
+			placed{inplace: []string{"call_2 patched"}, errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) was read again in call_2."}}, false},
 		{"outside change: the changed lines", PlacementAuto, []step{sent, write(text(edited))},
-			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; changed (now lines 3-5):\n-4: " + ls[3] + "\n+4: func f4() { return 42 }"}}, false},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) changed:\n+4: func f4() { return 42 }"}}, false},
 		{"own edit then an outside change: the changed lines", PlacementAuto, []step{sent, ownEdit(text(edited), "call_7"), write(text(append([]string{"// a"}, edited...)))},
-			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; changed (now lines 4-6):\n-4: " + ls[3] + "\n+5: func f4() { return 42 }"}}, false},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) changed, now lines 4-6:\n+5: func f4() { return 42 }"}}, false},
 		{"a large change asks for a re-read", PlacementAuto, []step{sent, write(text(append(ls[:2:2], append([]string{strings.Repeat("x", 900)}, ls[3:]...)...)))},
-			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; changed (now lines 3-5). Re-read /proj/main.go lines 3-5 before relying on it."}}, false},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) changed. Re-read /proj/main.go lines 3-5 before relying on it."}}, false},
 		{"deleted: the notice, naming the call", PlacementAuto, []step{sent, func(h *harness, _ *fakeClock) { h.mem.remove(fid) }},
 			placed{errata: []string{"[concord] About the output of call_1: /proj/main.go was deleted after that read; the content shown earlier (lines 3-5) is no longer accurate. Re-read /proj/main.go lines 3-5 (check whether it still exists) before relying on it."}}, false},
 		{"auto: supersession alone rewrites nothing", PlacementAuto, []step{sent, reread},
@@ -121,9 +136,9 @@ func TestPlacement(t *testing.T) {
 		{"auto: an expired cache flushes in place", PlacementAuto, []step{sent, write(text(inserted)), wait(6 * time.Minute)},
 			placed{inplace: []string{"call_1 patched"}, flushed: true}, false},
 		{"auto: a warm cache does not", PlacementAuto, []step{sent, write(text(inserted)), wait(4 * time.Minute)},
-			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; the same text is now at lines 5-7."}}, false},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) is now at lines 5-7."}}, false},
 		{"tail ignores the cache clock", PlacementTail, []step{sent, write(text(inserted)), wait(time.Hour)},
-			placed{errata: []string{"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; the same text is now at lines 5-7."}}, false},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) is now at lines 5-7."}}, false},
 		{"tail: a rebuilt prefix flushes", PlacementTail, []step{sent, write(text(inserted))},
 			placed{inplace: []string{"call_1 patched"}, flushed: true}, true},
 	}
@@ -164,9 +179,8 @@ func TestErrataSticky(t *testing.T) {
 	h.mem.set(fid, text(append([]string{"// a"}, ls...)))
 	h.mem.set(fid, text(append([]string{"// a", "// b"}, ls...)))
 	p := placedOf(t, h.sync("main", 2))
-	want := []string{
-		"[concord] Outdated: call_1 showed /proj/main.go lines 3-5; the same text is now at lines 5-7.",
-		"[concord] Outdated: call_2 showed /proj/main.go lines 8-9; the same text is now at lines 10-11.",
+	want := []string{ // one line per source
+		"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) is now at lines 5-7; call_2 (lines 8-9) is now at lines 10-11.",
 	}
 	if !slices.Equal(p.errata, want) || len(p.inplace) != 0 {
 		t.Fatalf("first sync: %#v", p)
@@ -189,6 +203,49 @@ func TestErrataSticky(t *testing.T) {
 	}
 	if st := h.m.Stats(); st.Reconciliations["errata"] != 6 || st.Reconciliations["flushes"] != 1 {
 		t.Fatalf("stats %v", st.Reconciliations)
+	}
+}
+
+// TestRenderErrata: one line per source, calls with the same statement
+// listed together, changed lines and notices on lines of their own, each
+// line on the first view it speaks for.
+func TestRenderErrata(t *testing.T) {
+	moved := func(a, shown, now string) clause {
+		return clause{anchor: a, path: "/p/a.go", shown: shown, pred: "is now at " + now}
+	}
+	own := func(a, path, shown string) clause {
+		return clause{anchor: a, path: path, shown: shown, pred: "changed by your edit in e1"}
+	}
+	tests := []struct {
+		name   string
+		cs     []clause
+		owner  []int
+		nviews int
+		want   []string
+	}{
+		{"one clause", []clause{moved("c1", "lines 1-2", "lines 3-4")}, []int{0}, 1,
+			[]string{"[concord] Outdated in /p/a.go: c1 (lines 1-2) is now at lines 3-4."}},
+		{"two calls, one source", []clause{moved("c1", "lines 1-2", "lines 3-4"), moved("c2", "line 9", "line 11")}, []int{0, 1}, 2,
+			[]string{"[concord] Outdated in /p/a.go: c1 (lines 1-2) is now at lines 3-4; c2 (line 9) is now at line 11.", ""}},
+		{"the same statement lists the calls", []clause{own("c1", "/p/a.go", "lines 1-2"), own("c2", "/p/a.go", ""), own("c3", "/p/b.go", "line 4")}, []int{0, 1, 2}, 3,
+			[]string{"[concord] Outdated in /p/a.go: c1 (lines 1-2), c2 changed by your edit in e1.", "", "[concord] Outdated in /p/b.go: c3 (line 4) changed by your edit in e1."}},
+		{"changed lines and notices stand alone", []clause{
+			{anchor: "c1", path: "/p/a.go", shown: "line 4", pred: "changed:", body: "+4: x"},
+			{anchor: "c2", raw: "[concord] The output of c2 is current again."},
+			moved("c3", "line 7", "line 8"),
+			{anchor: "c3", path: "/p/b.go", pred: "changed. Re-read /p/b.go before relying on it.", body: "-"},
+		}, []int{0, 1, 2, 2}, 3,
+			[]string{"[concord] Outdated in /p/a.go: c1 (line 4) changed:\n+4: x", "[concord] The output of c2 is current again.",
+				"[concord] Outdated in /p/a.go: c3 (line 7) is now at line 8.\n[concord] Outdated in /p/b.go: c3 changed. Re-read /p/b.go before relying on it."}},
+		{"a grep block's sources on two lines", []clause{own("g1", "/p/a.go", "line 3"), own("g1", "/p/b.go", "line 5"), own("c2", "/p/b.go", "lines 1-9")}, []int{0, 0, 1}, 2,
+			[]string{"[concord] Outdated in /p/a.go: g1 (line 3) changed by your edit in e1.\n[concord] Outdated in /p/b.go: g1 (line 5), c2 (lines 1-9) changed by your edit in e1.", ""}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := renderErrata(tc.cs, tc.owner, tc.nviews); !slices.Equal(got, tc.want) {
+				t.Fatalf("got  %q\nwant %q", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 // effective is a policy with every field resolved.
 type effective struct {
 	local, drift Action
+	driftSet     bool // a layer chose drift (else it is the default, Suppress)
 	maxAge       int
 }
 
@@ -37,7 +38,7 @@ func (m *Manager) resolve(b *block, s *source) effective {
 			e.local, gotLocal = p.Local, true
 		}
 		if !gotDrift && validAction(p.Drift) {
-			e.drift, gotDrift = p.Drift, true
+			e.drift, gotDrift, e.driftSet = p.Drift, true, true
 		}
 		if !gotAge && p.MaxAgeTurns != nil && *p.MaxAgeTurns >= 0 {
 			e.maxAge, gotAge = *p.MaxAgeTurns, true

@@ -135,102 +135,21 @@ func benchFlags() (*pflag.FlagSet, *benchOptions) {
 
 // runBench is the whole command.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, o := benchFlags()
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, benchUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
-	}
-	cfg := bench.Config{MaxSteps: o.maxSteps, Parallel: o.parallel, ConcordLocal: o.concordLocal, ConcordPlacement: o.placement}
-	price, err := bench.LookupPrice(o.price)
+	fs, o, err := parseBenchArgs(args, stderr)
 	if err != nil {
-		return usageError{fmt.Errorf("--price: %w", err)}
+		return err
 	}
-	cfg.Price = price
-	var wlNames []string
-	for _, w := range strings.Split(o.workloads, ",") {
-		switch w = strings.TrimSpace(w); w {
-		case "":
-		case "all":
-			wlNames = append(wlNames, tasks.Workloads...)
-		default:
-			if !slices.Contains(tasks.Workloads, w) {
-				return usageError{fmt.Errorf("--workload %q: want one of %s", w, strings.Join(tasks.Workloads, ", "))}
-			}
-			wlNames = append(wlNames, w)
-		}
+	cfg, wlNames, err := benchConfig(fs, o, stderr)
+	if err != nil {
+		return err
 	}
-	if len(wlNames) == 0 {
-		return usageError{errors.New("--workload is empty")}
+	ts, skipped, err := loadTasks(o)
+	if err != nil {
+		return err
 	}
-	if o.agent != "scripted" && slices.Contains(wlNames, "long") {
-		// A session's outside writes follow the scripted plan's steps.
-		if !fs.Changed("workload") {
-			wlNames = slices.DeleteFunc(wlNames, func(w string) bool { return w == "long" })
-		} else {
-			return usageError{errors.New("--workload long needs --agent scripted (its outside writes follow the scripted plan)")}
-		}
-	}
-	for _, m := range strings.Split(o.modes, ",") {
-		if m = strings.TrimSpace(m); m != "" {
-			cfg.Modes = append(cfg.Modes, m)
-		}
-	}
-	if len(cfg.Modes) == 0 {
-		return usageError{errors.New("--modes is empty")}
-	}
-
-	switch o.agent {
-	case "scripted":
-		cfg.Agent = agent.Scripted{}
-	case "openai":
-		key := os.Getenv(o.keyEnv)
-		if key == "" {
-			fmt.Fprintf(stderr, "concordbench: %s is not set; calling %s without an API key\n", o.keyEnv, o.baseURL)
-		}
-		cfg.Agent = &agent.OpenAI{BaseURL: o.baseURL, Model: o.model, APIKey: key, Temperature: o.temperature, Retries: 4}
-	default:
-		return usageError{fmt.Errorf("--agent %q: want scripted or openai", o.agent)}
-	}
-
-	var ts []tasks.Task
-	var skipped []tasks.Skip
-	if o.taskFile != "" {
-		ts, skipped, err = tasks.LoadHotpot(o.taskFile)
-		if err != nil {
-			return err
-		}
-		if len(ts) == 0 {
-			return fmt.Errorf("%s: no usable tasks (%d skipped)", o.taskFile, len(skipped))
-		}
-	} else {
-		count := o.n
-		if count <= 0 {
-			count = 40
-		}
-		ts = tasks.Synthetic(o.seed, count)
-	}
-	ts = tasks.Subset(ts, o.n)
-	var wls []bench.Workload
-	for _, name := range wlNames {
-		wt, err := tasks.ForWorkload(name, ts, o.seed, o.sessions)
-		if err != nil {
-			return err
-		}
-		wl := bench.Workload{Name: name, Tasks: wt}
-		if name != "long" {
-			wl.Skipped = skipped
-		}
-		wls = append(wls, wl)
+	wls, err := buildWorkloads(wlNames, ts, skipped, o)
+	if err != nil {
+		return err
 	}
 
 	cfg.ConcordBin = o.concordBin
@@ -253,6 +172,145 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	return writeReport(rep, o, stdout, stderr)
+}
+
+// parseBenchArgs parses the command line; --help is pflag.ErrHelp, any
+// other mistake a usageError.
+func parseBenchArgs(args []string, stderr io.Writer) (*pflag.FlagSet, *benchOptions, error) {
+	fs, o := benchFlags()
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, benchUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, nil, err
+		}
+		return nil, nil, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	}
+	return fs, o, nil
+}
+
+// benchConfig checks the options and turns them into the bench's
+// configuration and the workloads to run, in --workload order.
+func benchConfig(fs *pflag.FlagSet, o *benchOptions, stderr io.Writer) (bench.Config, []string, error) {
+	cfg := bench.Config{MaxSteps: o.maxSteps, Parallel: o.parallel, ConcordLocal: o.concordLocal, ConcordPlacement: o.placement}
+	price, err := bench.LookupPrice(o.price)
+	if err != nil {
+		return cfg, nil, usageError{fmt.Errorf("--price: %w", err)}
+	}
+	cfg.Price = price
+	wlNames, err := workloadNames(o.workloads, o.agent, fs.Changed("workload"))
+	if err != nil {
+		return cfg, nil, err
+	}
+	for _, m := range strings.Split(o.modes, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			cfg.Modes = append(cfg.Modes, m)
+		}
+	}
+	if len(cfg.Modes) == 0 {
+		return cfg, nil, usageError{errors.New("--modes is empty")}
+	}
+	cfg.Agent, err = newAgent(o, stderr)
+	if err != nil {
+		return cfg, nil, err
+	}
+	return cfg, wlNames, nil
+}
+
+// workloadNames reads --workload ("all" is every workload). Long needs the
+// scripted agent: without it, long leaves the default list and is an
+// error when asked for.
+func workloadNames(list, agentName string, asked bool) ([]string, error) {
+	var names []string
+	for _, w := range strings.Split(list, ",") {
+		switch w = strings.TrimSpace(w); w {
+		case "":
+		case "all":
+			names = append(names, tasks.Workloads...)
+		default:
+			if !slices.Contains(tasks.Workloads, w) {
+				return nil, usageError{fmt.Errorf("--workload %q: want one of %s", w, strings.Join(tasks.Workloads, ", "))}
+			}
+			names = append(names, w)
+		}
+	}
+	if len(names) == 0 {
+		return nil, usageError{errors.New("--workload is empty")}
+	}
+	if agentName != "scripted" && slices.Contains(names, "long") {
+		// A session's outside writes follow the scripted plan's steps.
+		if asked {
+			return nil, usageError{errors.New("--workload long needs --agent scripted (its outside writes follow the scripted plan)")}
+		}
+		names = slices.DeleteFunc(names, func(w string) bool { return w == "long" })
+	}
+	return names, nil
+}
+
+// newAgent is the --agent.
+func newAgent(o *benchOptions, stderr io.Writer) (agent.Agent, error) {
+	switch o.agent {
+	case "scripted":
+		return agent.Scripted{}, nil
+	case "openai":
+		key := os.Getenv(o.keyEnv)
+		if key == "" {
+			fmt.Fprintf(stderr, "concordbench: %s is not set; calling %s without an API key\n", o.keyEnv, o.baseURL)
+		}
+		return &agent.OpenAI{BaseURL: o.baseURL, Model: o.model, APIKey: key, Temperature: o.temperature, Retries: 4}, nil
+	}
+	return nil, usageError{fmt.Errorf("--agent %q: want scripted or openai", o.agent)}
+}
+
+// loadTasks reads --tasks (the examples it skipped too), or generates the
+// synthetic tasks from --seed; either way the first --n of them.
+func loadTasks(o *benchOptions) ([]tasks.Task, []tasks.Skip, error) {
+	if o.taskFile == "" {
+		count := o.n
+		if count <= 0 {
+			count = 40
+		}
+		return tasks.Subset(tasks.Synthetic(o.seed, count), o.n), nil, nil
+	}
+	ts, skipped, err := tasks.LoadHotpot(o.taskFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ts) == 0 {
+		return nil, nil, fmt.Errorf("%s: no usable tasks (%d skipped)", o.taskFile, len(skipped))
+	}
+	return tasks.Subset(ts, o.n), skipped, nil
+}
+
+// buildWorkloads makes each named workload's tasks; the skipped examples
+// belong to the question workloads, not to long.
+func buildWorkloads(names []string, ts []tasks.Task, skipped []tasks.Skip, o *benchOptions) ([]bench.Workload, error) {
+	var wls []bench.Workload
+	for _, name := range names {
+		wt, err := tasks.ForWorkload(name, ts, o.seed, o.sessions)
+		if err != nil {
+			return nil, err
+		}
+		wl := bench.Workload{Name: name, Tasks: wt}
+		if name != "long" {
+			wl.Skipped = skipped
+		}
+		wls = append(wls, wl)
+	}
+	return wls, nil
+}
+
+// writeReport prints the tables and writes --out and --svg. Failed runs
+// must not pass for a result: the first cause goes to stderr, and a run
+// where nothing worked fails the command.
+func writeReport(rep *bench.Report, o *benchOptions, stdout, stderr io.Writer) error {
 	if err := rep.WriteTable(stdout); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
@@ -266,8 +324,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	// Failed runs must not pass for a result: the first cause goes to
-	// stderr, and a run where nothing worked fails the command.
 	if failed, runs, first := rep.Errors(); failed > 0 {
 		if failed == runs {
 			return fmt.Errorf("every task run failed (%d); the first: %s", runs, first)

@@ -111,16 +111,16 @@ type InitializeParams struct {
 	Policy          *PolicyConfig  `json:"policy,omitempty"`
 	Locator         *LocatorParams `json:"locator,omitempty"`
 	// Placement says where repairs of a message the model has seen go:
-	// PlacementInplace (default), PlacementTail or PlacementAuto.
+	// PlacementInplace, PlacementTail or PlacementAuto (default).
 	Placement string       `json:"placement,omitempty"`
 	Cache     *CacheParams `json:"cache,omitempty"` // hints for placement
 }
 
 // Repair placements (initialize's placement).
 const (
-	PlacementInplace = "inplace" // rewrite the old tool message (the default)
+	PlacementInplace = "inplace" // rewrite the old tool message
 	PlacementTail    = "tail"    // keep it byte-identical; an erratum goes after the newest message
-	PlacementAuto    = "auto"    // in place where that is free (never sent, cache expired, prefix rebuilt), else tail
+	PlacementAuto    = "auto"    // in place where that is free (never sent, cache expired, prefix rebuilt), else tail (the default)
 )
 
 // CacheParams describe the provider's prompt cache, as far as placement
@@ -170,8 +170,8 @@ type Capabilities struct {
 	Notifications []string `json:"notifications"`
 	Requests      []string `json:"requests"`
 	MaxMessage    int64    `json:"maxMessage"` // bytes; larger messages are refused
-	// Placement is the effective repair placement, present when the client
-	// sent one (a server without cache-aware repair leaves it out).
+	// Placement is the effective repair placement, always present (a
+	// server without cache-aware repair leaves it out: inplace).
 	Placement string `json:"placement,omitempty"`
 }
 

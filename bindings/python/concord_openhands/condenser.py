@@ -121,9 +121,9 @@ class ConcordCondenser(CondenserBase):
         default=DEFAULT_PLACEMENT,
         description=(
             "Where a repair of a tool result the model has already seen goes: `inplace` "
-            "(default, the server's: the old message is rewritten), `tail` (it stays "
-            "byte-identical and an erratum follows the newest message, so the provider's "
-            "prompt cache is kept) or `auto` (in place when that costs no cache, else tail)."
+            "(the old message is rewritten), `tail` (it stays byte-identical and an erratum "
+            "follows the newest message, so the provider's prompt cache is kept) or `auto` "
+            "(default, the server's: in place when that costs no cache, else tail)."
         ),
     )
     cache_ttl: float | None = Field(

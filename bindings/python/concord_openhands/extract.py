@@ -103,6 +103,10 @@ def _terminal_effects(action: Any, observation: Any, text: str) -> Effects:
         return Effects(reads=[Read(h.path, (h.line, h.line), h.text, read) for h in read.hits])
     if read.kind == "listing":
         return Effects(reads=[Read(read.path, None, read.text, read, uri=read.uri)])
+    if read.kind == "files":
+        return Effects(reads=[
+            Read(p.path, None if p.whole else (p.start, p.start + len(p.lines) - 1), "\n".join(p.lines), read)
+            for p in read.parts])
     return Effects(reads=[Read(read.path, read.range, read.text, read)])
 
 
@@ -116,6 +120,11 @@ def _file_editor(action: Any, observation: Any, text: str) -> Effects:
         effects.writes.append(path)
     if command == "create":
         return effects  # the output shows no file content
+    if command == "view" and text.startswith(DIR_VIEW_HEADER):
+        read = _dir_view(str(path), text)
+        if read is not None:
+            effects.reads.append(read)
+        return effects
     found = _listing.parse(text, _listing.CAT_N)
     if found is None:
         return effects  # a directory listing, an image
@@ -135,6 +144,54 @@ def _file_editor(action: Any, observation: Any, text: str) -> Effects:
         found.requested_end = view_range[1]
     effects.reads.append(Read(path, rng, found.text, found))
     return effects
+
+
+# file_editor's view of a directory (openhands-tools 1.58.2, editor.py `view`):
+# this header, then the directory itself and each entry not starting with "."
+# two levels deep, one absolute path a line, directories ending in "/", then
+# optionally "\n{N} hidden files/directories in this directory are excluded. ...".
+DIR_VIEW_HEADER = "Here's the files and directories up to 2 levels deep in "
+_DIR_VIEW_CLIPPED = "<response clipped>"
+
+
+def _dir_view(path: str, text: str) -> Read | None:
+    """A file_editor directory view as a listing source (`depth=2`, no hidden
+    entries), or None when it cannot be told exactly what it listed."""
+    head, sep, body = text.partition(":\n")
+    if not sep or head != f"{DIR_VIEW_HEADER}{path}, excluding hidden items" or _DIR_VIEW_CLIPPED in text:
+        return None  # another path spelling, or the tool cut the listing
+    root = path.rstrip("/")
+    if not root or not os.path.isdir(root) or os.path.islink(root):
+        return None
+    entries = body.split("\n\n", 1)[0].split("\n")
+    if not entries or entries[0] != root + "/":
+        return None
+    out: list[str] = []
+    for ln in entries[1:]:
+        if not ln.startswith(root + "/") or ln == root + "/":
+            return None
+        rel = ln[len(root) + 1 :]
+        is_dir = rel.endswith("/")
+        rel = rel.rstrip("/")
+        parts = rel.split("/")
+        if not rel or len(parts) > 2 or any(not p or p.startswith(".") for p in parts):
+            return None
+        full = os.path.join(root, rel)
+        if os.path.islink(full):
+            if is_dir and len(parts) == 1:
+                # The tool follows a symlink to a directory and lists its
+                # entries; Concord's listing never enters a symlink, so it
+                # could not tell when they change.
+                return None
+            is_dir = False  # Concord lists a symlink as a plain entry
+        elif os.path.lexists(full):
+            is_dir = os.path.isdir(full)
+        # else: gone since the view; keep what the tool showed (the server says so)
+        out.append(rel + "/" if is_dir else rel)
+    listing = "\n".join(sorted(set(out), key=lambda s: s.encode()))
+    uri = _terminal.listing_uri(root, depth=2, hidden=False)
+    marker = _terminal.TerminalRead("listing", root, text=listing, uri=uri, screen=False)
+    return Read(root, None, listing, marker, uri=uri)
 
 
 def _read_file(action: Any, observation: Any, text: str, root: str | None) -> Effects:

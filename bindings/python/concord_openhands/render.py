@@ -7,7 +7,7 @@ from typing import Any
 
 from .listing import CAT_N, READ_FILE, Listing
 from .session import BlockView, uri_to_path
-from .terminal import TerminalRead, render_hits, render_lines
+from .terminal import TerminalRead, render_files, render_hits, render_lines
 
 # file_editor's note when a view_range ran past the end of the file.
 _PAST_EOF = re.compile(
@@ -71,12 +71,18 @@ def _render_sources(listing: Listing | TerminalRead, sources: list[dict[str, Any
     if isinstance(listing, TerminalRead):
         if listing.kind == "hits":
             hits = []
-            for s in sources:
+            for k, s in enumerate(sources):
                 start, lines = _span(s)
                 path = uri_to_path(str(s.get("uri", "")))
+                # Sources come back in the order observed: one per hit or context line.
+                sep = listing.hits[k].sep if k < len(listing.hits) else ":"
                 # A hit whose line grew into several (a line inserted in it) shows each.
-                hits.extend((path, start + i, ln) for i, ln in enumerate(lines))
+                hits.extend((path, start + i, ln, sep) for i, ln in enumerate(lines))
             return render_hits(listing, hits)
+        if listing.kind == "files":
+            if len(sources) != len(listing.parts):
+                return None
+            return render_files(listing, [_span(s) for s in sources])
         if listing.kind == "lines":
             start, lines = _span(sources[0])
             return render_lines(listing, start, lines)

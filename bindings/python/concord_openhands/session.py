@@ -68,7 +68,7 @@ def binary_candidates(explicit: str | None = None) -> list[str]:
 # Where a repair of a message the model has already seen goes (docs/protocol.md,
 # "Placement"). The binding's default is the server's: in place.
 PLACEMENTS = ("inplace", "tail", "auto")
-DEFAULT_PLACEMENT = "inplace"
+DEFAULT_PLACEMENT = "auto"
 
 
 def find_binary(explicit: str | None = None) -> str | None:

@@ -4,14 +4,21 @@ SDK-free. A command is tracked only when the binding can tell exactly what
 the output is: one simple command (no pipes, redirects, `&&`, `;`,
 subshells, variables, globs or other shell syntax outside quotes), one of
 
-    cat [-n] FILE            head [-n N | -N] FILE     tail [-n N | -N | -n +K] FILE
+    cat [-n] FILE...         head [-n N | -N] FILE...  tail [-n N | -N | -n +K] FILE...
     sed -n 'Ap' / 'A,Bp' / 'A,$p' FILE                 nl -ba FILE
-    grep -n [-rRiwFEIsH] [-e] PATTERN PATH...          rg -n [-iwFS] PATTERN [PATH...]
+    grep -n [-rRiwFEIsH] [-A N] [-B N] [-C N] [-e] PATTERN PATH...
+    rg -n [-iwFS] [-A N] [-B N] [-C N] PATTERN [PATH...]
     ls [-aA1lpFh] [DIR]      find [DIR] [-maxdepth N] [-type f] [-name PAT] [-not -path '*/X/*']
 
 and its exit status was 0. Everything else stays an event. Reads become
-`Read`s (a file and a range, or one source per grep hit); `ls`/`find` become a
-directory listing source (see CONTRACTS: `file:///dir?depth=..&hidden=..`).
+`Read`s (a file and a range, or one source per grep line: hits and context
+lines alike); `ls`/`find` become a directory listing source (see
+docs/protocol.md, "Listing sources": `file:///dir?depth=..&hidden=..`).
+
+Several files: GNU cat concatenates them without a separator, so the output
+is split by the files' current contents, and only when those concatenated
+show exactly the output (else the command is an event); head and tail print
+`==> name <==` headers, checked the same way.
 """
 
 from __future__ import annotations
@@ -66,13 +73,26 @@ class Hit:
     line: int
     text: str
     shown_as: str  # the path as the tool printed it ("" when it printed none)
+    sep: str = ":"  # ":" a matching line, "-" a context line (grep -A/-B/-C)
+
+
+@dataclass
+class Part:
+    """One file of a several-file cat/head/tail: the lines it showed."""
+
+    path: str  # absolute
+    shown_as: str  # the operand as given (head/tail print it in `==> name <==`)
+    start: int  # first line shown (1-based)
+    lines: list[str]  # the file's raw lines
+    whole: bool  # cat: the whole file (no range)
 
 
 @dataclass
 class TerminalRead:
     """What a terminal command showed: file lines or a directory listing."""
 
-    kind: str  # "lines" (cat, head, ...), "hits" (grep, rg), "listing" (ls, find)
+    kind: str  # "lines" (cat, head, ...), "hits" (grep, rg), "listing" (ls, find),
+    # "files" (cat/head/tail of several files: one Part per file)
     path: str = ""  # absolute file or directory
     range: tuple[int, int] | None = None  # "lines": None = the whole file
     text: str = ""  # "lines": the raw lines; "listing": the canonical listing
@@ -85,6 +105,9 @@ class TerminalRead:
     # the same so a repaired read looks like the command's output.
     screen: bool = True
     heading: bool = False  # "hits": rg's tty format (a path line, then N:text lines)
+    context: bool = False  # "hits": grep/rg -A/-B/-C: non-adjacent groups split by `--`
+    parts: list[Part] = field(default_factory=list)  # "files"
+    headers: bool = False  # "files": head/tail's `==> name <==` sections
     # "lines": the lines the command asked for, to check the screen against
     # the file: ("range", A, B) with B = -1 for "to the end", ("tail", N, 0),
     # or ("whole", 0, 0).
@@ -183,7 +206,7 @@ def _screen_of(lines: list[str]) -> str:
 
 
 def _hit_prefix(h: Hit, heading: bool) -> str:
-    return f"{h.line}:" if heading or not h.shown_as else f"{h.shown_as}:{h.line}:"
+    return f"{h.line}{h.sep}" if heading or not h.shown_as else f"{h.shown_as}{h.sep}{h.line}{h.sep}"
 
 
 # -- file reads --------------------------------------------------------------
@@ -234,6 +257,8 @@ def _cat(args: list[str], output: str, cwd: str) -> TerminalRead | None:
             return None
         else:
             files.append(a)
+    if len(files) > 1:
+        return _several(files, output, cwd, numbered=numbered)
     if len(files) != 1:
         return None
     path = _file(files[0], cwd)
@@ -264,8 +289,8 @@ def _numbered(path: str, lines: list[str], ends: bool, *, whole: bool) -> Termin
     return TerminalRead("lines", path, rng, "\n".join(raw), numbered=True, ends_with_newline=ends)
 
 
-def _count_arg(args: list[str]) -> tuple[str | None, str | None]:
-    """(count spec, file) of head/tail arguments; (None, None) if unsupported."""
+def _count_arg(args: list[str]) -> tuple[str | None, list[str]]:
+    """(count spec, files) of head/tail arguments; (None, []) if unsupported."""
     count = "10"
     files: list[str] = []
     i = 0
@@ -280,19 +305,22 @@ def _count_arg(args: list[str]) -> tuple[str | None, str | None]:
         elif re.fullmatch(r"-\d+", a):
             count = a[1:]
         elif a.startswith("-"):
-            return None, None
+            return None, []
         else:
             files.append(a)
         i += 1
-    if len(files) != 1 or not re.fullmatch(r"\+?\d+", count):
-        return None, None
-    return count, files[0]
+    if not files or not re.fullmatch(r"\+?\d+", count):
+        return None, []
+    return count, files
 
 
 def _head(args: list[str], output: str, cwd: str) -> TerminalRead | None:
-    count, name = _count_arg(args)
-    if count is None or name is None or count.startswith("+"):
+    count, names = _count_arg(args)
+    if count is None or count.startswith("+"):
         return None
+    if len(names) > 1:
+        return _several(names, output, cwd, head=int(count))
+    name = names[0]
     path = _file(name, cwd)
     lines, ends = _lines(output)
     if path is None or not lines or len(lines) > int(count):
@@ -302,9 +330,14 @@ def _head(args: list[str], output: str, cwd: str) -> TerminalRead | None:
 
 
 def _tail(args: list[str], output: str, cwd: str) -> TerminalRead | None:
-    count, name = _count_arg(args)
-    if count is None or name is None:
+    count, names = _count_arg(args)
+    if count is None:
         return None
+    if len(names) > 1:
+        if count.startswith("+"):
+            return _several(names, output, cwd, tail_from=max(int(count[1:]), 1))
+        return _several(names, output, cwd, tail=int(count))
+    name = names[0]
     path = _file(name, cwd)
     lines, ends = _lines(output)
     if path is None or not lines:
@@ -325,6 +358,83 @@ def _tail(args: list[str], output: str, cwd: str) -> TerminalRead | None:
         start = max(total - len(lines) + 1, 1)
     return TerminalRead("lines", path, (start, start + len(lines) - 1), "\n".join(lines), ends_with_newline=ends,
                         want=want)
+
+
+_SPLIT_MAX_BYTES = 16 << 20
+
+
+def _several(names: list[str], output: str, cwd: str, *, numbered: bool = False, head: int | None = None,
+             tail: int | None = None, tail_from: int | None = None) -> TerminalRead | None:
+    """cat/head/tail of several files, split by the files' current contents.
+
+    `cat a b` prints a's bytes then b's, with nothing between them: where
+    a ends can only be told from a's content. So the output is tracked only
+    when the files as they are now show exactly that output (compared as the
+    terminal shows it: a screen, or the raw bytes); a file that changed
+    since the command ran makes it an event. Any split whose parts concatenate
+    to what was shown is sound here: every repair re-renders all the parts.
+    """
+    cat = head is None and tail is None and tail_from is None
+    paths = [os.path.normpath(os.path.join(cwd, n)) for n in names]
+    if len(set(paths)) != len(paths):
+        return None  # one file twice: two sources of one block would be the same
+    parts: list[Part] = []
+    cache: dict[str, list[str] | None] = {}
+    for name, path in zip(names, paths):
+        try:
+            st = os.stat(path)
+            # cat shows every byte: a file longer than the output cannot be in it
+            # (4 bytes a character at most); head/tail of a huge log is not read.
+            limit = 4 * len(output) + 4096 if cat else _SPLIT_MAX_BYTES
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+                return None
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        lines = _file_lines(path, cache)
+        if lines is None:
+            return None
+        n = len(lines)
+        if cat:
+            # A file without a final newline runs into the next file's first line.
+            if path != paths[-1] and data and not data.endswith(b"\n"):
+                return None
+            parts.append(Part(path, name, 1, lines, whole=True))
+            continue
+        if head is not None:
+            start, end = 1, min(head, n)
+        elif tail is not None:
+            start, end = max(n - tail + 1, 1), n
+        else:
+            start, end = tail_from, n
+        if end < start:
+            return None  # an empty section has no range to register
+        parts.append(Part(path, name, start, lines[start - 1 : end], whole=False))
+    read = TerminalRead("files", paths[0], numbered=numbered, parts=parts, headers=not cat)
+    expected = _files_lines(read, [(p.start, p.lines) for p in parts])
+    if "\t" in output:  # raw bytes (no tmux): byte for byte
+        if output not in ("\n".join(expected), "\n".join(expected) + "\n"):
+            return None
+        read.ends_with_newline = output.endswith("\n")
+    elif _screen_of(expected) != output.strip():
+        return None
+    return read
+
+
+def _files_lines(read: TerminalRead, spans: list[tuple[int, list[str]]]) -> list[str]:
+    """The output lines of a several-file read showing `spans` (start, lines) per part."""
+    out: list[str] = []
+    n = 0
+    for i, (_start, lines) in enumerate(spans):
+        if read.headers:
+            if i > 0:
+                out.append("")
+            out.append(f"==> {read.parts[i].shown_as if i < len(read.parts) else '?'} <==")
+        for ln in lines:
+            n += 1
+            out.append(f"{n:6}\t{ln}" if read.numbered else ln)
+    return out
 
 
 _SED_SCRIPT = re.compile(r"(\d+)(?:,(\d+|\$))?p")
@@ -374,10 +484,14 @@ def _rg(args: list[str], output: str, cwd: str) -> TerminalRead | None:
     return _search(args, output, cwd, rg=True)
 
 
+_CONTEXT_LONG = ("--context", "--after-context", "--before-context")
+
+
 def _search(args: list[str], output: str, cwd: str, *, rg: bool) -> TerminalRead | None:
     flags: set[str] = set()
     operands: list[str] = []
     pattern: str | None = None
+    context = False  # -A/-B/-C given: context lines and `--` group separators
     i = 0
     while i < len(args):
         a = args[i]
@@ -390,17 +504,36 @@ def _search(args: list[str], output: str, cwd: str, *, rg: bool) -> TerminalRead
             continue
         if a.startswith("--"):
             name = a.split("=", 1)[0]
+            if name in _CONTEXT_LONG:
+                value = a.split("=", 1)[1] if "=" in a else (args[i + 1] if i + 1 < len(args) else "")
+                if not value.isdigit():
+                    return None
+                context = True
+                i += 1 if "=" in a else 2
+                continue
             ok = {"--line-number", "--color=never", "--no-heading", "--hidden"} if rg else {
                 "--line-number", "--color=never", "--include", "--exclude", "--exclude-dir"}
             if a not in ok and name not in ok:
                 return None
             if a == "--line-number":
                 flags.add("n")
+        elif re.fullmatch(r"-\d+", a) and not rg:
+            context = True  # GNU grep: -NUM is -C NUM
         elif a.startswith("-") and len(a) > 1:
-            letters = set(a[1:])
-            if not letters <= (_RG_FLAGS if rg else _GREP_FLAGS):
+            # A cluster of flag letters, which may end in -A/-B/-C and its
+            # number (`-rnC2`, `-A 3`).
+            letters = a[1:]
+            m = re.fullmatch(r"([^ABC]*)([ABC])(\d*)", letters)
+            if m is not None:
+                letters = m.group(1)
+                if m.group(3) == "":
+                    if i + 1 >= len(args) or not args[i + 1].isdigit():
+                        return None
+                    i += 1
+                context = True
+            if not set(letters) <= (_RG_FLAGS if rg else _GREP_FLAGS):
                 return None
-            flags |= letters
+            flags |= set(letters)
         else:
             operands.append(a)
         i += 1
@@ -421,7 +554,9 @@ def _search(args: list[str], output: str, cwd: str, *, rg: bool) -> TerminalRead
     if not lines:
         return None
     if rg and not single_file and "--no-heading" not in args:
-        return _rg_headings(lines, cwd)
+        return _rg_headings(lines, cwd, context=context)
+    if context:
+        return _context_hits(lines, cwd, paths[0] if single_file else None)
     hits: list[Hit] = []
     for ln in lines:
         hit = _hit(ln, cwd, paths[0] if single_file else None)
@@ -431,27 +566,127 @@ def _search(args: list[str], output: str, cwd: str, *, rg: bool) -> TerminalRead
     return TerminalRead("hits", hits=hits)
 
 
-def _rg_headings(lines: list[str], cwd: str) -> TerminalRead | None:
-    """rg on a terminal: a path line, its `N:text` hits, a blank line, the next path."""
-    hits: list[Hit] = []
-    current: tuple[str, str] | None = None
+def _groups(lines: list[str]) -> list[list[str]] | None:
+    """Lines split at grep's `--` group separators; None on an empty group."""
+    groups: list[list[str]] = [[]]
     for ln in lines:
-        if ln == "":
-            current = None
-            continue
-        if current is None:
-            path = os.path.normpath(os.path.join(cwd, ln))
-            if os.path.isdir(path):
-                return None
-            current = (path, ln)
-            continue
-        m = re.match(r"(\d+):(.*)\Z", ln, re.S)
+        if ln == "--":
+            groups.append([])
+        else:
+            groups[-1].append(ln)
+    return None if any(not g for g in groups) else groups
+
+
+_NUMBERED_HIT = re.compile(r"(\d+)([:-])(.*)\Z", re.S)
+
+
+def _numbered_group(group: list[str], path: str, shown: str) -> list[Hit] | None:
+    """A group of `N:text` / `N-text` lines of one file: consecutive lines."""
+    hits: list[Hit] = []
+    for ln in group:
+        m = _NUMBERED_HIT.match(ln)
         if m is None:
             return None
-        hits.append(Hit(current[0], int(m.group(1)), m.group(2), current[1]))
+        n = int(m.group(1))
+        if hits and n != hits[-1].line + 1:
+            return None
+        hits.append(Hit(path, n, m.group(3), shown, m.group(2)))
+    return hits
+
+
+def _context_hits(lines: list[str], cwd: str, single: str | None) -> TerminalRead | None:
+    """grep -n with -A/-B/-C: groups of consecutive lines of one file, a match
+    `path:N:text`, a context line `path-N-text`, groups split by `--`.
+
+    Within a group the path is the same on every line and the numbers count
+    up by one, which places each line even where a path or a text holds
+    `-N-` or `:N:` itself; a group that fits more than one existing file, or
+    none and more than one split, makes the command an event.
+    """
+    groups = _groups(lines)
+    if groups is None:
+        return None
+    hits: list[Hit] = []
+    for group in groups:
+        got = _numbered_group(group, single, "") if single is not None else _path_group(group, cwd)
+        if got is None or not any(h.sep == ":" for h in got):
+            return None  # every group holds a match
+        hits.extend(got)
+    return TerminalRead("hits", hits=hits, context=True)
+
+
+def _path_group(group: list[str], cwd: str) -> list[Hit] | None:
+    cands: list[list[Hit]] = []
+    first = group[0]
+    for m in re.finditer(r"(?=([:-])(\d+)\1)", first):
+        shown = first[: m.start()]
+        if not shown:
+            continue
+        path = os.path.normpath(os.path.join(cwd, shown))
+        n = int(m.group(2))
+        hits: list[Hit] = []
+        for k, ln in enumerate(group):
+            for sep in ":-":
+                pre = f"{shown}{sep}{n + k}{sep}"
+                if ln.startswith(pre):
+                    hits.append(Hit(path, n + k, ln[len(pre):], shown, sep))
+                    break
+            else:
+                break
+        if len(hits) == len(group) and any(h.sep == ":" for h in hits):
+            cands.append(hits)  # every group holds a match
+    files = [c for c in cands if os.path.isfile(c[0].path)]
+    if len(files) > 1:
+        # Still two readings: the one whose lines the file holds now, if only one does.
+        cache: dict[str, list[str] | None] = {}
+        files = [c for c in files if _holds(c, cache)]
+    if len(files) == 1:
+        return files[0]
+    if not files and len(cands) == 1:
+        return cands[0]  # deleted since: the only reading there is
+    return None
+
+
+def _holds(hits: list[Hit], cache: dict[str, list[str] | None]) -> bool:
+    lines = _file_lines(hits[0].path, cache)
+    return lines is not None and all(
+        h.line <= len(lines) and screen_line(lines[h.line - 1]) == screen_line(h.text) for h in hits)
+
+
+def _rg_headings(lines: list[str], cwd: str, *, context: bool = False) -> TerminalRead | None:
+    """rg on a terminal: a path line, its `N:text` hits (with context lines
+    `N-text` and `--` between groups under -A/-B/-C), a blank line, the next path."""
+    hits: list[Hit] = []
+    sections: list[list[str]] = [[]]
+    for ln in lines:
+        if ln == "":
+            sections.append([])
+        else:
+            sections[-1].append(ln)
+    for sec in sections:
+        if not sec:
+            return None
+        path = os.path.normpath(os.path.join(cwd, sec[0]))
+        if os.path.isdir(path) or len(sec) < 2:
+            return None
+        if not context:
+            for ln in sec[1:]:
+                m = re.match(r"(\d+):(.*)\Z", ln, re.S)
+                if m is None:
+                    return None
+                hits.append(Hit(path, int(m.group(1)), m.group(2), sec[0]))
+            continue
+        groups = _groups(sec[1:])
+        if groups is None:
+            return None
+        for group in groups:
+            got = _numbered_group(group, path, sec[0])
+            if got is None or not any(h.sep == ":" for h in got):
+                return None
+            hits.extend(got)
     if not hits:
         return None
-    return TerminalRead("hits", hits=hits, heading=True)
+    return TerminalRead("hits", hits=hits, heading=True, context=context)
 
 
 _LINE_NO = re.compile(r"(\d+):")
@@ -660,12 +895,20 @@ def render_lines(read: TerminalRead, start: int, lines: list[str]) -> str:
     return _screen_text(read, lines)
 
 
-def render_hits(read: TerminalRead, hits: list[tuple[str, int, str]]) -> str:
-    """grep/rg output for (path, line, text) hits, paths spelled as the tool did."""
+def render_hits(read: TerminalRead, hits: list[tuple[str, int, str] | tuple[str, int, str, str]]) -> str:
+    """grep/rg output for (path, line, text[, sep]) hits, paths spelled as the tool did.
+
+    `sep` is ":" for a match and "-" for a context line (default ":"). Under
+    -A/-B/-C a `--` line goes between lines that are not adjacent in one
+    file, as grep and rg print them.
+    """
     shown = {h.path: h.shown_as for h in read.hits}
     out: list[str] = []
     last: str | None = None
-    for path, line, text in hits:
+    prev: tuple[str, int] | None = None
+    for hit in hits:
+        path, line, text = hit[0], hit[1], hit[2]
+        sep = hit[3] if len(hit) > 3 else ":"
         name = shown.get(path, path)
         if read.heading:
             if name != last:
@@ -673,7 +916,17 @@ def render_hits(read: TerminalRead, hits: list[tuple[str, int, str]]) -> str:
                     out.append("")
                 out.append(name)
                 last = name
-            out.append(f"{line}:{text}")
+            elif read.context and prev is not None and line != prev[1] + 1:
+                out.append("--")
+            out.append(f"{line}{sep}{text}")
         else:
-            out.append(f"{name}:{line}:{text}" if name else f"{line}:{text}")
+            if read.context and prev is not None and (path, line) != (prev[0], prev[1] + 1):
+                out.append("--")
+            out.append(f"{name}{sep}{line}{sep}{text}" if name else f"{line}{sep}{text}")
+        prev = (path, line)
     return _screen_text(read, out)
+
+
+def render_files(read: TerminalRead, spans: list[tuple[int, list[str]]]) -> str:
+    """A several-file cat/head/tail shown again with these (start, lines) per file."""
+    return _screen_text(read, _files_lines(read, spans))

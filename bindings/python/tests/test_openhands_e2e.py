@@ -122,7 +122,7 @@ def concord_warnings(caplog) -> list[str]:
 
 @pytest.fixture
 def condenser(concord_bin, workspace):
-    c = ConcordCondenser(roots=[str(workspace)], binary=concord_bin)
+    c = ConcordCondenser(roots=[str(workspace)], placement="inplace", binary=concord_bin)
     yield c
     c.close()
 
@@ -191,7 +191,30 @@ def test_rewrite_gets_the_reread_notice(workspace, condenser):
         return Reply.finish()
 
     with FakeLLM(
-        [lambda r: Reply.call("call_1", "file_editor", command="view", path=str(f)), rewrite, expect_notice]
+        [lambda r: Reply.call("call_1", "file_editor", command="view", path=str(f), view_range=[5, 7]), rewrite, expect_notice]
+    ) as fake:
+        conv = make_conversation(fake, workspace, condenser)
+        run(conv, fake)
+
+
+def test_rewrite_of_a_whole_file_view_is_refreshed(workspace, condenser):
+    # A whole-file view: the re-read a notice would ask for returns exactly the current file.
+    f = workspace / "main.go"
+    old = ["package main", "", "import \"fmt\"", "", "func main() {", '\tfmt.Println("hello")', "}"]
+    new = ["# notes", "", "This file is now a markdown document about something else."]
+    write(f, old)
+
+    def rewrite(req: Request) -> Reply:
+        write(f, new)
+        return Reply.call("call_2", "think", thought="ok")
+
+    def expect_refreshed(req: Request) -> Reply:
+        assert req.tool_result("call_1") == cat_n(str(f), new)
+        assert "fmt.Println" not in tool_texts(req)
+        return Reply.finish()
+
+    with FakeLLM(
+        [lambda r: Reply.call("call_1", "file_editor", command="view", path=str(f)), rewrite, expect_refreshed]
     ) as fake:
         conv = make_conversation(fake, workspace, condenser)
         run(conv, fake)
@@ -256,7 +279,7 @@ def test_resumed_conversation_catches_changes_made_while_away(workspace, concord
     persist = tmp_path / "conversations"
     conv_id = uuid.uuid4()
 
-    first = ConcordCondenser(roots=[str(workspace)], binary=concord_bin)
+    first = ConcordCondenser(roots=[str(workspace)], placement="inplace", binary=concord_bin)
     with FakeLLM(
         [lambda r: Reply.call("call_1", "file_editor", command="view", path=str(f)), lambda r: Reply.finish()]
     ) as fake:
@@ -275,7 +298,7 @@ def test_resumed_conversation_catches_changes_made_while_away(workspace, concord
         assert "value 7 of" not in tool_texts(req)
         return Reply.finish()
 
-    second = ConcordCondenser(roots=[str(workspace)], binary=concord_bin)
+    second = ConcordCondenser(roots=[str(workspace)], placement="inplace", binary=concord_bin)
     try:
         with FakeLLM([expect_repaired_on_first_call]) as fake:
             conv = make_conversation(
@@ -290,7 +313,7 @@ def test_resumed_conversation_catches_changes_made_while_away(workspace, concord
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["crash", "hang"])
 def test_killed_binary_agent_finishes_with_one_warning(workspace, concord_bin, caplog, sig):
     # SIGSTOP: the server still exists but answers nothing; the call times out.
-    condenser = ConcordCondenser(roots=[str(workspace)], binary=concord_bin, timeout=1.0)
+    condenser = ConcordCondenser(roots=[str(workspace)], placement="inplace", binary=concord_bin, timeout=1.0)
     f = workspace / "config.txt"
     old = numbered(10)
     write(f, old)
@@ -332,7 +355,7 @@ def test_missing_binary_passes_through(workspace, caplog):
     f = workspace / "config.txt"
     old = numbered(5)
     write(f, old)
-    c = ConcordCondenser(roots=[str(workspace)], binary=str(workspace / "no-such-concord"))
+    c = ConcordCondenser(roots=[str(workspace)], placement="inplace", binary=str(workspace / "no-such-concord"))
 
     def change(req: Request) -> Reply:
         write(f, ["something else"])
@@ -370,7 +393,7 @@ def test_composes_in_a_pipeline_before_a_summarizer(workspace, concord_bin):
     with FakeLLM(
         [lambda r: Reply.call("call_1", "file_editor", command="view", path=str(f)), change, expect]
     ) as fake:
-        concord = ConcordCondenser(roots=[str(workspace)], binary=concord_bin)
+        concord = ConcordCondenser(roots=[str(workspace)], placement="inplace", binary=concord_bin)
         summarizer = LLMSummarizingCondenser(llm=make_llm(fake, "condenser"), max_size=80, keep_first=2)
         try:
             conv = make_conversation(

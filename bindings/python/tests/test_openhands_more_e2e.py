@@ -55,7 +55,7 @@ def body_and_trailer(result: str) -> tuple[str, str]:
 
 @pytest.fixture
 def condenser(concord_bin, workspace):
-    c = ConcordCondenser(roots=[str(workspace)], binary=concord_bin)
+    c = ConcordCondenser(roots=[str(workspace)], placement="inplace", binary=concord_bin)
     yield c
     c.close()
 
@@ -294,7 +294,7 @@ def test_view_past_eof_note_stays_true(workspace, condenser, concord_bin):
 def test_sigkill_restart_loses_no_repair(workspace, concord_bin, caplog):
     """Reads of three kinds; the server is SIGKILLed and every file changes while
     it is dead; the next model call must carry every repair: 0 lost."""
-    condenser = ConcordCondenser(roots=[str(workspace)], binary=concord_bin, timeout=2.0)
+    condenser = ConcordCondenser(roots=[str(workspace)], placement="inplace", binary=concord_bin, timeout=2.0)
     f1, f2, f3 = workspace / "one.txt", workspace / "two.txt", workspace / "three.txt"
     for f in (f1, f2, f3):
         write(f, numbered(8))
@@ -354,7 +354,7 @@ def test_sigkill_restart_loses_no_repair(workspace, concord_bin, caplog):
 def test_unrestartable_binary_passes_through_and_says_so_once(workspace, concord_bin, tmp_path, caplog):
     copy = tmp_path / "concord-copy"
     shutil.copy2(concord_bin, copy)
-    condenser = ConcordCondenser(roots=[str(workspace)], binary=str(copy), timeout=1.0)
+    condenser = ConcordCondenser(roots=[str(workspace)], placement="inplace", binary=str(copy), timeout=1.0)
     f = workspace / "config.txt"
     old = numbered(6)
     write(f, old)
@@ -412,7 +412,7 @@ def test_three_conversations_leave_at_most_one_server(workspace, concord_bin):
     write(f, numbered(4))
     condensers = []
     for i in range(3):
-        c = ConcordCondenser(roots=[str(workspace)], binary=concord_bin)
+        c = ConcordCondenser(roots=[str(workspace)], placement="inplace", binary=concord_bin)
         condensers.append(c)  # still referenced: no garbage collection helps
         with FakeLLM(
             [lambda r, i=i: Reply.call(f"call_{i}", "file_editor", command="view", path=str(f)),
@@ -448,7 +448,7 @@ def test_info_line_per_repair_batch_and_stats(workspace, condenser, caplog):
     with caplog.at_level(logging.INFO, logger="concord_openhands"):
         with FakeLLM(
             [lambda r: Reply.call("call_1", "file_editor", command="view", path=str(f)),
-             lambda r: Reply.call("call_2", "file_editor", command="view", path=str(g)),
+             lambda r: Reply.call("call_2", "file_editor", command="view", path=str(g), view_range=[2, 4]),
              change,
              lambda r: Reply.finish()]
         ) as fake:

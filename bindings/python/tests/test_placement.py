@@ -58,7 +58,7 @@ def test_tail_views_then_flush(concord_bin, workspace):
         assert not res.flushed and len(res.blocks) == 1
         b = res.blocks[0]
         assert b.at_tail and b.anchor == "call_1" and b.status == "patched"
-        assert b.erratum == f"[concord] Outdated: call_1 showed {f}; your edit in call_2 changed it."
+        assert b.erratum == f"[concord] Outdated in {f}: call_1 changed by your edit in call_2."
         assert s.sync(3).blocks == []  # delivered once
         res = s.sync(4, prefix_rebuilt=True)
         assert res.flushed and [(v.anchor, v.at_tail, v.status) for v in res.blocks] == [
@@ -69,10 +69,10 @@ def test_tail_views_then_flush(concord_bin, workspace):
         s.close()
 
 
-def test_inplace_is_the_default_and_sent(concord_bin, workspace):
+def test_auto_is_the_default_and_sent(concord_bin, workspace):
     s = ConcordSession([str(workspace)], binary=concord_bin)
     try:
-        assert s.ensure() and s.placement == "inplace" and s.effective_placement == "inplace"
+        assert s.ensure() and s.placement == "auto" and s.effective_placement == "auto"
     finally:
         s.close()
 

@@ -112,8 +112,7 @@ def test_outside_change_gets_a_hunk_erratum(workspace, concord_bin, close_later,
     new = list(old)
     new[4] = "line 5: value FIVE of the config"
     shown = cat_n(str(f), old)
-    want = (f"[concord] Outdated: call_1 showed {f}; changed:\n"
-            "-5: line 5: value 5 of the config\n+5: line 5: value FIVE of the config")
+    want = f"[concord] Outdated in {f}: call_1 changed:\n+5: line 5: value FIVE of the config"
     reqs: list[Request] = []
 
     def change(req: Request) -> Reply:
@@ -152,7 +151,7 @@ def test_agents_own_edit_gets_a_pointer(workspace, concord_bin, close_later, pla
     old = numbered(12)
     write(f, old)
     shown = cat_n(str(f), old)
-    want = f"[concord] Outdated: call_1 showed {f}; your edit in call_2 changed it."
+    want = f"[concord] Outdated in {f}: call_1 changed by your edit in call_2."
     reqs: list[Request] = []
 
     def expect_pointer(req: Request) -> Reply:
@@ -187,7 +186,7 @@ def test_shift_only_gets_one_line(workspace, concord_bin, close_later):
     old = numbered(30)
     write(f, old)
     shown = cat_n(str(f), old[9:14], 10)
-    want = f"[concord] Outdated: call_1 showed {f} lines 10-14; the same text is now at lines 12-16."
+    want = f"[concord] Outdated in {f}: call_1 (lines 10-14) is now at lines 12-16."
     reqs: list[Request] = []
 
     def shift(req: Request) -> Reply:
@@ -281,8 +280,7 @@ def test_change_before_first_send(workspace, concord_bin, close_later, placement
         else:
             assert req.tool_result("call_1").startswith(cat_n(str(f), old))
             assert notes_in(req) == [
-                f"[concord] Outdated: call_1 showed {f}; changed:\n"
-                "-2: line 2: value 2 of the config\n+2: line 2: value TWO of the config"]
+                f"[concord] Outdated in {f}: call_1 changed:\n+2: line 2: value TWO of the config"]
         return Reply.finish()
 
     c = concord(workspace, concord_bin, placement)

@@ -79,7 +79,7 @@ def test_uri_round_trip(tmp_path):
 
 @pytest.fixture
 def session(concord_bin, workspace):
-    s = ConcordSession([str(workspace)], binary=concord_bin, watch="auto")
+    s = ConcordSession([str(workspace)], binary=concord_bin, watch="auto", placement="inplace")
     yield s
     s.close()
 
@@ -120,11 +120,21 @@ def test_local_edit_is_patched_at_new_lines(session, workspace):
 def test_rewrite_is_invalidated_with_notice(session, workspace):
     f = workspace / "main.go"
     f.write_text("package main\n\nfunc main() {\n\tprintln(1)\n}\n")
-    session.observe("call_1", [Source(str(f), "package main\n\nfunc main() {\n\tprintln(1)\n}")], turn=1)
+    session.observe("call_1", [Source(str(f), "func main() {\n\tprintln(1)", (3, 4))], turn=1)
     session.sync(2)
     f.write_text("completely\ndifferent\ncontent\nnow\n")
     b, _ = wait_sync(session, 3, "invalid")
     assert str(f) in b.notice and "Re-read" in b.notice
+
+
+def test_rewrite_of_a_whole_file_read_is_refreshed(session, workspace):
+    # The re-read a notice would ask for returns exactly the current file: it goes in place.
+    f = workspace / "main.go"
+    f.write_text("package main\n\nfunc main() {\n\tprintln(1)\n}\n")
+    session.observe("call_1", [Source(str(f), "package main\n\nfunc main() {\n\tprintln(1)\n}")], turn=1)
+    f.write_text("completely\ndifferent\ncontent\nnow\n")
+    b, _ = wait_sync(session, 2, "patched")
+    assert b.sources[0]["text"] == "completely\ndifferent\ncontent\nnow" and "refreshed" in b.reason
 
 
 def test_registration_verifies_against_the_file(session, workspace):

@@ -126,40 +126,16 @@ func (e *episode) run(ctx context.Context, dir string) error {
 		return fmt.Errorf("episode %s: %w", e.task.ID, err)
 	}
 	defer os.RemoveAll(dir)
-	var err error
-	e.ws, err = race.NewWorkspace(dir, e.task)
-	if err != nil {
+	if err := e.prepare(dir); err != nil {
 		return err
 	}
-	e.ctl = race.NewController(e.ws)
-	e.ctl.Schedule(e.task.Race, int(seedOf(e.task.ID)))
-	if e.mode != ModeOracle {
-		if err := e.ctl.Arm(e.task.Mutations); err != nil {
-			return err
-		}
-	} else {
-		// No race: the files are in their final state from the start.
-		if err := e.ctl.Final(e.task.Mutations); err != nil {
-			return err
-		}
-		// No race: the outside writes of a session are on disk before it starts.
-		for _, ev := range e.task.Events {
-			if _, err := e.apply(ev); err != nil {
-				return err
-			}
-		}
-	}
 	if e.mode == ModeConcord {
+		var err error
 		e.cc, err = startConcord(ctx, e.cfg, e.ws)
 		if err != nil {
 			return err
 		}
-		defer func() {
-			e.res.ConcordStats = e.cc.stats(ctx)
-			if err := e.cc.close(); err != nil && e.res.Error == "" {
-				e.res.Error = err.Error()
-			}
-		}()
+		defer e.closeConcord(ctx)
 	}
 	coding := len(e.task.Plan) > 0
 	e.tools = agent.Tools(coding, e.mode == ModeDiff)
@@ -170,86 +146,8 @@ func (e *episode) run(ctx context.Context, dir string) error {
 	_, scripted := e.cfg.Agent.(agent.Scripted)
 	sess := e.cfg.Agent.Session(e.task)
 	for step := 1; step <= e.cfg.MaxSteps; step++ {
-		tr := StepTrace{Step: step}
-		if e.mode == ModeReminder {
-			e.remind()
-		}
-		if e.cc != nil {
-			vs, err := e.cc.sync(ctx, step, e.views, len(e.msgs)-1)
-			if err != nil {
-				return err
-			}
-			tr.Views = vs
-		}
-		prompt := e.prompt()
-		// Writes in flight: after the sync, before the reply.
-		if err := e.landInFlight(&tr); err != nil {
+		if answered, err := e.step(ctx, sess, step, scripted); err != nil || answered {
 			return err
-		}
-		seq := promptTokens(e.cfg.Counter, e.tools, prompt)
-		reused := tokens.CommonPrefix(e.prevPrompt, seq)
-		rendered := renderAll(prompt)
-		tr.Rewrite = rewrote(e.prevMsgs, rendered)
-		e.prevPrompt, e.prevMsgs = seq, rendered
-		tr.CacheRead, tr.CacheWrite, tr.InputCost = e.cfg.Price.CallCost(len(seq), reused)
-		reply, err := sess.Next(ctx, prompt, e.tools)
-		if err != nil {
-			return fmt.Errorf("step %d: %w", step, err)
-		}
-		msg := reply.Message
-		msg.Role = "assistant"
-		e.uniqueIDs(&msg, step)
-		e.msgs = append(e.msgs, msg)
-		e.res.Steps++
-		tr.PromptTokens, tr.CompletionTokens, tr.ReusedTokens = len(seq), completionTokens(e.cfg.Counter, msg), reused
-		e.res.CountedPrompt += len(seq)
-		e.res.ReusedTokens += reused
-		e.res.CacheRead += tr.CacheRead
-		e.res.CacheWrite += tr.CacheWrite
-		e.res.InputCost += tr.InputCost
-		if tr.Rewrite {
-			e.res.RewriteCalls++
-		}
-		if u := reply.Usage; u != nil {
-			tr.PromptTokens, tr.CompletionTokens = u.PromptTokens, u.CompletionTokens
-			e.res.ProviderCached += u.CachedTokens
-		}
-		e.res.PromptTokens += tr.PromptTokens
-		e.res.CompletionTokens += tr.CompletionTokens
-		tr.Content = msg.Content
-
-		final, answered := "", false
-		if len(msg.ToolCalls) == 0 {
-			// A reply without tool calls is the model's final answer.
-			out, ok, err := e.answer(msg.Content)
-			if err != nil {
-				return err
-			}
-			if ok {
-				final, answered = msg.Content, true
-			} else {
-				e.msgs = append(e.msgs, agent.Message{Role: "user", Content: out})
-			}
-		}
-		for _, tc := range msg.ToolCalls {
-			ct, ans, ok, err := e.tool(ctx, step, tc)
-			if err != nil {
-				return err
-			}
-			tr.Calls = append(tr.Calls, ct)
-			if ok && !answered {
-				final, answered = ans, true
-			}
-		}
-		e.res.Trace = append(e.res.Trace, tr)
-		if answered {
-			e.res.Answer = final
-			if scripted {
-				// The second reader makes the same calls and reads the
-				// same context differently.
-				e.res.AnswerFirst = agent.ExtractFirst(e.task.Probe, prompt)
-			}
-			return nil
 		}
 	}
 	// Out of steps: leave the workspace as the race would before an answer.
@@ -257,6 +155,160 @@ func (e *episode) run(ctx context.Context, dir string) error {
 		return err
 	}
 	return nil
+}
+
+// prepare lays out the workspace in dir and arms the race; the oracle
+// starts from the final files instead.
+func (e *episode) prepare(dir string) error {
+	var err error
+	e.ws, err = race.NewWorkspace(dir, e.task)
+	if err != nil {
+		return err
+	}
+	e.ctl = race.NewController(e.ws)
+	e.ctl.Schedule(e.task.Race, int(seedOf(e.task.ID)))
+	if e.mode != ModeOracle {
+		return e.ctl.Arm(e.task.Mutations)
+	}
+	// No race: the files are in their final state from the start.
+	if err := e.ctl.Final(e.task.Mutations); err != nil {
+		return err
+	}
+	// No race: the outside writes of a session are on disk before it starts.
+	for _, ev := range e.task.Events {
+		if _, err := e.apply(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeConcord keeps the server's stats and stops it; a close error is
+// the episode's error unless it already has one.
+func (e *episode) closeConcord(ctx context.Context) {
+	e.res.ConcordStats = e.cc.stats(ctx)
+	if err := e.cc.close(); err != nil && e.res.Error == "" {
+		e.res.Error = err.Error()
+	}
+}
+
+// step is one model call and its tool calls; true when an answer was
+// accepted (the episode is over).
+func (e *episode) step(ctx context.Context, sess agent.Session, step int, scripted bool) (bool, error) {
+	tr := StepTrace{Step: step}
+	prompt, err := e.promptFor(ctx, step, &tr)
+	if err != nil {
+		return false, err
+	}
+	seq, reused := e.price(&tr, prompt)
+	reply, err := sess.Next(ctx, prompt, e.tools)
+	if err != nil {
+		return false, fmt.Errorf("step %d: %w", step, err)
+	}
+	msg := reply.Message
+	msg.Role = "assistant"
+	e.uniqueIDs(&msg, step)
+	e.msgs = append(e.msgs, msg)
+	e.tally(&tr, msg, len(seq), reused, reply.Usage)
+	final, answered, err := e.act(ctx, step, msg, &tr)
+	if err != nil {
+		return false, err
+	}
+	e.res.Trace = append(e.res.Trace, tr)
+	if !answered {
+		return false, nil
+	}
+	e.res.Answer = final
+	if scripted {
+		// The second reader makes the same calls and reads the same
+		// context differently.
+		e.res.AnswerFirst = agent.ExtractFirst(e.task.Probe, prompt)
+	}
+	return true, nil
+}
+
+// promptFor is the prompt of this step's call, after the mode's reminder
+// and Concord's sync; the writes in flight land after it is taken.
+func (e *episode) promptFor(ctx context.Context, step int, tr *StepTrace) ([]agent.Message, error) {
+	if e.mode == ModeReminder {
+		e.remind()
+	}
+	if e.cc != nil {
+		vs, err := e.cc.sync(ctx, step, e.views, len(e.msgs)-1)
+		if err != nil {
+			return nil, err
+		}
+		tr.Views = vs
+	}
+	prompt := e.prompt()
+	// Writes in flight: after the sync, before the reply.
+	if err := e.landInFlight(tr); err != nil {
+		return nil, err
+	}
+	return prompt, nil
+}
+
+// price counts the prompt's tokens, the prefix it shares with the
+// previous call's and whether a message it sent was rewritten, and prices
+// the call with the prompt cache.
+func (e *episode) price(tr *StepTrace, prompt []agent.Message) (seq []int, reused int) {
+	seq = promptTokens(e.cfg.Counter, e.tools, prompt)
+	reused = tokens.CommonPrefix(e.prevPrompt, seq)
+	rendered := renderAll(prompt)
+	tr.Rewrite = rewrote(e.prevMsgs, rendered)
+	e.prevPrompt, e.prevMsgs = seq, rendered
+	tr.CacheRead, tr.CacheWrite, tr.InputCost = e.cfg.Price.CallCost(len(seq), reused)
+	return seq, reused
+}
+
+// tally adds a call's tokens and cost to the step and the task; a
+// provider's usage, when given, replaces the counted tokens.
+func (e *episode) tally(tr *StepTrace, msg agent.Message, prompt, reused int, u *agent.Usage) {
+	e.res.Steps++
+	tr.PromptTokens, tr.CompletionTokens, tr.ReusedTokens = prompt, completionTokens(e.cfg.Counter, msg), reused
+	e.res.CountedPrompt += prompt
+	e.res.ReusedTokens += reused
+	e.res.CacheRead += tr.CacheRead
+	e.res.CacheWrite += tr.CacheWrite
+	e.res.InputCost += tr.InputCost
+	if tr.Rewrite {
+		e.res.RewriteCalls++
+	}
+	if u != nil {
+		tr.PromptTokens, tr.CompletionTokens = u.PromptTokens, u.CompletionTokens
+		e.res.ProviderCached += u.CachedTokens
+	}
+	e.res.PromptTokens += tr.PromptTokens
+	e.res.CompletionTokens += tr.CompletionTokens
+	tr.Content = msg.Content
+}
+
+// act runs the reply: its tool calls, or, without any, the reply as the
+// final answer. final is the first accepted answer.
+func (e *episode) act(ctx context.Context, step int, msg agent.Message, tr *StepTrace) (final string, answered bool, err error) {
+	if len(msg.ToolCalls) == 0 {
+		// A reply without tool calls is the model's final answer.
+		out, ok, err := e.answer(msg.Content)
+		if err != nil {
+			return "", false, err
+		}
+		if ok {
+			return msg.Content, true, nil
+		}
+		e.msgs = append(e.msgs, agent.Message{Role: "user", Content: out})
+		return "", false, nil
+	}
+	for _, tc := range msg.ToolCalls {
+		ct, ans, ok, err := e.tool(ctx, step, tc)
+		if err != nil {
+			return "", false, err
+		}
+		tr.Calls = append(tr.Calls, ct)
+		if ok && !answered {
+			final, answered = ans, true
+		}
+	}
+	return final, answered, nil
 }
 
 // seedOf is a stable small number per task (the edits schedule's choice).
@@ -529,96 +581,156 @@ func (e *episode) flushAlerts(out string) string {
 func (e *episode) tool(ctx context.Context, step int, tc agent.ToolCall) (CallTrace, string, bool, error) {
 	ct := CallTrace{ID: tc.ID, Tool: tc.Name, Args: tc.Arguments}
 	call, perr := race.ParseCall(tc.ID, tc.Name, tc.Arguments)
-	var out string
-	var res race.Result
-	accepted, final := false, ""
-	coding := len(e.task.Plan) > 0
-	switch {
-	case perr != nil:
-		out = "error: " + perr.Error()
-	case call.Name == race.ToolAnswer:
-		o, ok, err := e.answer(call.Answer)
-		if err != nil {
-			return ct, "", false, err
-		}
-		out, accepted, final = o, ok, call.Answer
-	case call.Name == race.ToolDiff && e.mode == ModeDiff:
-		rs, err := e.ctl.Before(call)
-		if err != nil {
-			return ct, "", false, err
-		}
-		e.note(rs)
-		ct.Restores = append(ct.Restores, rs...)
-		out = e.renderDiff(e.undiffed)
-		for _, r := range e.undiffed {
-			e.seeFile(r.File)
-		}
-		e.undiffed = nil
-	case call.Name == race.ToolGlob || call.Name == race.ToolGrep || call.Name == race.ToolRead ||
-		(coding && (call.Name == race.ToolEdit || call.Name == race.ToolRun)):
-		rs, err := e.ctl.Before(call)
-		if err != nil {
-			return ct, "", false, err
-		}
-		e.note(rs)
-		if err := e.reportWrites(ctx, rs); err != nil {
-			return ct, "", false, err
-		}
-		ct.Restores = append(ct.Restores, rs...)
-		res = e.ws.Exec(call)
-		out = res.Output
-		switch {
-		case res.Read != nil:
-			e.res.Reads++
-			e.seeFile(res.Read.File)
-			if e.mode == ModeResend {
-				e.addChat(res.Read.File)
-				out = fmt.Sprintf("Added %s to the chat.", e.ws.DisplayPath(res.Read.File))
-			}
-		case res.Edit != nil:
-			e.seeFile(res.Edit.File)
-			if e.mode == ModeResend {
-				e.addChat(res.Edit.File)
-				out = fmt.Sprintf("Applied edit to %s", e.ws.DisplayPath(res.Edit.File))
-			}
-		}
-	default:
-		out = fmt.Sprintf("error: unknown tool %q", tc.Name)
+	o, err := e.dispatch(ctx, tc, call, perr, &ct)
+	if err != nil {
+		return ct, "", false, err
 	}
-	if e.mode == ModeAlert && !(call.Name == race.ToolAnswer) {
-		out = e.flushAlerts(out)
+	if e.mode == ModeAlert && call.Name != race.ToolAnswer {
+		o.out = e.flushAlerts(o.out)
 	}
 	// A binding observes the result as soon as the tool returns (and
 	// reports its own write first); the race's out-of-band restore comes
 	// after, so Concord learns of it as a real change on disk.
-	if e.cc != nil {
-		if res.Edit != nil {
-			if err := e.cc.changed(ctx, benchAgent, res.Edit.File, tc.ID); err != nil {
-				return ct, "", false, err
-			}
+	if err := e.observeResult(ctx, step, tc.ID, o.res); err != nil {
+		return ct, "", false, err
+	}
+	rs, err := e.afterTool(ctx, tc.ID, o.res)
+	if err != nil {
+		return ct, "", false, err
+	}
+	ct.Restores = append(ct.Restores, rs...)
+	ct.Output = o.out
+	e.msgs = append(e.msgs, agent.Message{Role: "tool", ToolCallID: tc.ID, Content: o.out})
+	return ct, o.final, o.accepted, nil
+}
+
+// toolOutcome is what a tool call gave, before the mode's alerts: the
+// output shown, the workspace result, and for answer the answer given
+// and whether it was accepted.
+type toolOutcome struct {
+	out      string
+	res      race.Result
+	final    string
+	accepted bool
+}
+
+// dispatch runs the call by its tool; restores the race makes before it
+// go to ct.
+func (e *episode) dispatch(ctx context.Context, tc agent.ToolCall, call race.Call, perr error, ct *CallTrace) (toolOutcome, error) {
+	switch {
+	case perr != nil:
+		return toolOutcome{out: "error: " + perr.Error()}, nil
+	case call.Name == race.ToolAnswer:
+		out, ok, err := e.answer(call.Answer)
+		return toolOutcome{out: out, final: call.Answer, accepted: ok}, err
+	case call.Name == race.ToolDiff && e.mode == ModeDiff:
+		out, err := e.diffTool(call, ct)
+		return toolOutcome{out: out}, err
+	case e.workspaceTool(call.Name):
+		return e.workspaceCall(ctx, call, ct)
+	}
+	return toolOutcome{out: fmt.Sprintf("error: unknown tool %q", tc.Name)}, nil
+}
+
+// workspaceTool: the tool reads or (in a coding session) changes the
+// workspace.
+func (e *episode) workspaceTool(name string) bool {
+	switch name {
+	case race.ToolGlob, race.ToolGrep, race.ToolRead:
+		return true
+	case race.ToolEdit, race.ToolRun:
+		return len(e.task.Plan) > 0
+	}
+	return false
+}
+
+// diffTool is the diff mode's diff: every change the agent has not seen,
+// which it then knows.
+func (e *episode) diffTool(call race.Call, ct *CallTrace) (string, error) {
+	rs, err := e.ctl.Before(call)
+	if err != nil {
+		return "", err
+	}
+	e.note(rs)
+	ct.Restores = append(ct.Restores, rs...)
+	out := e.renderDiff(e.undiffed)
+	for _, r := range e.undiffed {
+		e.seeFile(r.File)
+	}
+	e.undiffed = nil
+	return out, nil
+}
+
+// workspaceCall runs a workspace tool after the race's writes due before
+// it.
+func (e *episode) workspaceCall(ctx context.Context, call race.Call, ct *CallTrace) (toolOutcome, error) {
+	rs, err := e.ctl.Before(call)
+	if err != nil {
+		return toolOutcome{}, err
+	}
+	e.note(rs)
+	if err := e.reportWrites(ctx, rs); err != nil {
+		return toolOutcome{}, err
+	}
+	ct.Restores = append(ct.Restores, rs...)
+	res := e.ws.Exec(call)
+	return toolOutcome{out: e.seeResult(res), res: res}, nil
+}
+
+// seeResult records the file a read or an edit showed the agent and
+// returns the output it is shown (in resend, the file joins the chat and
+// the output says so).
+func (e *episode) seeResult(res race.Result) string {
+	switch {
+	case res.Read != nil:
+		e.res.Reads++
+		e.seeFile(res.Read.File)
+		if e.mode == ModeResend {
+			e.addChat(res.Read.File)
+			return fmt.Sprintf("Added %s to the chat.", e.ws.DisplayPath(res.Read.File))
 		}
-		if err := e.cc.observe(ctx, step, tc.ID, res); err != nil {
-			return ct, "", false, err
+	case res.Edit != nil:
+		e.seeFile(res.Edit.File)
+		if e.mode == ModeResend {
+			e.addChat(res.Edit.File)
+			return fmt.Sprintf("Applied edit to %s", e.ws.DisplayPath(res.Edit.File))
 		}
 	}
-	// Restores after the output go to the next output (alert) or diff.
+	return res.Output
+}
+
+// observeResult tells Concord of the agent's own edit, then observes the
+// result under the call's id.
+func (e *episode) observeResult(ctx context.Context, step int, id string, res race.Result) error {
+	if e.cc == nil {
+		return nil
+	}
+	if res.Edit != nil {
+		if err := e.cc.changed(ctx, benchAgent, res.Edit.File, id); err != nil {
+			return err
+		}
+	}
+	return e.cc.observe(ctx, step, id, res)
+}
+
+// afterTool makes the writes due after the call's output (the race's
+// restores, a session's events); they go to the next output (alert) or
+// diff.
+func (e *episode) afterTool(ctx context.Context, id string, res race.Result) ([]race.Restore, error) {
 	rs, err := e.ctl.After(res)
 	if err != nil {
-		return ct, "", false, err
+		return nil, err
 	}
-	more, err := e.planDone(tc.ID)
+	more, err := e.planDone(id)
 	if err != nil {
-		return ct, "", false, err
+		return nil, err
 	}
 	rs = append(rs, more...)
 	e.note(rs)
 	if err := e.reportWrites(ctx, rs); err != nil {
-		return ct, "", false, err
+		return nil, err
 	}
-	ct.Restores = append(ct.Restores, rs...)
-	ct.Output = out
-	e.msgs = append(e.msgs, agent.Message{Role: "tool", ToolCallID: tc.ID, Content: out})
-	return ct, final, accepted, nil
+	return rs, nil
 }
 
 // seeFile records that the agent now knows f as it is on disk.

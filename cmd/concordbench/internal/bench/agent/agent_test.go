@@ -269,17 +269,29 @@ func TestReadersFollowErrata(t *testing.T) {
 	}{
 		{"changed lines in an erratum", []Message{
 			tool("call_1", "4: X Corp employs 100 people."),
-			tool("call_2", "1: other\n\n[concord] Outdated: call_1 showed /w/x.txt line 4; changed (now line 4):\n-4: X Corp employs 100 people.\n+4: X Corp employs 200 people."),
+			tool("call_2", "1: other\n\n[concord] Outdated in /w/x.txt: call_1 (line 4) changed:\n+4: X Corp employs 200 people."),
 		}, "200", "200"},
 		{"changed, then current again, in one note with another erratum", []Message{
 			tool("call_1", "4: X Corp employs 100 people."),
-			tool("call_2", "1: other\n\n[concord] Outdated: call_1 showed /w/x.txt line 4; changed (now line 4):\n-4: X Corp employs 100 people.\n+4: X Corp employs 200 people."),
-			tool("call_3", "1: more\n\n[concord] The output of call_1 is current again.\n[concord] Outdated: call_2 showed /w/y.txt line 1; the same text is now at line 2."),
+			tool("call_2", "1: other\n\n[concord] Outdated in /w/x.txt: call_1 (line 4) changed:\n+4: X Corp employs 200 people."),
+			tool("call_3", "1: more\n\n[concord] The output of call_1 is current again.\n[concord] Outdated in /w/y.txt: call_2 (line 1) is now at line 2."),
 		}, "100", "100"},
 		{"a copy named outdated without its text is not evidence", []Message{
 			tool("call_1", "4: X Corp employs 100 people."),
-			tool("call_2", "1: other\n\n[concord] Outdated: call_1 showed /w/x.txt line 4; a newer read of those lines (call_2) is in the context. Rely on the newer read."),
+			tool("call_2", "1: other\n\n[concord] Outdated in /w/x.txt: call_1 (line 4) was read again in call_2."),
 		}, Unknown, Unknown},
+		{"a grouped line names every call it lists", []Message{
+			tool("call_1", "4: X Corp employs 100 people."),
+			tool("call_7", "1: other\n\n[concord] Outdated in /w/x.txt: call_0 (lines 1-9), call_1 (line 4) changed by your edit in call_6; call_5 (line 2) is now at line 3."),
+		}, Unknown, Unknown},
+		{"a move that keeps the text keeps the copy as evidence", []Message{
+			tool("call_1", "4: X Corp employs 100 people."),
+			tool("call_7", "1: other\n\n[concord] Outdated in /w/x.txt: call_1 (line 4) moved with your edit in call_6, text unchanged."),
+		}, "100", "100"},
+		{"the newer read a pointer names is not marked by it", []Message{
+			tool("call_2", "4: X Corp employs 300 people."),
+			tool("call_7", "1: other\n\n[concord] Outdated in /w/x.txt: call_1 (line 4) was read again in call_2."),
+		}, "300", "300"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 // lines are not; an erratum appended to a message does not mark that
 // message, and one that names a call marks that call's copy.
 func TestErrataReading(t *testing.T) {
-	note := "[concord] Outdated: call_4 showed /w/a.txt line 3; changed (now line 3):\n-3: Old text.\n+3: New text."
-	if got := visibleLines(note); !slices.Equal(got, []string{"[concord] Outdated: call_4 showed /w/a.txt line 3; changed (now line 3):", "New text."}) {
+	note := "[concord] Outdated in /w/a.txt: call_4 (line 3) changed, now line 4:\n-3: Old text.\n+4: New text."
+	if got := visibleLines(note); !slices.Equal(got, []string{"[concord] Outdated in /w/a.txt: call_4 (line 3) changed, now line 4:", "New text."}) {
 		t.Errorf("visibleLines = %q", got)
 	}
 	host := "1: Some line.\n2: Other line."

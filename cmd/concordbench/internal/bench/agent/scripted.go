@@ -33,7 +33,7 @@ import (
 //     the cloze's prefix + value + suffix, ignoring diff lines marked "-".
 //     A copy that a later Concord erratum names as outdated is no evidence
 //     (the erratum's own "+N:" lines are), until an erratum says "the output
-//     of X is current again". A span probe answers the value; "same" answers yes when both values
+//     of X is current again" or that only its lines moved. A span probe answers the value; "same" answers yes when both values
 //     are equal; "earlier" answers the option with the smaller number;
 //     "all" answers every value, joined by "; ". A message that says it
 //     holds the true contents of files (Aider's) comes first.
@@ -108,98 +108,146 @@ func samePath(a, b string) bool {
 
 func (s *scriptedSession) Next(_ context.Context, msgs []Message, _ []ToolSpec) (Reply, error) {
 	evs := parseContext(msgs)
-	id := fmt.Sprintf("call_%d", len(evs)+1)
-	reread := func() { id = fmt.Sprintf("r%d", len(evs)+1) }
-	call := func(name string, args map[string]any) (Reply, error) {
-		b, err := json.Marshal(args)
-		if err != nil {
-			return Reply{}, fmt.Errorf("scripted %s: %w", name, err)
-		}
-		return Reply{Message: Message{Role: "assistant", ToolCalls: []ToolCall{{ID: id, Name: name, Arguments: string(b)}}}}, nil
-	}
+	c := &nextCall{id: fmt.Sprintf("call_%d", len(evs)+1), n: len(evs)}
 	// Rule 1.
-	if len(evs) > 0 {
-		last := evs[len(evs)-1]
-		if last.outAt >= 0 && strings.Contains(last.output, "[blocked]") && strings.Contains(last.output, "diff") {
-			return call("diff", map[string]any{})
-		}
+	if blockedUntilDiff(evs) {
+		return c.call("diff", map[string]any{})
 	}
 	// Rule 2.
-	readAfter := func(path string, at int) bool {
-		for _, e := range evs {
-			if e.call.Name == "read_file" && e.callAt > at && samePath(e.arg("path"), path) {
-				return true
-			}
+	if args := staleRead(evs, msgs); args != nil {
+		c.reread()
+		return c.call("read_file", args)
+	}
+	// Rule 3, a session: the plan.
+	if len(s.task.Plan) > 0 {
+		if done := plannedDone(evs); done < len(s.task.Plan) {
+			c.id = fmt.Sprintf("p%d", done)
+			return c.planned(done, s.task.Plan[done])
 		}
+		return s.finish(evs, msgs, c.call, c.reread)
+	}
+	// Rule 3.
+	if name, args := s.nextEvidenceCall(evs); name != "" {
+		return c.call(name, args)
+	}
+	return s.finish(evs, msgs, c.call, c.reread)
+}
+
+// nextCall builds the reply of one Next: its id says which rule made it
+// ("call_<n>", "r<n>" for a re-read, "p<i>" for plan step i).
+type nextCall struct {
+	id string
+	n  int // tool calls in the context
+}
+
+// reread gives the call a re-read's id.
+func (c *nextCall) reread() { c.id = fmt.Sprintf("r%d", c.n+1) }
+
+func (c *nextCall) call(name string, args map[string]any) (Reply, error) {
+	b, err := json.Marshal(args)
+	if err != nil {
+		return Reply{}, fmt.Errorf("scripted %s: %w", name, err)
+	}
+	return Reply{Message: Message{Role: "assistant", ToolCalls: []ToolCall{{ID: c.id, Name: name, Arguments: string(b)}}}}, nil
+}
+
+// planArgs turns a plan action into its tool's arguments, by tool.
+var planArgs = map[string]func(a tasks.Action) map[string]any{
+	"read_file": func(a tasks.Action) map[string]any { return map[string]any{"path": a.Path} },
+	"edit": func(a tasks.Action) map[string]any {
+		return map[string]any{"path": a.Path, "old_str": a.Old, "new_str": a.New}
+	},
+	"grep": func(a tasks.Action) map[string]any { return map[string]any{"pattern": a.Pattern} },
+	"glob": func(a tasks.Action) map[string]any { return map[string]any{"pattern": a.Pattern} },
+	"run":  func(a tasks.Action) map[string]any { return map[string]any{"command": a.Command} },
+}
+
+// planned calls plan step i.
+func (c *nextCall) planned(i int, a tasks.Action) (Reply, error) {
+	args, ok := planArgs[a.Tool]
+	if !ok {
+		return Reply{}, fmt.Errorf("scripted: plan step %d: unknown tool %q", i, a.Tool)
+	}
+	return c.call(a.Tool, args(a))
+}
+
+// plannedDone counts the plan steps already called (ids "p<i>").
+func plannedDone(evs []*event) int {
+	done := 0
+	for _, e := range evs {
+		if strings.HasPrefix(e.call.ID, "p") {
+			done++
+		}
+	}
+	return done
+}
+
+// blockedUntilDiff is rule 1: the last tool output says the answer waits
+// for a diff.
+func blockedUntilDiff(evs []*event) bool {
+	if len(evs) == 0 {
 		return false
 	}
+	last := evs[len(evs)-1]
+	return last.outAt >= 0 && strings.Contains(last.output, "[blocked]") && strings.Contains(last.output, "diff")
+}
+
+// staleRead is rule 2: the read_file arguments of the first alert or
+// Concord notice that no later read of its file answers, or nil.
+func staleRead(evs []*event, msgs []Message) map[string]any {
 	for i, m := range msgs {
 		if m.Role != "tool" {
 			continue
 		}
 		for _, a := range alertRe.FindAllStringSubmatch(m.Content, -1) {
-			if !readAfter(a[1], i) {
-				reread()
-				return call("read_file", map[string]any{"path": a[1]})
+			if !readAfter(evs, a[1], i) {
+				return map[string]any{"path": a[1]}
 			}
 		}
 		for _, n := range noticeRe.FindAllStringSubmatch(m.Content, -1) {
-			if !readAfter(n[1], i) {
-				reread()
-				// A deleted file's old line numbers mean nothing: read it whole.
-				if n[2] == "" || strings.Contains(m.Content, "was deleted") {
-					return call("read_file", map[string]any{"path": n[1]})
-				}
-				lo, _ := strconv.Atoi(n[2])
-				hi := lo
-				if n[3] != "" {
-					hi, _ = strconv.Atoi(n[3])
-				}
-				return call("read_file", map[string]any{"path": n[1], "start_line": lo, "end_line": hi})
+			if !readAfter(evs, n[1], i) {
+				return noticeRead(n, m.Content)
 			}
 		}
 	}
-	// Rule 3, a session: the plan.
-	if len(s.task.Plan) > 0 {
-		done := 0
-		for _, e := range evs {
-			if strings.HasPrefix(e.call.ID, "p") {
-				done++
-			}
+	return nil
+}
+
+// readAfter: a read_file of path was called after message at.
+func readAfter(evs []*event, path string, at int) bool {
+	for _, e := range evs {
+		if e.call.Name == "read_file" && e.callAt > at && samePath(e.arg("path"), path) {
+			return true
 		}
-		if done < len(s.task.Plan) {
-			a := s.task.Plan[done]
-			id = fmt.Sprintf("p%d", done)
-			switch a.Tool {
-			case "read_file":
-				return call(a.Tool, map[string]any{"path": a.Path})
-			case "edit":
-				return call(a.Tool, map[string]any{"path": a.Path, "old_str": a.Old, "new_str": a.New})
-			case "grep", "glob":
-				return call(a.Tool, map[string]any{"pattern": a.Pattern})
-			case "run":
-				return call(a.Tool, map[string]any{"command": a.Command})
-			}
-			return Reply{}, fmt.Errorf("scripted: plan step %d: unknown tool %q", done, a.Tool)
-		}
-		return s.finish(evs, msgs, call, reread)
 	}
-	// Rule 3.
-	has := func(name, key, val string) *event {
-		for _, e := range evs {
-			if e.call.Name == name && (key == "" || e.arg(key) == val) {
-				return e
-			}
-		}
-		return nil
+	return false
+}
+
+// noticeRead is the read a notice asks for (n: noticeRe's submatches).
+func noticeRead(n []string, content string) map[string]any {
+	// A deleted file's old line numbers mean nothing: read it whole.
+	if n[2] == "" || strings.Contains(content, "was deleted") {
+		return map[string]any{"path": n[1]}
 	}
-	if has("glob", "", "") == nil {
-		return call("glob", map[string]any{"pattern": "*"})
+	lo, _ := strconv.Atoi(n[2])
+	hi := lo
+	if n[3] != "" {
+		hi, _ = strconv.Atoi(n[3])
+	}
+	return map[string]any{"path": n[1], "start_line": lo, "end_line": hi}
+}
+
+// nextEvidenceCall is rule 3 for a question: glob once, then for each
+// evidence step grep its pattern and read the file of its first hit. An
+// empty name: every step is done.
+func (s *scriptedSession) nextEvidenceCall(evs []*event) (string, map[string]any) {
+	if findCall(evs, "glob", "", "") == nil {
+		return "glob", map[string]any{"pattern": "*"}
 	}
 	for _, ev := range s.task.Evidence {
-		g := has("grep", "pattern", ev.Pattern)
+		g := findCall(evs, "grep", "pattern", ev.Pattern)
 		if g == nil {
-			return call("grep", map[string]any{"pattern": ev.Pattern})
+			return "grep", map[string]any{"pattern": ev.Pattern}
 		}
 		if g.outAt < 0 {
 			continue
@@ -209,17 +257,32 @@ func (s *scriptedSession) Next(_ context.Context, msgs []Message, _ []ToolSpec) 
 		if m == nil {
 			continue // no hits
 		}
-		read := false
-		for _, e := range evs {
-			if e.call.Name == "read_file" && samePath(e.arg("path"), m[1]) {
-				read = true
-			}
-		}
-		if !read {
-			return call("read_file", map[string]any{"path": m[1]})
+		if !wasRead(evs, m[1]) {
+			return "read_file", map[string]any{"path": m[1]}
 		}
 	}
-	return s.finish(evs, msgs, call, reread)
+	return "", nil
+}
+
+// findCall returns the first call of tool name (with argument key equal
+// to val unless key is empty), or nil.
+func findCall(evs []*event, name, key, val string) *event {
+	for _, e := range evs {
+		if e.call.Name == name && (key == "" || e.arg(key) == val) {
+			return e
+		}
+	}
+	return nil
+}
+
+// wasRead: a read_file of path was ever called.
+func wasRead(evs []*event, path string) bool {
+	for _, e := range evs {
+		if e.call.Name == "read_file" && samePath(e.arg("path"), path) {
+			return true
+		}
+	}
+	return false
 }
 
 // finish is rules 4 and 5.
@@ -288,7 +351,7 @@ func Marked(content string) bool {
 }
 
 // erratumRe starts a Concord erratum: it names the call it corrects.
-var erratumRe = regexp.MustCompile(`^\[concord\] (Outdated: \S+ showed|About the output of \S+:|The output of \S+ is current again)`)
+var erratumRe = regexp.MustCompile(`^\[concord\] (Outdated in .+?: |About the output of \S+:|The output of \S+ is current again)`)
 
 // own is a message's own content: without the errata a binding appended
 // after it (placement tail or auto), which speak of other calls.
@@ -312,19 +375,61 @@ func corrected(msgs []Message, i int) bool {
 	if id == "" {
 		return false
 	}
-	// The latest erratum naming the call decides: "current again" takes back the earlier ones.
+	// The latest erratum naming the call decides: "current again", or a
+	// move that keeps the text, takes back the earlier ones.
 	marked := false
 	for _, m := range msgs[i:] {
 		for _, seg := range segments(m.Content)[1:] {
-			switch {
-			case strings.HasPrefix(seg, "[concord] Outdated: "+id+" "), strings.HasPrefix(seg, "[concord] About the output of "+id+":"):
-				marked = true
-			case strings.HasPrefix(seg, "[concord] The output of "+id+" is current again."):
-				marked = false
+			if named, current := about(seg, id); named {
+				marked = !current
 			}
 		}
 	}
 	return marked
+}
+
+// about reads one erratum: whether it names call id, and whether it says
+// the text of id's copy is current (only its lines moved, or it is current
+// again). Errata of one source share a line, "[concord] Outdated in PATH:
+// c1 (lines 3-5) is now at lines 5-7; c2, c3 (line 9) changed by ...".
+func about(seg, id string) (named, current bool) {
+	head, _, _ := strings.Cut(seg, "\n")
+	switch {
+	case strings.HasPrefix(head, "[concord] About the output of "+id+":"):
+		return true, false
+	case head == "[concord] The output of "+id+" is current again.":
+		return true, true
+	case !strings.HasPrefix(head, "[concord] Outdated in "):
+		return false, false
+	}
+	current = true
+	for _, c := range strings.Split(head, "; ") {
+		if !namesItem(c, id) {
+			continue
+		}
+		named = true
+		current = current && (strings.Contains(c, " is now at line") || strings.HasSuffix(strings.TrimSuffix(c, "."), ", text unchanged"))
+	}
+	return named, named && current
+}
+
+// namesItem reports whether an erratum clause lists call id among the
+// calls it speaks of ("id (lines 3-5)", "id," or "id " right after ": ",
+// ", " or the start).
+func namesItem(clause, id string) bool {
+	for rest := clause; ; {
+		i := strings.Index(rest, id)
+		if i < 0 {
+			return false
+		}
+		before, after := rest[:i], rest[i+len(id):]
+		if (before == "" || strings.HasSuffix(before, ": ") || strings.HasSuffix(before, ", ")) &&
+			(strings.HasPrefix(after, " (") || strings.HasPrefix(after, ",") || strings.HasPrefix(after, " ")) &&
+			!strings.HasSuffix(before, "in ") {
+			return true
+		}
+		rest = after
+	}
 }
 
 // Masked is the placeholder of a masked observation (OpenHands).

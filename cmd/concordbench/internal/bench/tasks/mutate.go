@@ -410,6 +410,43 @@ var copulaWord = regexp.MustCompile(`\b(?:is|was|are|were)\s+(?:(?:a|an|the)\s+)
 // sentence; a "no" task has differing attributes (nationalities, or the word
 // after "is a") and the mutation copies the first into the second.
 func planSame(t Task, facts []lineRef, gold bool) (racePlan, error) {
+	two, ok := twoParagraphs(facts)
+	if !ok {
+		return racePlan{}, errors.New("yes/no question with fewer than two supporting paragraphs")
+	}
+	p1, p2 := t.Paragraphs[two[0].para], t.Paragraphs[two[1].para]
+	s1, s2 := p1.Sentences[two[0].line-1], p2.Sentences[two[1].line-1]
+	var sl sameSlots
+	if gold {
+		sl, ok = sharedWord(t, s1, s2, titleWords(p1.Title+" "+p2.Title))
+	} else {
+		sl, ok = differingWord(s1, s2)
+	}
+	if !ok {
+		return racePlan{}, errors.New("yes/no question: no compared attribute found in the supporting sentences")
+	}
+	c1 := Cloze{File: p1.File, Line: two[0].line, Prefix: s1[:sl.lo1], Suffix: s1[sl.hi1:]}
+	c2 := Cloze{File: p2.File, Line: two[1].line, Prefix: s2[:sl.lo2], Suffix: s2[sl.hi2:]}
+	if ambiguous(t, c1) || ambiguous(t, c2) {
+		return racePlan{}, errors.New("yes/no question: a compared sentence is not distinctive")
+	}
+	return racePlan{
+		probe:     Probe{Kind: ProbeSame, Clozes: []Cloze{c1, c2}},
+		mutations: []Mutation{{File: p2.File, Line: two[1].line, Original: s2, Mutated: s2[:sl.lo2] + sl.repl + s2[sl.hi2:], Kind: "comparison"}},
+		slots:     map[string][2]int{slotKey(p1.File, two[0].line): {sl.lo1, sl.hi1}, slotKey(p2.File, two[1].line): {sl.lo2, sl.hi2}},
+	}, nil
+}
+
+// sameSlots are the compared word's byte spans in the two sentences and
+// the word the mutation writes into the second.
+type sameSlots struct {
+	lo1, hi1, lo2, hi2 int
+	repl               string
+}
+
+// twoParagraphs picks the first supporting fact and the first fact that
+// opens another paragraph.
+func twoParagraphs(facts []lineRef) ([]lineRef, bool) {
 	var two []lineRef
 	for _, f := range facts {
 		if len(two) == 1 && two[0].para == f.para {
@@ -422,67 +459,59 @@ func planSame(t Task, facts []lineRef, gold bool) (racePlan, error) {
 			break
 		}
 	}
-	if len(two) < 2 {
-		return racePlan{}, errors.New("yes/no question with fewer than two supporting paragraphs")
+	return two, len(two) == 2
+}
+
+// titleWords is the set of the lower-cased words of titles.
+func titleWords(titles string) map[string]bool {
+	set := map[string]bool{}
+	for _, w := range words(titles) {
+		set[strings.ToLower(w.w)] = true
 	}
-	p1, p2 := t.Paragraphs[two[0].para], t.Paragraphs[two[1].para]
-	s1, s2 := p1.Sentences[two[0].line-1], p2.Sentences[two[1].line-1]
-	titleWords := map[string]bool{}
-	for _, w := range words(p1.Title + " " + p2.Title) {
-		titleWords[strings.ToLower(w.w)] = true
-	}
-	var lo1, hi1, lo2, hi2 int
-	var repl string
-	found := false
-	if gold {
-		// Prefer a capitalised shared word (a nationality), then any other.
-		for _, wantCap := range []bool{true, false} {
-			for _, w := range words(s1) {
-				lw := strings.ToLower(w.w)
-				if found || len(w.w) < 3 || stopWords[lw] || titleWords[lw] || isCapital(w.w) != wantCap || w.lo == 0 {
-					continue
-				}
-				if a, b, ok := firstWord(s2, w.w); ok {
-					lo1, hi1, lo2, hi2 = w.lo, w.hi, a, b
-					repl = otherWord(t, w.w, s1, s2)
-					found = repl != ""
-				}
+	return set
+}
+
+// sharedWord finds the word a "yes" task compares: a word of s1 (not its
+// first, not a title's) that s2 has too and that another word can replace.
+// A capitalised word (a nationality) wins over any other.
+func sharedWord(t Task, s1, s2 string, inTitle map[string]bool) (sameSlots, bool) {
+	for _, wantCap := range []bool{true, false} {
+		for _, w := range words(s1) {
+			lw := strings.ToLower(w.w)
+			if len(w.w) < 3 || stopWords[lw] || inTitle[lw] || isCapital(w.w) != wantCap || w.lo == 0 {
+				continue
 			}
-		}
-	} else {
-		d1, d2 := demonymsIn(s1), demonymsIn(s2)
-	outer:
-		for _, a := range d1 {
-			for _, b := range d2 {
-				if a.w != b.w {
-					lo1, hi1, lo2, hi2, repl, found = a.lo, a.hi, b.lo, b.hi, a.w, true
-					break outer
-				}
-			}
-		}
-		if !found {
-			m1, m2 := copulaWord.FindStringSubmatchIndex(s1), copulaWord.FindStringSubmatchIndex(s2)
-			if m1 != nil && m2 != nil {
-				w1, w2 := s1[m1[2]:m1[3]], s2[m2[2]:m2[3]]
-				if w1 != w2 && !stopWords[strings.ToLower(w1)] && !stopWords[strings.ToLower(w2)] {
-					lo1, hi1, lo2, hi2, repl, found = m1[2], m1[3], m2[2], m2[3], w1, true
+			if a, b, ok := firstWord(s2, w.w); ok {
+				if repl := otherWord(t, w.w, s1, s2); repl != "" {
+					return sameSlots{lo1: w.lo, hi1: w.hi, lo2: a, hi2: b, repl: repl}, true
 				}
 			}
 		}
 	}
-	if !found {
-		return racePlan{}, errors.New("yes/no question: no compared attribute found in the supporting sentences")
+	return sameSlots{}, false
+}
+
+// differingWord finds the attribute a "no" task compares: two different
+// nationalities, else two different words after "is (a)"; the mutation
+// copies the first into the second sentence.
+func differingWord(s1, s2 string) (sameSlots, bool) {
+	d2 := demonymsIn(s2)
+	for _, a := range demonymsIn(s1) {
+		for _, b := range d2 {
+			if a.w != b.w {
+				return sameSlots{lo1: a.lo, hi1: a.hi, lo2: b.lo, hi2: b.hi, repl: a.w}, true
+			}
+		}
 	}
-	c1 := Cloze{File: p1.File, Line: two[0].line, Prefix: s1[:lo1], Suffix: s1[hi1:]}
-	c2 := Cloze{File: p2.File, Line: two[1].line, Prefix: s2[:lo2], Suffix: s2[hi2:]}
-	if ambiguous(t, c1) || ambiguous(t, c2) {
-		return racePlan{}, errors.New("yes/no question: a compared sentence is not distinctive")
+	m1, m2 := copulaWord.FindStringSubmatchIndex(s1), copulaWord.FindStringSubmatchIndex(s2)
+	if m1 == nil || m2 == nil {
+		return sameSlots{}, false
 	}
-	return racePlan{
-		probe:     Probe{Kind: ProbeSame, Clozes: []Cloze{c1, c2}},
-		mutations: []Mutation{{File: p2.File, Line: two[1].line, Original: s2, Mutated: s2[:lo2] + repl + s2[hi2:], Kind: "comparison"}},
-		slots:     map[string][2]int{slotKey(p1.File, two[0].line): {lo1, hi1}, slotKey(p2.File, two[1].line): {lo2, hi2}},
-	}, nil
+	w1, w2 := s1[m1[2]:m1[3]], s2[m2[2]:m2[3]]
+	if w1 == w2 || stopWords[strings.ToLower(w1)] || stopWords[strings.ToLower(w2)] {
+		return sameSlots{}, false
+	}
+	return sameSlots{lo1: m1[2], hi1: m1[3], lo2: m2[2], hi2: m2[3], repl: w1}, true
 }
 
 func demonymsIn(s string) []wordAt {
