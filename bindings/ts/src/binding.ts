@@ -63,10 +63,10 @@ export interface ConcordOptions {
   /** Agent name reported to Concord (default "main"). */
   agent?: string
   /**
-   * Where a repair of a read the model has already seen goes (initialize.placement): "inplace"
-   * (the default: the read is rewritten), "tail" (the read stays byte-identical and a short
-   * erratum note is added to the newest message) or "auto" (in place when that costs no prompt
-   * cache, else tail). Else $CONCORD_PLACEMENT.
+   * Where a repair of a read the model has already seen goes (initialize.placement): "auto" (the
+   * default, as Concord's: in place while the read was never sent, else tail), "tail" (the read
+   * stays byte-identical and a short erratum note is added at the end of the prompt) or "inplace"
+   * (the read is rewritten). Else $CONCORD_PLACEMENT.
    */
   placement?: Placement
   /** initialize.cache.ttlSeconds: the provider's prompt-cache TTL (Concord's default 300). Else $CONCORD_CACHE_TTL_SECONDS. */
@@ -74,6 +74,8 @@ export interface ConcordOptions {
 }
 
 const PLACEMENTS: readonly Placement[] = ["inplace", "tail", "auto"]
+/** Concord's own default since it met the cost target (docs/protocol.md, Placement). */
+const DEFAULT_PLACEMENT: Placement = "auto"
 
 /**
  * One erratum note, attached to a message and re-attached byte-identical on every later call:
@@ -206,10 +208,10 @@ export class ConcordBinding {
     this.agent = this.options.agent ?? "main"
     this.timeoutMs = this.options.timeoutMs ?? 3000
     this.debugOn = !!this.env.CONCORD_OPENCODE_DEBUG
-    const placement = this.options.placement ?? this.env.CONCORD_PLACEMENT
-    this.placement = PLACEMENTS.includes(placement as Placement) ? (placement as Placement) : "inplace"
+    const placement = this.options.placement ?? (this.env.CONCORD_PLACEMENT || undefined)
+    this.placement = PLACEMENTS.includes(placement as Placement) ? (placement as Placement) : DEFAULT_PLACEMENT
     if (placement !== undefined && placement !== this.placement) {
-      this.debug(`placement ${JSON.stringify(placement)} is not one of ${PLACEMENTS.join(", ")}; using inplace`)
+      this.debug(`placement ${JSON.stringify(placement)} is not one of ${PLACEMENTS.join(", ")}; using ${DEFAULT_PLACEMENT}`)
     }
     const ttl = this.options.cacheTtlSeconds ?? (this.env.CONCORD_CACHE_TTL_SECONDS ? Number(this.env.CONCORD_CACHE_TTL_SECONDS) : undefined)
     if (ttl !== undefined && Number.isFinite(ttl) && ttl > 0) this.cacheTtl = ttl

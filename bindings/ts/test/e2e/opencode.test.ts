@@ -67,7 +67,9 @@ async function play(s: Scenario): Promise<{ ws: Workspace; model: FakeModel; res
   const model = new FakeModel(s.steps(ws))
   const port = await model.start()
   try {
-    const env: Record<string, string> = { ...s.run?.env }
+    // The tests of the repairs themselves pin inplace (the default is auto); the placement tests
+    // set their own (none: the default).
+    const env: Record<string, string> = { CONCORD_PLACEMENT: "inplace", ...s.run?.env }
     if (concordBin() && !env.CONCORD_BIN) {
       if (s.binNextToPlugin) {
         const dir = path.join(ws.proj, ".opencode", "plugins")
@@ -236,7 +238,7 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
     await assertClean(r, 3)
   })
 
-  test("whole-file rewrite: the read is replaced by Concord's re-read notice (binary found next to the plugin file)", { skip: skipPlugin }, async () => {
+  test("whole-file rewrite: a whole-file read is refreshed, a partial read is replaced by Concord's re-read notice (binary found next to the plugin file)", { skip: skipPlugin }, async () => {
     const r = await play({
       name: "rewrite",
       files: { "config.yaml": CONFIG },
@@ -245,12 +247,16 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
         const file = path.join(ws.proj, "config.yaml")
         return [
           () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+          () => ({ tools: [{ name: "read", args: { filePath: file, offset: 2, limit: 3 } }] }),
           () => {
             fs.writeFileSync(file, '{\n  "service": "api",\n  "listen": ":443"\n}\n')
             return { tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] }
           },
           (req, m) => {
-            const seen = text(req, "call_1")
+            // Concord's default on drift: a whole-file read is refreshed (a re-read would return
+            // exactly that text); a partial one gets the notice.
+            m.expect(text(req, "call_1") === openCodeRead(file).output, `call_1 refreshed; got:\n${text(req, "call_1")}`)
+            const seen = text(req, "call_2")
             m.expect(seen.startsWith("[concord]"), `a notice instead of the read; got:\n${seen}`)
             m.expect(seen.includes(file), "the notice names the file")
             m.expect(/re-read/i.test(seen), "the notice asks for a re-read")
@@ -260,7 +266,7 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
         ]
       },
     })
-    await assertClean(r, 3)
+    await assertClean(r, 4)
     assert.equal(concordPids(r.ws).length, 1, "the concord next to the plugin was used")
   })
 
@@ -616,12 +622,13 @@ function assertAppendOnly(reqs: { index: number; messages: unknown[] }[], where:
 
 describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at the tail, the prompt append-only`, { concurrency: 1 }, () => {
   for (const placement of ["tail", "auto"] as const) {
-    test(`${placement}: an outside change leaves call_1 byte-identical and adds a sticky erratum at the end of the prompt; every request extends the previous one`, { skip: skipPlugin }, async () => {
+    test(`${placement === "auto" ? "auto (the default)" : placement}: an outside change leaves call_1 byte-identical and adds a sticky erratum at the end of the prompt; every request extends the previous one`, { skip: skipPlugin }, async () => {
       let original = ""
       const r = await play({
         name: `placement-${placement}`,
         files: { "config.yaml": CONFIG, "notes.txt": NOTES },
-        run: { env: { CONCORD_PLACEMENT: placement } },
+        // auto: nothing set, the default.
+        run: { env: { CONCORD_PLACEMENT: placement === "auto" ? "" : placement } },
         steps: (ws) => {
           const file = path.join(ws.proj, "config.yaml")
           const notes = path.join(ws.proj, "notes.txt")
@@ -695,11 +702,11 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
     })
   }
 
-  test("auto: the agent's own edit gives a pointer erratum naming the read and the edit, not the edited text", { skip: skipPlugin }, async () => {
+  test("auto (the default): the agent's own edit gives a pointer erratum naming the read and the edit, not the edited text", { skip: skipPlugin }, async () => {
     const r = await play({
       name: "placement-own-edit",
       files: { "config.yaml": CONFIG },
-      run: { env: { CONCORD_PLACEMENT: "auto" } },
+      run: { env: { CONCORD_PLACEMENT: "" } }, // the default: auto
       steps: (ws) => {
         const file = path.join(ws.proj, "config.yaml")
         return [

@@ -76,7 +76,8 @@ describe("the concord-opencode npm tarball in a fresh OpenCode project", { concu
       result = await runOpencode(ws, {
         port,
         plugin: { kind: "config", spec: CONFIG_LINE },
-        env: { PATH: pathWithoutConcord() },
+        // This checks an in-place repair (the default placement is auto).
+        env: { PATH: pathWithoutConcord(), CONCORD_PLACEMENT: "inplace" },
       })
     } finally {
       await model.close()

@@ -51,7 +51,9 @@ function harness(dir: string, init: Partial<BindingInit> = {}, sessionID = "ses_
     stderr: (t) => void stderr.push(t),
     env: { PATH: process.env.PATH, ...(concordBin() ? { CONCORD_BIN: concordBin() } : {}) },
     ...init,
-    options: { timeoutMs: 5000, ...init.options },
+    // The tests of the repairs themselves pin inplace (the default is auto); the placement tests
+    // set their own.
+    options: { timeoutMs: 5000, placement: "inplace", ...init.options },
   })
   const hooks = binding.hooks()
   const parts: any[] = []
@@ -272,18 +274,21 @@ describe("with the real concord binary", () => {
     await h.hooks.dispose()
   })
 
-  test("a rewritten file: the read becomes Concord's re-read notice", { skip }, async () => {
+  test("a rewritten file: a whole-file read is refreshed (Concord's default), a partial read becomes the re-read notice", { skip }, async (t) => {
     const dir = tmpdir()
     const file = path.join(dir, "config.yaml")
     fs.writeFileSync(file, config)
     const h = harness(dir)
+    t.after(() => h.hooks.dispose())
     await h.read("call_1", file)
+    await h.read("call_2", file, 2, 3)
     fs.writeFileSync(file, "totally: different\ncontent: here\n")
-    const out = (await h.modelCall()).get("call_1")!
+    const seen = await h.modelCall()
+    assert.equal(seen.get("call_1"), openCodeRead(file).output, "the re-read would return exactly this")
+    const out = seen.get("call_2")!
     assert.match(out, /\[concord\]/)
     assert.match(out, /config\.yaml/)
     assert.doesNotMatch(out, /8080/)
-    await h.hooks.dispose()
   })
 
   test("the agent's own edit (tool.execute.after on edit) repairs its earlier read", { skip }, async () => {
@@ -532,9 +537,10 @@ describe("with the real concord binary", () => {
     fs.writeFileSync(file, "entirely\nnew\n")
     const again = structuredClone(messages)
     await h.hooks["experimental.chat.messages.transform"]({}, { messages: again })
-    const notice = again[11].parts[0].state.output as string
-    seen.push(notice)
-    assert.match(notice, /^\[concord\]/)
+    const repaired = again[11].parts[0].state.output as string
+    seen.push(repaired)
+    // A whole-file read of a rewritten file is refreshed (Concord's default on drift).
+    assert.equal(repaired, openCodeRead(file).output)
     // The link's turn is the 8th model request, not 1 or 2.
     assert.equal((h.binding as any).sessions.get(h.sessionID).turn, 8)
     assert.equal((h.binding as any).sessions.get(h.sessionID).tracked.get("call_t").turn, 6)
@@ -697,7 +703,23 @@ describe("placement tail/auto: errata notes on the newest message", () => {
     assert.equal(rebuiltSince(["a", "b"], ["s", "b"]), true, "compaction starts at a summary")
   })
 
-  test("inplace (the default): no notes, the read is rewritten", { skip }, async () => {
+  test("auto is the default: a read the model saw is left alone and gets a note", { skip }, async (t) => {
+    const dir = tmpdir()
+    const file = path.join(dir, "d.txt")
+    fs.writeFileSync(file, "one\ntwo\nthree\n")
+    const h = harness(dir, { options: { placement: undefined } })
+    t.after(() => h.hooks.dispose())
+    await h.read("call_1", file)
+    const original = h.parts[0].state.output
+    await call(h, history(h, [["call_1"]]))
+    fs.writeFileSync(file, "one\nTWO\nthree\n")
+    await h.tool("call_2", "bash", { command: "true" }, "")
+    const m = await call(h, history(h, [["call_1"], ["call_2"]]))
+    assert.equal(out(m, "call_1"), original)
+    assert.equal(notes(m).length, 1)
+  })
+
+  test("inplace: no notes, the read is rewritten", { skip }, async () => {
     const dir = tmpdir()
     const file = path.join(dir, "a.txt")
     const base = ["alpha: 1", "beta: 2", "gamma: 3", "delta: 4", "epsilon: 5", "zeta: 6"].join("\n") + "\n"
