@@ -334,9 +334,10 @@ export class ConcordBinding {
         let notices = 0
         const errata: string[] = []
         for (const block of res.blocks ?? []) {
-          if (block?.placement === "tail" && typeof block.erratum === "string") {
-            // The result keeps its last in-place rendering; the erratum speaks for it.
-            if (block.erratum) errata.push(block.erratum)
+          if (block?.placement === "tail") {
+            // The result keeps its last in-place rendering; the erratum speaks for it ("" when a
+            // line an earlier view carries covers it).
+            if (typeof block.erratum === "string" && block.erratum) errata.push(block.erratum)
             continue
           }
           const r = this.updateView(link, block, full)
