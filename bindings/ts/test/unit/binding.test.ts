@@ -694,6 +694,26 @@ describe("placement tail/auto: errata notes on the newest message", () => {
     assert.equal(JSON.stringify(again), JSON.stringify(m), "re-attached byte-identical")
   })
 
+  test("tail: two reads of one file changed at once: one note names both, neither read is rewritten", { skip }, async (t) => {
+    const dir = tmpdir()
+    const file = path.join(dir, "e.txt")
+    const base = ["alpha: 1", "beta: 2", "gamma: 3", "delta: 4", "epsilon: 5", "zeta: 6"].join("\n") + "\n"
+    fs.writeFileSync(file, base)
+    const h = harness(dir, { options: { placement: "tail", watch: "hooks" } as any })
+    t.after(() => h.hooks.dispose())
+    await h.read("call_1", file, 1, 3)
+    await h.read("call_2", file, 4, 3)
+    const before = [h.parts[0].state.output, h.parts[1].state.output]
+    await call(h, history(h, [["call_1", "call_2"]]))
+    fs.writeFileSync(file, base.replace("beta: 2", "beta: 20").replace("epsilon: 5", "epsilon: 50"))
+    await h.tool("call_3", "bash", { command: "true" }, "")
+    const m = await call(h, history(h, [["call_1", "call_2"], ["call_3"]]))
+    assert.deepEqual([out(m, "call_1"), out(m, "call_2")], before, "both reads left as the model saw them")
+    const n = notes(m).join("\n")
+    for (const want of ["call_1", "call_2", "beta: 20", "epsilon: 50"]) assert.ok(n.includes(want), `the note has ${want}: ${n}`)
+    assert.ok(n.startsWith("msg_a2: [concord] "), n)
+  })
+
   test("rebuiltSince: a message of the previous request dropped or moved, not one appended", () => {
     assert.equal(rebuiltSince([], ["a"]), false)
     assert.equal(rebuiltSince(["a", "b"], ["a", "b", "c"]), false)
