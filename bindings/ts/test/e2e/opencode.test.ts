@@ -500,6 +500,8 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
   })
 
   test("bash file reads (cat -n, sed -n) are repaired in the command's own format; a pipeline is left alone", { skip: skipPlugin }, async () => {
+    // sed runs a step after cat: OpenCode runs the tools of one step at once, and a sed
+    // registered before cat -n would be a read that cat's newer read supersedes.
     const r = await play({
       name: "bash-read",
       files: { "config.yaml": CONFIG },
@@ -509,26 +511,26 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
           () => ({
             tools: [
               { name: "bash", args: { command: "cat -n config.yaml", description: "cat" } },
-              { name: "bash", args: { command: "sed -n '2,4p' config.yaml", description: "sed" } },
               { name: "bash", args: { command: "cat config.yaml | head -n 3", description: "pipe" } },
             ],
           }),
+          () => ({ tools: [{ name: "bash", args: { command: "sed -n '2,4p' config.yaml", description: "sed" } }] }),
           (req, m) => {
-            m.expect(text(req, "call_2") === "port: 8080\ndebug: false\nlevel: info\n", `sed ran: ${text(req, "call_2")}`)
+            m.expect(text(req, "call_3") === "port: 8080\ndebug: false\nlevel: info\n", `sed ran: ${text(req, "call_3")}`)
             fs.writeFileSync(file, CONFIG.replace("debug: false", "debug: true"))
             return { tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] }
           },
           (req, m) => {
             const lines = CONFIG.replace("debug: false", "debug: true").trimEnd().split("\n")
             m.expect(text(req, "call_1") === lines.map((l, i) => `${String(i + 1).padStart(6)}\t${l}`).join("\n") + "\n", `cat -n repaired; got:\n${text(req, "call_1")}`)
-            m.expect(text(req, "call_2") === "port: 8080\ndebug: true\nlevel: info\n", `sed -n repaired; got:\n${text(req, "call_2")}`)
-            m.expect(text(req, "call_3") === "name: demo\nport: 8080\ndebug: false\n", "the pipeline's output is untouched")
+            m.expect(text(req, "call_3") === "port: 8080\ndebug: true\nlevel: info\n", `sed -n repaired; got:\n${text(req, "call_3")}`)
+            m.expect(text(req, "call_2") === "name: demo\nport: 8080\ndebug: false\n", "the pipeline's output is untouched")
             return { text: "done" }
           },
         ]
       },
     })
-    await assertClean(r, 3)
+    await assertClean(r, 4)
   })
 
   test("a file attached with -f (OpenCode's synthetic read in the user message) is repaired", { skip: skipPlugin }, async () => {
