@@ -119,8 +119,12 @@ def test_two_lines_give_a_repaired_read(tmp_path):
         return Reply.call("call_2", "think", thought="let me think about the config")
 
     def expect_repaired(req: Request) -> Reply:
-        assert req.tool_result("call_1") == cat_n(str(f), new)
-        assert "value 7 of" not in "\n".join(req.tool_results().values())
+        # The default placement, auto: the read the model saw stays byte-identical (the
+        # provider's cache holds), and the erratum after the newest message carries the change.
+        assert req.tool_result("call_1") == cat_n(str(f), old)
+        note = req.tool_result("call_2").split("[concord] ", 1)
+        assert len(note) == 2 and "call_1" in note[1], req.tool_result("call_2")
+        assert "+7: line 7: value SEVEN of the config" in note[1], note[1]
         return Reply.finish()
 
     program = tmp_path / "agent.py"
