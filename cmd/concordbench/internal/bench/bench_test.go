@@ -84,7 +84,14 @@ func run(t *testing.T, ts []tasks.Task, modes ...string) map[string]ModeResult {
 			cfg.ConcordBin = concordBin(t)
 		}
 	}
-	rep, err := Run(context.Background(), cfg, hot(ts))
+	return runModes(t, cfg, hot(ts))
+}
+
+// runModes runs one workload and returns its results by mode; a task that
+// failed fails the test.
+func runModes(t *testing.T, cfg Config, wls []Workload) map[string]ModeResult {
+	t.Helper()
+	rep, err := Run(context.Background(), cfg, wls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,18 +450,9 @@ func TestLongSessions(t *testing.T) {
 	run := func(placement string) map[string]Summary {
 		cfg := Config{Modes: []string{ModeNaive, ModeConcord, ModeOracle}, Agent: agent.Scripted{}, Parallel: 2, Counter: sharedCounter(t),
 			MaxSteps: 100, Price: Prices["anthropic"], ConcordPlacement: placement}
-		rep, err := Run(context.Background(), cfg, []Workload{{Name: "long", Tasks: ts[:3]}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		ms := map[string]Summary{}
-		for _, m := range rep.Workloads[0].Modes {
-			for _, r := range m.Tasks {
-				if r.Error != "" {
-					t.Fatalf("%s %s: %s", m.Mode, r.ID, r.Error)
-				}
-			}
-			ms[m.Mode] = m.Summary
+		for mode, m := range runModes(t, cfg, []Workload{{Name: "long", Tasks: ts[:3]}}) {
+			ms[mode] = m.Summary
 		}
 		if ms[ModeNaive].Recovered != 0 || ms[ModeConcord].Recovered != 3 || ms[ModeConcord].RecoveredFirst != 3 || ms[ModeOracle].Recovered != 3 {
 			t.Errorf("%s: recovered: naive %d, concord %d/%d, oracle %d of 3", placement, ms[ModeNaive].Recovered, ms[ModeConcord].Recovered, ms[ModeConcord].RecoveredFirst, ms[ModeOracle].Recovered)
