@@ -41,8 +41,18 @@ type clause struct {
 	path   string // the source's display name; "" for a line of its own (raw)
 	shown  string // "lines A-B" the copy in place shows; "" for a whole source
 	pred   string // what is true now: "is now at lines 5-7", "changed by your edit in call_7"
-	body   string // changed lines ("+N: text"): the clause then gets a line of its own
+	body   string // changed lines ("+N: text"), after the clause
+	alone  bool   // on a line of its own: it has a body, or its sentence ends the line
 	raw    string // a whole line, for path == ""
+}
+
+// newClause starts a clause about anchor's copy of l.
+func newClause(anchor string, l *link) clause {
+	c := clause{anchor: anchor, path: l.name()}
+	if !l.whole {
+		c.shown = linesOf(l.shownRng)
+	}
+	return c
 }
 
 // erratum returns the clauses that correct b's in-place copy (none when the
@@ -96,10 +106,8 @@ func textUnchanged(b *block) bool {
 func erratumSuperseded(s, by *block) []clause {
 	cs := make([]clause, 0, len(s.links))
 	for _, l := range s.links {
-		c := clause{anchor: s.anchor, path: l.name(), pred: "was read again in " + by.anchor}
-		if !l.whole {
-			c.shown = linesOf(l.shownRng)
-		}
+		c := newClause(s.anchor, l)
+		c.pred = "was read again in " + by.anchor
 		cs = append(cs, c)
 	}
 	return cs
@@ -121,13 +129,10 @@ func thatRead(notice string) string {
 // place, and says how long that stays true. noted: an erratum for the call
 // was delivered before (since its copy in place).
 func linkErratum(anchor string, l *link, noted bool) (clause, holds) {
-	c := clause{anchor: anchor, path: l.name()}
+	c := newClause(anchor, l)
 	now := ""
-	if !l.whole {
-		c.shown = linesOf(l.shownRng)
-		if l.rng != l.shownRng {
-			now = ", now " + linesOf(l.rng)
-		}
+	if !l.whole && l.rng != l.shownRng {
+		now = ", now " + linesOf(l.rng)
 	}
 	own := len(l.pl.edits) > 0 && l.pl.outside == 0
 	switch {
@@ -158,11 +163,10 @@ func linkErratum(anchor string, l *link, noted bool) (clause, holds) {
 		return c, holdsAlways
 	}
 	if h, ok := hunk(l); ok {
-		c.pred, c.body = "changed"+now+":", h
+		c.pred, c.body, c.alone = "changed"+now+":", h, true
 		return c, holdsNow
 	}
-	c.pred = "changed" + now + ". Re-read " + l.target() + " before relying on it."
-	c.body = "-" // a line of its own: the notice ends the sentence
+	c.pred, c.alone = "changed"+now+". Re-read "+l.target()+" before relying on it.", true
 	return c, holdsAlways
 }
 
@@ -182,11 +186,11 @@ func (c clause) item() string {
 	return c.anchor + " (" + c.shown + ")"
 }
 
-// errLine is one line of the note and the views whose clauses it holds.
+// errLine is one line of the note.
 type errLine struct {
-	text   string
-	owners []int
-	first  int // index of its first clause: lines of one view keep the clauses' order
+	text  string
+	view  int // the first view whose clauses it holds: the line goes to that view
+	first int // index of its first clause: lines of one view keep the clauses' order
 }
 
 // renderErrata groups the clauses of one sync (owner: the index of the view
@@ -208,13 +212,14 @@ func renderErrata(cs []clause, owner []int, nviews int) []string {
 	for i, c := range cs {
 		switch {
 		case c.path == "":
-			lines = append(lines, errLine{text: c.raw, owners: []int{owner[i]}, first: i})
+			lines = append(lines, errLine{text: c.raw, view: owner[i], first: i})
 			continue
-		case c.body == "-":
-			lines = append(lines, errLine{text: "[concord] Outdated in " + c.path + ": " + c.item() + " " + c.pred, owners: []int{owner[i]}, first: i})
-			continue
-		case c.body != "":
-			lines = append(lines, errLine{text: "[concord] Outdated in " + c.path + ": " + c.item() + " " + c.pred + "\n" + c.body, owners: []int{owner[i]}, first: i})
+		case c.alone:
+			text := "[concord] Outdated in " + c.path + ": " + c.item() + " " + c.pred
+			if c.body != "" {
+				text += "\n" + c.body
+			}
+			lines = append(lines, errLine{text: text, view: owner[i], first: i})
 			continue
 		}
 		g := byPath[c.path]
@@ -230,27 +235,26 @@ func renderErrata(cs []clause, owner []int, nviews int) []string {
 	}
 	for _, g := range groups {
 		var parts []string
-		var owners []int
+		view := nviews
 		for _, p := range g.preds {
 			var items []string
 			for _, i := range g.items[p] {
 				items = append(items, cs[i].item())
-				owners = append(owners, owner[i])
+				view = min(view, owner[i])
 			}
 			parts = append(parts, strings.Join(items, ", ")+" "+p)
 		}
-		lines = append(lines, errLine{text: "[concord] Outdated in " + g.path + ": " + strings.Join(parts, "; ") + ".", owners: owners, first: g.first})
+		lines = append(lines, errLine{text: "[concord] Outdated in " + g.path + ": " + strings.Join(parts, "; ") + ".", view: view, first: g.first})
 	}
 	out := make([][]string, nviews)
 	slices.SortFunc(lines, func(a, b errLine) int {
-		if d := slices.Min(a.owners) - slices.Min(b.owners); d != 0 {
-			return d
+		if a.view != b.view {
+			return a.view - b.view
 		}
 		return a.first - b.first
 	})
 	for _, l := range lines {
-		v := slices.Min(l.owners)
-		out[v] = append(out[v], l.text)
+		out[l.view] = append(out[l.view], l.text)
 	}
 	texts := make([]string, nviews)
 	for i, ls := range out {

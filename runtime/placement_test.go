@@ -230,10 +230,10 @@ func TestRenderErrata(t *testing.T) {
 		{"the same statement lists the calls", []clause{own("c1", "/p/a.go", "lines 1-2"), own("c2", "/p/a.go", ""), own("c3", "/p/b.go", "line 4")}, []int{0, 1, 2}, 3,
 			[]string{"[concord] Outdated in /p/a.go: c1 (lines 1-2), c2 changed by your edit in e1.", "", "[concord] Outdated in /p/b.go: c3 (line 4) changed by your edit in e1."}},
 		{"changed lines and notices stand alone", []clause{
-			{anchor: "c1", path: "/p/a.go", shown: "line 4", pred: "changed:", body: "+4: x"},
+			{anchor: "c1", path: "/p/a.go", shown: "line 4", pred: "changed:", body: "+4: x", alone: true},
 			{anchor: "c2", raw: "[concord] The output of c2 is current again."},
 			moved("c3", "line 7", "line 8"),
-			{anchor: "c3", path: "/p/b.go", pred: "changed. Re-read /p/b.go before relying on it.", body: "-"},
+			{anchor: "c3", path: "/p/b.go", pred: "changed. Re-read /p/b.go before relying on it.", alone: true},
 		}, []int{0, 1, 2, 2}, 3,
 			[]string{"[concord] Outdated in /p/a.go: c1 (line 4) changed:\n+4: x", "[concord] The output of c2 is current again.",
 				"[concord] Outdated in /p/a.go: c3 (line 7) is now at line 8.\n[concord] Outdated in /p/b.go: c3 changed. Re-read /p/b.go before relying on it."}},
