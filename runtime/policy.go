@@ -32,13 +32,13 @@ func (m *Manager) resolve(b *block, s *source) effective {
 	}
 	layers = append(layers, &m.policy.Global)
 	e := effective{local: Patch, drift: Suppress}
-	var gotLocal, gotDrift, gotAge bool
+	var gotLocal, gotAge bool
 	for _, p := range layers {
 		if !gotLocal && validAction(p.Local) {
 			e.local, gotLocal = p.Local, true
 		}
-		if !gotDrift && validAction(p.Drift) {
-			e.drift, gotDrift, e.driftSet = p.Drift, true, true
+		if !e.driftSet && validAction(p.Drift) {
+			e.drift, e.driftSet = p.Drift, true
 		}
 		if !gotAge && p.MaxAgeTurns != nil && *p.MaxAgeTurns >= 0 {
 			e.maxAge, gotAge = *p.MaxAgeTurns, true

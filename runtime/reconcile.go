@@ -303,8 +303,13 @@ func (rc *reconciler) apply(l *link, res locator.Result) {
 		rc.act(l, m.resolve(l.block, src).local, res, true)
 	default:
 		pol := m.resolve(l.block, src)
-		if !pol.driftSet && rc.wholeRefresh(l) {
-			return
+		if !pol.driftSet && rc.readsWholeFile(l) {
+			// The re-read a notice would ask for returns exactly the
+			// current file: refresh it all (the lines that replaced a
+			// ranged read are the whole file now).
+			all := Range{Start: 1, End: len(rc.newLines)}
+			res.Near = &all
+			pol.drift = Refresh
 		}
 		rc.act(l, pol.drift, res, false)
 	}
@@ -314,27 +319,15 @@ func (rc *reconciler) apply(l *link, res locator.Result) {
 // whole source: beyond it a drift is suppressed like any other.
 const MaxWholeRefreshBytes = 16 << 10
 
-// wholeRefresh: by default a drift is suppressed and the model told to
+// readsWholeFile: by default a drift is suppressed and the model told to
 // re-read. A read that showed a whole file (a whole link, or lines 1 to
 // the last) would get back exactly the current text from that re-read, so
-// the current text goes in its place and the model saves the round trip,
-// up to MaxWholeRefreshBytes. Other schemes keep the notice: what their
-// tools show around a record is not known here.
-func (rc *reconciler) wholeRefresh(l *link) bool {
+// it is refreshed instead and the model saves the round trip, up to
+// MaxWholeRefreshBytes. Other schemes keep the notice: what their tools
+// show around a record is not known here.
+func (rc *reconciler) readsWholeFile(l *link) bool {
 	covers := l.whole || l.tail && l.rng.Start == 1 && l.tracked && l.state == linkOK
-	if !covers || rc.src.scheme != "file" || len(rc.src.text) > MaxWholeRefreshBytes || len(rc.newLines) == 0 {
-		return false
-	}
-	if l.whole {
-		l.text = wholeText(rc.src.text)
-	} else {
-		l.rng, l.text = Range{Start: 1, End: len(rc.newLines)}, locator.JoinLines(rc.newLines)
-	}
-	l.patched = true
-	rc.restore(l)
-	rc.m.count("refreshed")
-	rc.touch(l, "refreshed: the whole source re-read (drift)")
-	return true
+	return covers && rc.src.scheme == "file" && len(rc.src.text) <= MaxWholeRefreshBytes && len(rc.newLines) > 0
 }
 
 func (rc *reconciler) restore(l *link) {
