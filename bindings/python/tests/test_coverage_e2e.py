@@ -24,9 +24,8 @@ from test_openhands_e2e import (  # noqa: E402,F401 (fixtures)
 )
 from concord_openhands import ConcordCondenser  # noqa: E402
 from test_openhands_more_e2e import (  # noqa: E402
-    LOST_START,
-    TOOLS,
     body_and_trailer,
+    run_terminal,
     server_has,
     tmux_lost_start,
 )
@@ -71,13 +70,7 @@ def terminal_repair(workspace: Path, condenser, command: str, change,
         assert trailer == seen["trailer"]
         return Reply.finish()
 
-    with FakeLLM([lambda r: Reply.call("call_1", "terminal", command=command), after_read, expect]) as fake:
-        conv = make_conversation(fake, workspace, condenser, tools=TOOLS)
-        conv.send_message("go")
-        conv.run()
-    if seen["first"].startswith(LOST_START):
-        pytest.skip("the terminal tool lost the start of the output (tmux race): an event by design")
-    fake.check()
+    conv = run_terminal([lambda r: Reply.call("call_1", "terminal", command=command), after_read, expect], workspace, condenser, seen)
     assert conv.state.execution_status.value == "finished", conv.state.execution_status
     st = condenser.stats()
     assert st["tracked"] == 1 and st["repaired"] == 1 and st["events"] == 0, st

@@ -47,6 +47,20 @@ def tmux_lost_start(req: Request, *call_ids: str) -> bool:
     return any(req.tool_result(c).startswith(LOST_START) for c in call_ids)
 
 
+def run_terminal(script, workspace: Path, condenser: ConcordCondenser, seen: dict[str, str]):
+    """Run a terminal conversation on the fake model's script; skip when the
+    first output (seen["first"]) lost its start to the tmux race, else check
+    the model's expectations. Returns the conversation."""
+    with FakeLLM(script) as fake:
+        conv = make_conversation(fake, workspace, condenser, tools=TOOLS)
+        conv.send_message("go")
+        conv.run()
+    if seen["first"].startswith(LOST_START):
+        pytest.skip("the terminal tool lost the start of the output (tmux race): an event by design")
+    fake.check()
+    return conv
+
+
 def body_and_trailer(result: str) -> tuple[str, str]:
     at = result.find(TRAILER_START)
     assert at >= 0, result
@@ -140,13 +154,7 @@ def test_terminal_read_is_repaired_trailer_untouched(workspace, condenser, comma
         assert "value 7 of" not in body or "SEVEN" not in "".join(new)
         return Reply.finish()
 
-    with FakeLLM([lambda r: Reply.call("call_1", "terminal", command=command), change, expect]) as fake:
-        conv = make_conversation(fake, workspace, condenser, tools=TOOLS)
-        conv.send_message("go")
-        conv.run()
-    if seen["first"].startswith(LOST_START):
-        pytest.skip("the terminal tool lost the start of the output (tmux race): an event by design")
-    fake.check()
+    run_terminal([lambda r: Reply.call("call_1", "terminal", command=command), change, expect], workspace, condenser, seen)
     assert condenser.stats()["tracked"] == 1
 
 
@@ -173,13 +181,7 @@ def test_grep_hits_are_one_block_and_repaired(workspace, condenser):
         assert body == "src/a.py:2:# TODO: one\nsrc/b.py:4:# TODO: two, reworded", body
         return Reply.finish()
 
-    with FakeLLM([lambda r: Reply.call("call_1", "terminal", command="grep -rn TODO src"), change, expect]) as fake:
-        conv = make_conversation(fake, workspace, condenser, tools=TOOLS)
-        conv.send_message("go")
-        conv.run()
-    if seen["first"].startswith(LOST_START):
-        pytest.skip("the terminal tool lost the start of the output (tmux race): an event by design")
-    fake.check()
+    conv = run_terminal([lambda r: Reply.call("call_1", "terminal", command="grep -rn TODO src"), change, expect], workspace, condenser, seen)
     assert conv.state.execution_status.value == "finished", conv.state.execution_status
     st = condenser.stats()
     assert st["tracked"] == 1 and st["repaired"] == 1, st
