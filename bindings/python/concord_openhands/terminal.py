@@ -566,11 +566,12 @@ def _search(args: list[str], output: str, cwd: str, *, rg: bool) -> TerminalRead
     return TerminalRead("hits", hits=hits)
 
 
-def _groups(lines: list[str]) -> list[list[str]] | None:
-    """Lines split at grep's `--` group separators; None on an empty group."""
+def _groups(lines: list[str], sep: str = "--") -> list[list[str]] | None:
+    """Lines split at separator lines (grep's `--` between groups by default);
+    None on an empty group."""
     groups: list[list[str]] = [[]]
     for ln in lines:
-        if ln == "--":
+        if ln == sep:
             groups.append([])
         else:
             groups[-1].append(ln)
@@ -657,15 +658,10 @@ def _rg_headings(lines: list[str], cwd: str, *, context: bool = False) -> Termin
     """rg on a terminal: a path line, its `N:text` hits (with context lines
     `N-text` and `--` between groups under -A/-B/-C), a blank line, the next path."""
     hits: list[Hit] = []
-    sections: list[list[str]] = [[]]
-    for ln in lines:
-        if ln == "":
-            sections.append([])
-        else:
-            sections[-1].append(ln)
+    sections = _groups(lines, sep="")  # a blank line between files
+    if sections is None:
+        return None
     for sec in sections:
-        if not sec:
-            return None
         path = os.path.normpath(os.path.join(cwd, sec[0]))
         if os.path.isdir(path) or len(sec) < 2:
             return None
