@@ -358,42 +358,8 @@ export class ConcordBinding {
       const base = view ?? (p.target.obj[p.target.field] as string)
       p.target.obj[p.target.field] = note && !base.endsWith(note) ? `${base}\n\n${note}` : base
     }
-    // Notes: after the in-place views (the newest message may just have been rewritten). A new
-    // note goes on the newest message; every earlier one is re-attached where it was, same bytes.
-    if (tailNote !== undefined) {
-      const newest = messages[messages.length - 1]
-      const id = newest?.info?.id
-      if (typeof id === "string" && Array.isArray(newest.parts)) {
-        const list = link.tailNotes.get(id) ?? []
-        // Into the output of the message's last tool result when it has one: OpenCode sends an
-        // assistant message's text before its tool results, so a text part would come before the
-        // reads of that same step (and read as the model's own words); the last tool result is
-        // the last thing in the prompt. Else (a user message, a text-only answer) a text part.
-        const tool = lastToolResult(newest)
-        list.push(
-          tool
-            ? { callID: tool.callID, text: tailNote }
-            : { partID: `prt_concord_${id}_${list.length + 1}`, text: tailNote },
-        )
-        link.tailNotes.set(id, list)
-      }
-    }
-    for (const m of messages) {
-      const list = typeof m?.info?.id === "string" ? link.tailNotes.get(m.info.id) : undefined
-      if (!list || !Array.isArray(m.parts)) continue
-      for (const n of list) {
-        if (n.callID !== undefined) {
-          const p = m.parts.find((x: any) => x?.type === "tool" && x.callID === n.callID)
-          const out = p?.state?.output
-          if (typeof out !== "string") continue
-          const suffix = `\n\n${n.text}`
-          if (!out.endsWith(suffix)) p.state.output = out + suffix
-          continue
-        }
-        if (m.parts.some((p: any) => p?.id === n.partID)) continue
-        m.parts.push({ id: n.partID, sessionID, messageID: m.info.id, type: "text", text: n.text, synthetic: true })
-      }
-    }
+    // Notes: after the in-place views (the newest message may just have been rewritten).
+    placeTailNotes(link.tailNotes, messages, sessionID, tailNote)
   }
 
   async onEvent(event: any): Promise<void> {
@@ -970,6 +936,47 @@ function outsideDir(t: Tracked): string | undefined {
 function inside(p: string, root: string): boolean {
   const rel = path.relative(root, p)
   return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel))
+}
+
+/**
+ * Attaches a new tail note (if any) to the newest message, and re-attaches every earlier note
+ * where it was, same bytes: into the output of a message's last tool result, or as a text part.
+ */
+function placeTailNotes(notes: Map<string, TailNote[]>, messages: any[], sessionID: string, tailNote: string | undefined): void {
+  if (tailNote !== undefined) {
+    const newest = messages[messages.length - 1]
+    const id = newest?.info?.id
+    if (typeof id === "string" && Array.isArray(newest.parts)) {
+      const list = notes.get(id) ?? []
+      // Into the output of the message's last tool result when it has one: OpenCode sends an
+      // assistant message's text before its tool results, so a text part would come before the
+      // reads of that same step (and read as the model's own words); the last tool result is
+      // the last thing in the prompt. Else (a user message, a text-only answer) a text part.
+      const tool = lastToolResult(newest)
+      list.push(
+        tool
+          ? { callID: tool.callID, text: tailNote }
+          : { partID: `prt_concord_${id}_${list.length + 1}`, text: tailNote },
+      )
+      notes.set(id, list)
+    }
+  }
+  for (const m of messages) {
+    const list = typeof m?.info?.id === "string" ? notes.get(m.info.id) : undefined
+    if (!list || !Array.isArray(m.parts)) continue
+    for (const n of list) {
+      if (n.callID !== undefined) {
+        const p = m.parts.find((x: any) => x?.type === "tool" && x.callID === n.callID)
+        const out = p?.state?.output
+        if (typeof out !== "string") continue
+        const suffix = `\n\n${n.text}`
+        if (!out.endsWith(suffix)) p.state.output = out + suffix
+        continue
+      }
+      if (m.parts.some((p: any) => p?.id === n.partID)) continue
+      m.parts.push({ id: n.partID, sessionID, messageID: m.info.id, type: "text", text: n.text, synthetic: true })
+    }
+  }
 }
 
 /** The last completed tool result of a message (its callID), where a tail note can go. */
