@@ -478,9 +478,11 @@ def test_terminal_write_is_caught_and_the_command_left_alone(workspace, condense
     new = list(old)
     new[7] = "line 8: value EIGHT of the config"
 
+    seen: dict[str, str] = {}
+
     def expect(req: Request) -> Reply:
         assert req.tool_result("call_1") == cat_n(str(f), new)
-        assert "value EIGHT" not in req.tool_result("call_2")  # sed printed nothing
+        seen["command"] = req.tool_result("call_2")
         return Reply.finish()
 
     with FakeLLM(
@@ -497,6 +499,10 @@ def test_terminal_write_is_caught_and_the_command_left_alone(workspace, condense
         )
         run(conv, fake)
     assert f.read_text() == "\n".join(new) + "\n"
+    # The command's result is an event: what the tool logged reaches the model
+    # untouched (the pane may echo the command itself, so no content check).
+    assert "[concord]" not in seen["command"], seen["command"]
+    assert logged_observation(conv, "call_2") in seen["command"]
 
 
 def test_gemini_and_patch_writes_are_reported(workspace, condenser):
