@@ -46,6 +46,9 @@ func (s *Server) initialize(ctx context.Context, raw *json.RawMessage) (any, err
 		Placement: p.Placement,
 		CacheTTL:  runtime.CacheTTL(p.Cache),
 	}
+	if p.Cache != nil {
+		cfg.Price = p.Cache.Price
+	}
 	if cfg.Watch == "" {
 		cfg.Watch = protocol.WatchAuto
 	}

@@ -53,10 +53,11 @@ type SessionConfig struct {
 	// Fetch asks the client for a keyed source's content (readSource).
 	Fetch  func(ctx context.Context, uri string) (runtime.Content, error)
 	Logger *slog.Logger
-	// Placement of repairs ("" = runtime.DefaultPlacement) and the prompt cache's lifetime
-	// (initialize's placement and cache.ttlSeconds).
+	// Placement of repairs ("" = runtime.DefaultPlacement), the prompt cache's lifetime
+	// and its prices (initialize's placement, cache.ttlSeconds and cache.price).
 	Placement string
 	CacheTTL  time.Duration
+	Price     *protocol.CachePrice
 }
 
 // NewSessionFunc builds a session's core for initialize and reports the

@@ -30,7 +30,9 @@ import (
 // agrees with the accumulated deltas, and Stats and watches match the blocks
 // the script holds.
 //
-// Every script runs under each repair placement. Under tail and auto the
+// Every script runs under each repair placement, auto also with cache
+// prices (syncs then report a prompt size that grows with each read and
+// call, so some repairs are priced in place). Under tail and auto the
 // binding is modelled as the prompt it builds: each anchor's message shows
 // its latest in-place view (or the tool's output), and a view placed at the
 // tail is an erratum note after the newest message; a flush drops the notes.
@@ -165,6 +167,15 @@ type invAgent struct {
 	anchors map[string]*heldBlock
 	next    int
 	gen     uint64 // generation of the agent's last sync
+	prompt  int    // the prompt size its syncs report (promptChars)
+}
+
+// syncReq is the agent's next sync. The prompt it reports grows by 10 per
+// call and a quarter of each read: small enough that many repairs are
+// priced in place (auto+price), so both placements are exercised.
+func (ag *invAgent) syncReq(full, rebuilt bool) SyncRequest {
+	ag.prompt += 10
+	return SyncRequest{Agent: ag.name, Turn: ag.turn, Full: full, PrefixRebuilt: rebuilt, PromptChars: ag.prompt}
 }
 
 type invRun struct {
@@ -183,7 +194,11 @@ type invRun struct {
 	clk       *fakeClock
 }
 
-var placements = []string{PlacementInplace, PlacementTail, PlacementAuto}
+// placementAutoPriced is auto with cache prices (a script variant, not a
+// placement of the protocol).
+const placementAutoPriced = "auto+price"
+
+var placements = []string{PlacementInplace, PlacementTail, PlacementAuto, placementAutoPriced}
 
 // tailing reports whether repairs may go to the tail.
 func (r *invRun) tailing() bool { return r.placement != PlacementInplace }
@@ -225,7 +240,11 @@ func runScript(t *testing.T, data []byte, placement string) {
 		cfg.BySource = map[string]Policy{"mem://s0": {Local: invActions[s.n(len(invActions))], Drift: invActions[s.n(len(invActions))]}}
 	}
 	clk := &fakeClock{t: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
-	h := newHarness(t, Config{Policy: cfg, Placement: placement, Now: clk.now})
+	mcfg := Config{Policy: cfg, Placement: placement, Now: clk.now}
+	if placement == placementAutoPriced {
+		mcfg.Placement, mcfg.Price = PlacementAuto, &CachePrice{Write: 1.25, Read: 0.1}
+	}
+	h := newHarness(t, mcfg)
 	r := &invRun{t: t, h: h, s: s, content: map[string]string{}, hist: map[string][]string{}, seen: map[string]bool{}, placement: placement, clk: clk}
 	r.logf("policy %+v placement %s", cfg, placement)
 	for i := range 1 + s.n(3) {
@@ -462,6 +481,9 @@ func (r *invRun) register(ag *invAgent, anchor string, refs []SourceRef) {
 		obs.Policy = &Policy{Local: invActions[r.s.n(len(invActions))], Drift: invActions[r.s.n(len(invActions))]}
 	}
 	res, err := r.h.m.Observe(context.Background(), obs)
+	for _, ref := range refs {
+		ag.prompt += len(ref.Text) / 4
+	}
 	if old := ag.anchors[anchor]; err == nil && old != nil {
 		r.retire(ag, old) // the replaced block leaves the context first
 	}
@@ -556,7 +578,7 @@ func (r *invRun) retire(ag *invAgent, n *heldBlock) {
 func (r *invRun) sync(ag *invAgent, full bool) { r.syncRebuilt(ag, full, false) }
 
 func (r *invRun) syncRebuilt(ag *invAgent, full, rebuilt bool) {
-	res, err := r.h.m.Sync(context.Background(), SyncRequest{Agent: ag.name, Turn: ag.turn, PrefixRebuilt: rebuilt})
+	res, err := r.h.m.Sync(context.Background(), ag.syncReq(false, rebuilt))
 	if err != nil {
 		r.fail("sync %s: %v", ag.name, err)
 	}
@@ -601,7 +623,7 @@ func (r *invRun) concurrent() {
 	wg.Go(func() { r.h.m.Hint(hinted) })
 	for i, ag := range syncing {
 		wg.Go(func() {
-			results[i], errs[i] = r.h.m.Sync(context.Background(), SyncRequest{Agent: ag.name, Turn: ag.turn})
+			results[i], errs[i] = r.h.m.Sync(context.Background(), ag.syncReq(false, false))
 		})
 	}
 	wg.Wait()
@@ -1002,14 +1024,14 @@ func at(content string, r Range) (string, bool) {
 // show every anchor the agent holds, as the accumulated deltas do.
 func (r *invRun) compareFull(ag *invAgent) {
 	// Nothing changed since the delta: the next delta is empty.
-	again, err := r.h.m.Sync(context.Background(), SyncRequest{Agent: ag.name, Turn: ag.turn})
+	again, err := r.h.m.Sync(context.Background(), ag.syncReq(false, false))
 	if err != nil {
 		r.fail("sync %s: %v", ag.name, err)
 	}
 	if len(again.Blocks) != 0 {
 		r.fail("a second sync with nothing changed returned %s", fmtViews(again.Blocks))
 	}
-	res, err := r.h.m.Sync(context.Background(), SyncRequest{Agent: ag.name, Turn: ag.turn, Full: true})
+	res, err := r.h.m.Sync(context.Background(), ag.syncReq(true, false))
 	if err != nil {
 		r.fail("full sync %s: %v", ag.name, err)
 	}

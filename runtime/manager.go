@@ -33,9 +33,12 @@ type Config struct {
 	// Placement is where repairs of messages the model has seen go
 	// (PlacementInplace; PlacementTail; PlacementAuto, the default), and
 	// CacheTTL how long the provider keeps a prompt cached (default
-	// DefaultCacheTTL). Now is the clock (default time.Now), for tests.
+	// DefaultCacheTTL). Price (nil: none), under auto, also rewrites in
+	// place what the model has seen when that costs less than an erratum.
+	// Now is the clock (default time.Now), for tests.
 	Placement string
 	CacheTTL  time.Duration
+	Price     *CachePrice
 	Now       func() time.Time
 }
 
@@ -62,6 +65,7 @@ type Manager struct {
 
 	placement string // PlacementInplace, PlacementTail or PlacementAuto
 	cacheTTL  time.Duration
+	price     *CachePrice
 	clock     func() time.Time
 
 	hints  *hintQueue
@@ -102,7 +106,7 @@ func New(cfg Config) *Manager {
 		m.ageUsed = m.ageUsed || pol.MaxAgeTurns != nil && *pol.MaxAgeTurns > 0
 	}
 	m.ageUsed = m.ageUsed || cfg.Policy.Global.MaxAgeTurns != nil && *cfg.Policy.Global.MaxAgeTurns > 0
-	m.placement, m.cacheTTL, m.clock = cfg.Placement, cfg.CacheTTL, cfg.Now
+	m.placement, m.cacheTTL, m.price, m.clock = cfg.Placement, cfg.CacheTTL, cfg.Price, cfg.Now
 	if m.placement == "" {
 		m.placement = DefaultPlacement
 	}

@@ -49,11 +49,20 @@ func ValidatePlacement(placement string, cache *CacheParams) error {
 	default:
 		return fieldErr("placement", "must be inplace, tail or auto, not %q", placement)
 	}
-	if cache != nil && cache.TTLSeconds != nil && !(*cache.TTLSeconds > 0) {
+	if cache == nil {
+		return nil
+	}
+	if cache.TTLSeconds != nil && !(*cache.TTLSeconds > 0) {
 		return fieldErr("cache.ttlSeconds", "must be > 0 (seconds)")
+	}
+	if p := cache.Price; p != nil && !(p.Write > 0 && p.Read >= 0 && p.Read <= p.Write) {
+		return fieldErr("cache.price", "must have write > 0 and 0 <= read <= write (multiples of the input price), not write %g, read %g", p.Write, p.Read)
 	}
 	return nil
 }
+
+// CachePrice is initialize's cache.price.
+type CachePrice = protocol.CachePrice
 
 // CacheTTL returns the cache lifetime the hints ask for (the default when
 // they leave it out).
@@ -66,13 +75,15 @@ func CacheTTL(cache *CacheParams) time.Duration {
 
 // agentPlace is an agent's model-call clock.
 type agentPlace struct {
-	calls int       // syncs so far (one per model call)
-	last  time.Time // time of the latest sync
+	calls  int       // syncs so far (one per model call)
+	last   time.Time // time of the latest sync
+	prompt int       // the prompt size the latest sync reported (promptChars; 0: never)
 }
 
 // blockPlace is what the model has of a block.
 type blockPlace struct {
 	sentAfter int    // the agent's calls when the block was registered: unsent while calls == sentAfter
+	at        int    // the agent's reported prompt size then: where its message starts, at the earliest
 	reset     bool   // a new result for its anchor: the view goes in place whatever the placement
 	deferred  bool   // the in-place view lags the current state (a tail erratum or nothing was sent)
 	noted     bool   // an erratum for it was delivered since its last in-place view
@@ -114,7 +125,7 @@ func (m *Manager) now() time.Time {
 // placeRegistered stamps a new block with the agent's call count. Caller
 // holds m.mu.
 func placeRegistered(b *block, replaced bool) {
-	b.pl.sentAfter = b.agent.pl.calls
+	b.pl.sentAfter, b.pl.at = b.agent.pl.calls, b.agent.pl.prompt
 	b.pl.reset = replaced
 }
 
@@ -237,24 +248,28 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 			m.gen++
 		}
 	}
+	if req.PromptChars > 0 {
+		ag.pl.prompt = req.PromptChars
+	}
 	out := make([]BlockView, 0, len(bs))
 	var tail tailErrata
+	cut := -1 // priced rewrites: where the first one starts (all after it is rewritten anyway)
 	for _, b := range bs {
 		switch m.decide(b, flush) {
 		case inPlace:
-			v := view(b)
-			for _, l := range b.links {
-				if len(v.Sources) > 0 {
-					l.shown, l.shownRng, l.shownVersion = l.text, l.rng, l.version
-				}
-				l.pl = linkPlace{}
-			}
-			b.pl = blockPlace{sentAfter: b.pl.sentAfter, inplace: v.Status}
-			out = append(out, v)
+			out = append(out, placeInPlace(b))
 		case atTail:
 			b.pl.deferred = true
 			cs, h := erratum(b)
 			if len(cs) == 0 {
+				continue
+			}
+			if m.rewritePays(b, cs, cut) {
+				if cut < 0 {
+					cut = b.pl.at
+				}
+				m.count("pricedRewrites")
+				out = append(out, placeInPlace(b))
 				continue
 			}
 			b.pl.noted, b.pl.warned, b.pl.sameText = true, h == holdsAlways, h == holdsSameText
@@ -278,6 +293,59 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 	ag.pl.calls++
 	ag.pl.last = now
 	return out, flush
+}
+
+// placeInPlace returns b's view for its message in place: the model's copy
+// becomes the current state, and what was deferred or noted about it is done.
+func placeInPlace(b *block) BlockView {
+	v := view(b)
+	for _, l := range b.links {
+		if len(v.Sources) > 0 {
+			l.shown, l.shownRng, l.shownVersion = l.text, l.rng, l.version
+		}
+		l.pl = linkPlace{}
+	}
+	b.pl = blockPlace{sentAfter: b.pl.sentAfter, at: b.pl.at, inplace: v.Status}
+	return v
+}
+
+// rewritePays reports whether, at the cache prices of initialize (auto
+// only), rewriting b's message in place costs less than the erratum cs.
+// In units of input price per character, against the tail:
+//
+//	(write-read)*I + (write + read*H)*(newLen - oldLen - erratumLen) < 0
+//
+// The rewrite turns I characters, from b's message to the end of the
+// prompt, from cache reads into cache writes once (none when an earlier
+// rewrite of this sync, starting at cut, already did). Either way the
+// prompt changes size: the erratum is written now and read on every later
+// call until the next flush, the rewrite's size change likewise. H, the
+// calls left before a flush, is taken to be the calls the agent made so far
+// (a session's expected remaining life is its age). I needs sync's
+// promptChars, and is at least b's old size. A block an erratum was already
+// sent for is never priced in place: that erratum would stay in the prompt,
+// after the copy, and could contradict it. Caller holds m.mu.
+func (m *Manager) rewritePays(b *block, cs []clause, cut int) bool {
+	p, ag := m.price, b.agent
+	if p == nil || m.placement != PlacementAuto || ag.pl.prompt == 0 || b.pl.noted || b.status == Superseded {
+		return false
+	}
+	oldLen, newLen := 0, len(b.notice)
+	for _, l := range b.links {
+		oldLen += len(l.shown)
+	}
+	if b.status == Valid || b.status == Patched || b.status == Stale {
+		for _, l := range b.links {
+			newLen += len(l.text)
+		}
+	}
+	e := len(renderErrata(cs, make([]int, len(cs)), 1)[0])
+	inval := max(ag.pl.prompt-b.pl.at, oldLen)
+	if cut >= 0 && b.pl.at >= cut {
+		inval = 0
+	}
+	h := float64(max(ag.pl.calls, 1))
+	return (p.Write-p.Read)*float64(inval)+(p.Write+p.Read*h)*float64(newLen-oldLen-e) < 0
 }
 
 // stillShown reports whether every text s shows is still, line for line,

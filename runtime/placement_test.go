@@ -254,13 +254,17 @@ func TestValidatePlacement(t *testing.T) {
 	tests := []struct {
 		placement string
 		ttl       *float64
+		price     *CachePrice
 		field     string
 	}{
-		{"", nil, ""}, {"auto", &ok, ""}, {"tail", nil, ""}, {"inplace", nil, ""},
-		{"end", nil, "placement"}, {"auto", &neg, "cache.ttlSeconds"}, {"auto", &zero, "cache.ttlSeconds"},
+		{"", nil, nil, ""}, {"auto", &ok, nil, ""}, {"tail", nil, nil, ""}, {"inplace", nil, nil, ""},
+		{"end", nil, nil, "placement"}, {"auto", &neg, nil, "cache.ttlSeconds"}, {"auto", &zero, nil, "cache.ttlSeconds"},
+		{"auto", nil, &CachePrice{Write: 1.25, Read: 0.1}, ""}, {"auto", nil, &CachePrice{Write: 1, Read: 1}, ""},
+		{"auto", nil, &CachePrice{Write: 0, Read: 0}, "cache.price"}, {"auto", nil, &CachePrice{Write: 1, Read: -0.1}, "cache.price"},
+		{"auto", nil, &CachePrice{Write: 0.5, Read: 1}, "cache.price"},
 	}
 	for _, tc := range tests {
-		err := ValidatePlacement(tc.placement, &CacheParams{TTLSeconds: tc.ttl})
+		err := ValidatePlacement(tc.placement, &CacheParams{TTLSeconds: tc.ttl, Price: tc.price})
 		var fe *FieldError
 		if got := ""; err != nil {
 			if !errors.As(err, &fe) {
@@ -276,5 +280,82 @@ func TestValidatePlacement(t *testing.T) {
 	}
 	if CacheTTL(nil) != DefaultCacheTTL || CacheTTL(&CacheParams{TTLSeconds: &ok}) != time.Minute {
 		t.Fatal("CacheTTL")
+	}
+}
+
+// TestPricedPlacement: with cache prices (auto), a repair of a message the
+// model has seen goes in place when the rewrite costs less than its
+// erratum: a large read that drifted, at the end of the prompt, becomes
+// the short notice; anything further back, a patch that keeps the copy's
+// size, or a prompt of unknown size keeps the erratum.
+func TestPricedPlacement(t *testing.T) {
+	ls := numbered(40)
+	anthropic := &CachePrice{Write: 1.25, Read: 0.1}
+	rewritten := make([]string, len(ls))
+	for i := range rewritten {
+		rewritten[i] = "// rewritten " + strings.Repeat("z", i)
+	}
+	edited := slices.Clone(ls)
+	edited[3] = "func f4() { return 42 }"
+	const notice = "[concord] About the output of call_1: "
+	tests := []struct {
+		name      string
+		placement string
+		price     *CachePrice
+		behind    int  // prompt characters after the read (-1: promptChars not reported)
+		noteFirst bool // an erratum about the read was sent before the change
+		change    []string
+		want      string // "call_1 <status>" in place, or the erratum's first words
+	}{
+		{"drift at the end of the prompt: the notice in place", PlacementAuto, anthropic, 0, false, rewritten, "call_1 invalid"},
+		{"drift far back in the prompt: the erratum", PlacementAuto, anthropic, 50000, false, rewritten, notice},
+		{"unknown prompt size: the erratum", PlacementAuto, anthropic, -1, false, rewritten, notice},
+		{"no price: the erratum", PlacementAuto, nil, 0, false, rewritten, notice},
+		{"tail ignores the price", PlacementTail, anthropic, 0, false, rewritten, notice},
+		{"a patch keeps the copy's size: the erratum", PlacementAuto, anthropic, 0, false, edited, "[concord] Outdated in /proj/main.go: call_1 changed:"},
+		{"an erratum already sent: never priced in place", PlacementAuto, anthropic, 0, true, rewritten, notice},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{Placement: tc.placement, Price: tc.price})
+			h.mem.set(fid, text(ls))
+			prompt := 1000 // what the runtime reports; grows with each call
+			syncAt := func(turn int) SyncResult {
+				chars := prompt
+				if tc.behind < 0 {
+					chars = 0
+				}
+				r, err := h.m.Sync(context.Background(), SyncRequest{Agent: "main", Turn: turn, PromptChars: chars})
+				if err != nil {
+					t.Fatal(err)
+				}
+				prompt += 20
+				return r
+			}
+			h.mem.set("mem://proj/other.go", "x\n")
+			h.observe("main", 0, "o_0", SourceRef{URI: "mem://proj/other.go", Text: "x"})
+			syncAt(0) // the agent has a history: the server knows where the read starts
+			h.observe("main", 1, "call_1", SourceRef{URI: fid, Text: text(ls)})
+			prompt += len(text(ls)) + max(tc.behind, 0)
+			syncAt(1)
+			if tc.noteFirst {
+				h.mem.set(fid, text(append([]string{"// a"}, ls...)))
+				if p := placedOf(t, syncAt(2)); len(p.errata) != 1 {
+					t.Fatalf("the move: %#v", p)
+				}
+			}
+			h.mem.set(fid, text(tc.change))
+			p := placedOf(t, syncAt(3))
+			got := strings.Join(p.inplace, ",")
+			if len(p.inplace) == 0 && len(p.errata) == 1 {
+				got = p.errata[0]
+			}
+			if !strings.HasPrefix(got, tc.want) || len(p.inplace)+len(p.errata) != 1 {
+				t.Fatalf("got %#v, want %q", p, tc.want)
+			}
+			if n := h.m.Stats().Reconciliations["pricedRewrites"]; (n == 1) != strings.HasPrefix(tc.want, "call_1 ") {
+				t.Fatalf("pricedRewrites = %d", n)
+			}
+		})
 	}
 }

@@ -70,6 +70,9 @@ func validateSync(req SyncRequest) error {
 	if req.Turn < 0 {
 		return fieldErr("turn", "must be >= 0")
 	}
+	if req.PromptChars < 0 {
+		return fieldErr("promptChars", "must be >= 0")
+	}
 	return nil
 }
 

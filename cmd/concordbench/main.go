@@ -102,6 +102,7 @@ type benchOptions struct {
 	serverLog                          string
 	quiet                              bool
 	workloads, price, placement        string
+	concordPrice                       bool
 	sessions                           int
 }
 
@@ -122,6 +123,7 @@ func benchFlags() (*pflag.FlagSet, *benchOptions) {
 	fs.IntVar(&o.sessions, "sessions", 10, "long workload: number of coding sessions")
 	fs.StringVar(&o.price, "price", "anthropic", "prompt-cache price model of the input cost: "+bench.PriceNames())
 	fs.StringVar(&o.placement, "placement", "", "concord mode: repair placement sent in initialize (inplace, tail, auto; default: the server's)")
+	fs.BoolVar(&o.concordPrice, "concord-price", false, "concord mode: send the --price model in initialize (cache.price), so auto also rewrites a sent message in place where that costs less than its erratum")
 	fs.IntVar(&o.maxSteps, "max-steps", 20, "model calls per task before giving up")
 	fs.IntVar(&o.parallel, "parallel", 2, "tasks run at once")
 	fs.StringVar(&o.out, "out", "", "write every task's trace and metrics as JSON to this file")
@@ -199,7 +201,8 @@ func parseBenchArgs(args []string, stderr io.Writer) (*pflag.FlagSet, *benchOpti
 // benchConfig checks the options and turns them into the bench's
 // configuration and the workloads to run, in --workload order.
 func benchConfig(fs *pflag.FlagSet, o *benchOptions, stderr io.Writer) (bench.Config, []string, error) {
-	cfg := bench.Config{MaxSteps: o.maxSteps, Parallel: o.parallel, ConcordLocal: o.concordLocal, ConcordPlacement: o.placement}
+	cfg := bench.Config{MaxSteps: o.maxSteps, Parallel: o.parallel, ConcordLocal: o.concordLocal, ConcordPlacement: o.placement,
+		ConcordPrice: o.concordPrice}
 	price, err := bench.LookupPrice(o.price)
 	if err != nil {
 		return cfg, nil, usageError{fmt.Errorf("--price: %w", err)}

@@ -129,6 +129,19 @@ type CacheParams struct {
 	// TTLSeconds: the prompt cache is taken to have expired when more than
 	// this passed since the agent's previous sync (default 300).
 	TTLSeconds *float64 `json:"ttlSeconds,omitempty"`
+	// Price, under placement auto, also rewrites in place a message the
+	// model has seen when that costs less than its erratum would (it needs
+	// sync's promptChars to know what a rewrite invalidates).
+	Price *CachePrice `json:"price,omitempty"`
+}
+
+// CachePrice is what one prompt token costs, in units of the provider's
+// plain input price, when the call writes it to the cache (a miss; 1.25 at
+// Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at
+// Anthropic, 0.5 at OpenAI).
+type CachePrice struct {
+	Write float64 `json:"write"`
+	Read  float64 `json:"read"`
 }
 
 // LocatorParams are the locality thresholds; an omitted field keeps the
@@ -238,6 +251,11 @@ type SyncParams struct {
 	// (condensed, compacted, dropped messages), so the cached prefix is
 	// gone: every deferred repair is placed in place (a flush).
 	PrefixRebuilt bool `json:"prefixRebuilt,omitempty"`
+	// PromptChars is the size, in characters, of the messages this model
+	// call carries as the runtime has them before this sync's views and
+	// errata (0: not reported). With cache.price it tells the server how
+	// much an in-place rewrite would invalidate.
+	PromptChars int `json:"promptChars,omitempty"`
 }
 
 // SyncResult is the projection: blocks whose model-visible state changed

@@ -30,7 +30,7 @@ type Options struct {
 func New(o Options) rpc.NewSessionFunc {
 	return func(ctx context.Context, cfg rpc.SessionConfig) (rpc.Core, string, error) {
 		m := runtime.New(runtime.Config{Policy: cfg.Policy, Locator: cfg.Locator, OnChange: cfg.Notify, Logger: cfg.Logger,
-			Placement: cfg.Placement, CacheTTL: cfg.CacheTTL})
+			Placement: cfg.Placement, CacheTTL: cfg.CacheTTL, Price: cfg.Price})
 		if len(cfg.Roots) == 0 {
 			// Keyed sources only: file URIs must be refused, not taken for keys.
 			m.AddAdapter(noFiles{})

@@ -57,6 +57,10 @@ type Config struct {
 	// ConcordPlacement is the repair placement (inplace, tail, auto) sent
 	// in initialize when set.
 	ConcordPlacement string
+	// ConcordPrice sends Price to the server as initialize's cache.price:
+	// auto then also rewrites a sent message in place where that is
+	// cheaper than its erratum (syncs report promptChars).
+	ConcordPrice bool
 	// ConcordWatch is initialize's watch mode ("" = auto, as the bindings
 	// use). hooks leaves change detection to the syncs' checks, without
 	// fsnotify hints: deterministic, for tests.

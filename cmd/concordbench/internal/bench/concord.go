@@ -56,6 +56,9 @@ func startConcord(ctx context.Context, cfg Config, ws *race.Workspace) (*concord
 	if cfg.ConcordWatch != "" {
 		params.Watch = cfg.ConcordWatch
 	}
+	if cfg.ConcordPrice && cfg.Price.Cached {
+		params.Cache = &protocol.CacheParams{Price: &protocol.CachePrice{Write: cfg.Price.Write, Read: cfg.Price.Read}}
+	}
 	if cfg.ConcordLocal != "" {
 		params.Policy = &protocol.PolicyConfig{Global: protocol.Policy{Local: protocol.Action(cfg.ConcordLocal)}}
 	}
@@ -118,9 +121,10 @@ func (s *concordSession) changed(ctx context.Context, agentID, file, anchor stri
 // sync applies the projection's delta to views (anchor -> shown content).
 // Views placed at the tail leave their message alone: their errata, joined,
 // become one note after message newest.
-func (s *concordSession) sync(ctx context.Context, turn int, views map[string]string, newest int) ([]ViewTrace, error) {
+// chars is the size of the prompt as it stands (promptChars).
+func (s *concordSession) sync(ctx context.Context, turn int, views map[string]string, newest, chars int) ([]ViewTrace, error) {
 	var out protocol.SyncResult
-	if err := s.c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: benchAgent, Turn: turn}, &out); err != nil {
+	if err := s.c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: benchAgent, Turn: turn, PromptChars: chars}, &out); err != nil {
 		return nil, fmt.Errorf("concord sync: %w", err)
 	}
 	var tr []ViewTrace

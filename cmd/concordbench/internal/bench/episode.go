@@ -234,7 +234,7 @@ func (e *episode) promptFor(ctx context.Context, step int, tr *StepTrace) ([]age
 		e.remind()
 	}
 	if e.cc != nil {
-		vs, err := e.cc.sync(ctx, step, e.views, len(e.msgs)-1)
+		vs, err := e.cc.sync(ctx, step, e.views, len(e.msgs)-1, promptChars(e.prompt()))
 		if err != nil {
 			return nil, err
 		}
@@ -246,6 +246,19 @@ func (e *episode) promptFor(ctx context.Context, step int, tr *StepTrace) ([]age
 		return nil, err
 	}
 	return prompt, nil
+}
+
+// promptChars is the size of a prompt's messages in characters, as a
+// binding reports it in sync.
+func promptChars(msgs []agent.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content)
+		for _, c := range m.ToolCalls {
+			n += len(c.Name) + len(c.Arguments)
+		}
+	}
+	return n
 }
 
 // price counts the prompt's tokens, the prefix it shares with the
