@@ -14,6 +14,7 @@ import {
   RpcError,
   TransportError,
   type BlockView,
+  type CachePrice,
   type InitializeParams,
   type Placement,
   type SourceLink,
@@ -71,6 +72,48 @@ export interface ConcordOptions {
   placement?: Placement
   /** initialize.cache.ttlSeconds: the provider's prompt-cache TTL (Concord's default 300). Else $CONCORD_CACHE_TTL_SECONDS. */
   cacheTtlSeconds?: number
+  /**
+   * initialize.cache.price, off by default: "anthropic" (write 1.25, read 0.1), "openai" (1, 0.5),
+   * "W,R" or {write, read}, in multiples of the input price. With placement auto, Concord then
+   * also rewrites in place a read the model has seen when that costs less than an erratum (a
+   * large read that drifted near the end of the prompt). Else $CONCORD_CACHE_PRICE.
+   */
+  cachePrice?: string | CachePrice
+}
+
+/** The cache prices of cachePrice's presets (docs/protocol.md, initialize's cache). */
+export const CACHE_PRICES: Readonly<Record<string, CachePrice>> = {
+  anthropic: { write: 1.25, read: 0.1 },
+  openai: { write: 1, read: 0.5 },
+}
+
+/** "W,R": two non-negative decimals. */
+const PRICE_PAIR = /^\s*(\d+(?:\.\d*)?|\.\d+)\s*,\s*(\d+(?:\.\d*)?|\.\d+)\s*$/
+
+/**
+ * cachePrice (or $CONCORD_CACHE_PRICE) as initialize's cache.price, or why it is not one: the
+ * server refuses a bad price, and initialize must not fail over an option.
+ */
+export function parseCachePrice(value: unknown): CachePrice | string {
+  let write: unknown
+  let read: unknown
+  if (typeof value === "string") {
+    const name = value.trim().toLowerCase()
+    if (Object.prototype.hasOwnProperty.call(CACHE_PRICES, name)) return { ...CACHE_PRICES[name]! }
+    const m = PRICE_PAIR.exec(value)
+    if (!m) return `is not one of ${Object.keys(CACHE_PRICES).join(", ")} or "write,read"`
+    write = Number(m[1])
+    read = Number(m[2])
+  } else if (value !== null && typeof value === "object") {
+    ;({ write, read } = value as Record<string, unknown>)
+  } else {
+    return "is not a preset name, \"write,read\" or {write, read}"
+  }
+  if (typeof write !== "number" || typeof read !== "number" || !Number.isFinite(write) || !Number.isFinite(read)) {
+    return "needs numbers write and read"
+  }
+  if (!(write > 0 && read >= 0 && read <= write)) return "must have write > 0 and 0 <= read <= write"
+  return { write, read }
 }
 
 const PLACEMENTS: readonly Placement[] = ["inplace", "tail", "auto"]
@@ -198,6 +241,7 @@ export class ConcordBinding {
   private readonly debugOn: boolean
   private readonly placement: Placement
   private readonly cacheTtl?: number
+  private readonly cachePrice?: CachePrice
   private warned = false
   private disposed = false
   readonly stats: BindingStats = { tracked: 0, repaired: 0, notices: 0, errata: 0, restarts: 0, batches: [] }
@@ -215,6 +259,12 @@ export class ConcordBinding {
     }
     const ttl = this.options.cacheTtlSeconds ?? (this.env.CONCORD_CACHE_TTL_SECONDS ? Number(this.env.CONCORD_CACHE_TTL_SECONDS) : undefined)
     if (ttl !== undefined && Number.isFinite(ttl) && ttl > 0) this.cacheTtl = ttl
+    const price = this.options.cachePrice ?? (this.env.CONCORD_CACHE_PRICE || undefined)
+    if (price !== undefined) {
+      const p = parseCachePrice(price)
+      if (typeof p === "string") this.debug(`cachePrice ${JSON.stringify(price)} ${p}; priced rewrites stay off`)
+      else this.cachePrice = p
+    }
     const roots = [init.directory, init.worktree].filter(
       (r): r is string => typeof r === "string" && path.isAbsolute(r) && path.resolve(r) !== path.parse(r).root,
     )
@@ -318,10 +368,13 @@ export class ConcordBinding {
         link.fullSyncNext = false
         const tail = link.placement !== "inplace"
         const rebuilt = tail && link.rebuilt
+        // Before this sync changes any view or note: the prompt as the last call left it, plus what came since.
+        const promptChars = promptSize(messages, link)
         const res = await this.rpc(link, () =>
           link.client!.sync({
             agent: this.agent,
             turn: link.turn,
+            promptChars,
             ...(full ? { full: true } : {}),
             ...(rebuilt ? { prefixRebuilt: true } : {}),
           }),
@@ -490,7 +543,14 @@ export class ConcordBinding {
           ...(this.options.policy !== undefined ? { policy: this.options.policy } : {}),
           ...(this.options.locator !== undefined ? { locator: this.options.locator } : {}),
           placement: this.placement,
-          ...(this.cacheTtl !== undefined ? { cache: { ttlSeconds: this.cacheTtl } } : {}),
+          ...(this.cacheTtl !== undefined || this.cachePrice !== undefined
+            ? {
+                cache: {
+                  ...(this.cacheTtl !== undefined ? { ttlSeconds: this.cacheTtl } : {}),
+                  ...(this.cachePrice !== undefined ? { price: this.cachePrice } : {}),
+                },
+              }
+            : {}),
         },
         this.options.startTimeoutMs ?? Math.max(5000, this.timeoutMs),
       )
@@ -917,6 +977,65 @@ function collect(messages: any[]): { parts: HistoryPart[]; turn: number } {
     }
   }
   return { parts: out, turn: assistants + 1 }
+}
+
+/** What OpenCode sends for a tool result it pruned (state.time.compacted). */
+const COMPACTED_OUTPUT = "[Old tool result content cleared]"
+
+/**
+ * sync's promptChars: the characters of this call's messages as the model gets them before this
+ * sync's changes, i.e. with the views, note and tail notes of earlier syncs applied (the transform
+ * gets OpenCode's stored copy, without them). Text parts, and tool calls (name, input) with their
+ * results. Concord compares it between syncs to find how much of the prompt follows a message, so
+ * it must count the same way every time, not match the provider's tokens.
+ */
+function promptSize(messages: any[], link: SessionLink): number {
+  const viewed = (text: string, anchor: string): string => {
+    const base = link.views.get(anchor) ?? text
+    const note = link.note?.anchor === anchor ? link.note.text : undefined
+    return note && !base.endsWith(note) ? `${base}\n\n${note}` : base
+  }
+  let n = 0
+  for (const m of messages) {
+    if (!Array.isArray(m?.parts)) continue
+    const notes = typeof m?.info?.id === "string" ? link.tailNotes.get(m.info.id) : undefined
+    for (const p of m.parts) {
+      if (p?.type === "text" && typeof p.text === "string") {
+        n += (p.synthetic === true && typeof p.id === "string" ? viewed(p.text, `attach:${p.id}`) : p.text).length
+        continue
+      }
+      if (p?.type !== "tool") continue
+      const st = p.state
+      if (st?.status !== "completed" && st?.status !== "error") continue
+      n += (typeof p.tool === "string" ? p.tool.length : 0) + jsonSize(st.input)
+      if (st.status === "error") {
+        n += typeof st.error === "string" ? st.error.length : 0
+      } else if (st.time?.compacted) {
+        n += COMPACTED_OUTPUT.length
+      } else if (typeof st.output === "string") {
+        let out = typeof p.callID === "string" ? viewed(st.output, p.callID) : st.output
+        for (const note of notes ?? []) {
+          if (note.callID === undefined || note.callID !== p.callID) continue
+          const suffix = `\n\n${note.text}`
+          if (!out.endsWith(suffix)) out += suffix
+        }
+        n += out.length
+      }
+    }
+    for (const note of notes ?? []) {
+      if (note.partID !== undefined && !m.parts.some((p: any) => p?.id === note.partID)) n += note.text.length
+    }
+  }
+  return n
+}
+
+function jsonSize(v: unknown): number {
+  if (v === undefined) return 0
+  try {
+    return JSON.stringify(v)?.length ?? 0
+  } catch {
+    return 0
+  }
 }
 
 /** The directory to add to the roots for a result Concord refused as outside them. */

@@ -94,7 +94,13 @@ export interface InitializeParams {
   locator?: unknown
   /** Where repairs of messages the model has seen go (docs/protocol.md#placement-cache-aware-repair). */
   placement?: Placement
-  cache?: { ttlSeconds?: number }
+  cache?: { ttlSeconds?: number; price?: CachePrice }
+}
+
+/** initialize.cache.price: a prompt token's cost, in multiples of the input price, on a cache write and a cache read. */
+export interface CachePrice {
+  write: number
+  read: number
 }
 
 export type Placement = "inplace" | "tail" | "auto"
@@ -255,7 +261,8 @@ export class ConcordClient {
     return this.request("sourceChanged", params)
   }
 
-  sync(params: { agent: string; turn: number; full?: boolean; prefixRebuilt?: boolean }): Promise<SyncResult> {
+  /** promptChars: the size of the messages of this model call before this sync's views and notes (0: not reported). */
+  sync(params: { agent: string; turn: number; full?: boolean; prefixRebuilt?: boolean; promptChars?: number }): Promise<SyncResult> {
     return this.request("sync", params)
   }
 

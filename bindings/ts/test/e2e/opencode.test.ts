@@ -739,4 +739,41 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
     assert.deepEqual(notesOf(reqs[3]!), n, "and not repeated")
     assertAppendOnly(reqs, where)
   })
+  test("auto with CONCORD_CACHE_PRICE=anthropic: a large read that drifted near the end of the prompt is rewritten in place to the re-read notice, no erratum", { skip: skipPlugin }, async () => {
+    // 40 long lines (longer than testdata/rpc/priced.jsonl's: the notice and the erratum carry
+    // this run's long path twice, and Concord weighs them against the read's size); the read
+    // takes lines 1-38.
+    const settings = Array.from({ length: 40 }, (_, i) => {
+      const n = String(i + 1).padStart(2, "0")
+      return `    setting_${n} = load_setting('section_${n}', default=${i + 1}, help="${"the value of this setting, as read at start-up; ".repeat(3)}")`
+    }).join("\n") + "\n"
+    let original = ""
+    const r = await play({
+      name: "placement-priced",
+      files: { "near.py": settings },
+      run: { env: { CONCORD_PLACEMENT: "", CONCORD_CACHE_PRICE: "anthropic" } },
+      steps: (ws) => {
+        const file = path.join(ws.proj, "near.py")
+        return [
+          () => ({ tools: [{ name: "read", args: { filePath: file, offset: 1, limit: 38 } }] }),
+          (req) => {
+            original = text(req, "call_1")
+            fs.writeFileSync(file, Array.from({ length: 40 }, (_, i) => `# rewritten line ${i + 1}`).join("\n") + "\n")
+            return { tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] }
+          },
+          () => ({ text: "done" }),
+        ]
+      },
+    })
+    await assertClean(r, 3)
+    const where = `(logs: ${r.ws.root})`
+    const file = path.join(r.ws.proj, "near.py")
+    const reqs = r.model.requests
+    assert.ok(original.includes("38:     setting_38") && original.length > 2000, `a large ranged read ${where}`)
+    const seen = text(reqs[2]!, "call_1")
+    assert.match(seen, /^\[concord\] /, `call_1 rewritten in place ${where}\n${seen}`)
+    assert.ok(seen.includes(file) && seen.includes("lines 1-38") && /Re-read/.test(seen), `the re-read notice: ${seen}`)
+    assert.deepEqual(notesOf(reqs[2]!), [], `no erratum at the tail ${where}`)
+    assert.deepEqual(batches(r.result.stderr), ["concord: 1 re-read notice"], where)
+  })
 })

@@ -6,7 +6,7 @@ import assert from "node:assert/strict"
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import { ConcordBinding, changedFiles, rebuiltSince, type BindingInit } from "../../src/binding.js"
+import { CACHE_PRICES, ConcordBinding, changedFiles, parseCachePrice, rebuiltSince, type BindingInit } from "../../src/binding.js"
 import { concordBin, skipWithoutConcord } from "../support/concordbin.js"
 import { openCodeRead } from "../support/expected.js"
 
@@ -563,35 +563,35 @@ describe("with the real concord binary", () => {
   })
 })
 
+/** A history of one user message and one assistant message per step, as OpenCode stores it. */
+function history(h: Harness, steps: string[][]): any[] {
+  const msgs: any[] = [{ info: { id: "msg_u", sessionID: h.sessionID, role: "user" }, parts: [{ id: "prt_u", type: "text", text: "go" }] }]
+  steps.forEach((calls, i) => {
+    const id = `msg_a${i + 1}`
+    msgs.push({
+      info: { id, sessionID: h.sessionID, role: "assistant" },
+      parts: structuredClone(h.parts.filter((p) => calls.includes(p.callID))).map((p: any) => ({ ...p, messageID: id })),
+    })
+  })
+  return msgs
+}
+async function call(h: Harness, msgs: any[]): Promise<any[]> {
+  await h.hooks["experimental.chat.messages.transform"]({}, { messages: msgs })
+  return msgs
+}
+/** The notes as "<message id>: <text>": appended to a tool result's output, or text parts. */
+const notes = (msgs: any[]) =>
+  msgs.flatMap((m) =>
+    m.parts.flatMap((p: any) => {
+      if (p.type === "text" && p.text.startsWith("[concord]")) return [`${m.info.id}: ${p.text}`]
+      if (p.type !== "tool" || typeof p.state?.output !== "string") return []
+      return p.state.output.split("\n\n[concord] ").slice(1).map((t: string) => `${m.info.id}: [concord] ${t}`)
+    }),
+  )
+const out = (msgs: any[], id: string) => msgs.flatMap((m) => m.parts).find((p: any) => p.callID === id)?.state.output
+
 describe("placement tail/auto: errata notes on the newest message", () => {
   const skip = skipWithoutConcord()
-
-  /** A history of one user message and one assistant message per step, as OpenCode stores it. */
-  function history(h: Harness, steps: string[][]): any[] {
-    const msgs: any[] = [{ info: { id: "msg_u", sessionID: h.sessionID, role: "user" }, parts: [{ id: "prt_u", type: "text", text: "go" }] }]
-    steps.forEach((calls, i) => {
-      const id = `msg_a${i + 1}`
-      msgs.push({
-        info: { id, sessionID: h.sessionID, role: "assistant" },
-        parts: structuredClone(h.parts.filter((p) => calls.includes(p.callID))).map((p: any) => ({ ...p, messageID: id })),
-      })
-    })
-    return msgs
-  }
-  async function call(h: Harness, msgs: any[]): Promise<any[]> {
-    await h.hooks["experimental.chat.messages.transform"]({}, { messages: msgs })
-    return msgs
-  }
-  /** The notes as "<message id>: <text>": appended to a tool result's output, or text parts. */
-  const notes = (msgs: any[]) =>
-    msgs.flatMap((m) =>
-      m.parts.flatMap((p: any) => {
-        if (p.type === "text" && p.text.startsWith("[concord]")) return [`${m.info.id}: ${p.text}`]
-        if (p.type !== "tool" || typeof p.state?.output !== "string") return []
-        return p.state.output.split("\n\n[concord] ").slice(1).map((t: string) => `${m.info.id}: [concord] ${t}`)
-      }),
-    )
-  const out = (msgs: any[], id: string) => msgs.flatMap((m) => m.parts).find((p: any) => p.callID === id)?.state.output
 
   for (const placement of ["tail", "auto"] as const) {
     test(`${placement}: the old read stays byte-identical, the note is sticky, the own edit is named, a flush drops it`, { skip }, async (t) => {
@@ -752,5 +752,215 @@ describe("placement tail/auto: errata notes on the newest message", () => {
     assert.deepEqual(notes(msgs), [])
     assert.equal(out(msgs, "call_1"), openCodeRead(file).output)
     await h.hooks.dispose()
+  })
+})
+
+/** The params of every `method` request the real concord read, from its --rpc-trace log. */
+function traced(log: string, method: string): any[] {
+  if (!fs.existsSync(log)) return []
+  return fs
+    .readFileSync(log, "utf8")
+    .split("\n")
+    .flatMap((line) => {
+      const m = /msg="rpc recv" json=(".*")$/.exec(line)
+      if (!m) return []
+      const msg = JSON.parse(JSON.parse(m[1]!))
+      return msg.method === method ? [msg.params] : []
+    })
+}
+
+/** A harness whose concord logs every message it reads to <dir>/rpc.log. */
+function tracedHarness(dir: string, options: Record<string, unknown>, env: Record<string, string> = {}) {
+  const log = path.join(dir, "rpc.log")
+  const h = harness(dir, {
+    env: { PATH: process.env.PATH, CONCORD_BIN: concordBin(), CONCORD_OPENCODE_DEBUG: "1", ...env },
+    options: { watch: "hooks", args: ["--rpc-trace", "--log-file", log], ...options } as any,
+  })
+  return { h, initialize: () => traced(log, "initialize"), syncs: () => traced(log, "sync") }
+}
+
+describe("cachePrice and promptChars (priced rewrites)", () => {
+  const skip = skipWithoutConcord()
+
+  test("parseCachePrice: the presets, \"W,R\" and {write, read}; anything else is a reason", () => {
+    const cases: [unknown, unknown][] = [
+      ["anthropic", { write: 1.25, read: 0.1 }],
+      [" OpenAI ", { write: 1, read: 0.5 }],
+      [{ write: 2, read: 0.25 }, { write: 2, read: 0.25 }],
+      ["1.25,0.1", { write: 1.25, read: 0.1 }],
+      [" 1 , .5 ", { write: 1, read: 0.5 }],
+      [{ write: 1, read: 0 }, { write: 1, read: 0 }],
+      [{ write: 1, read: 1 }, { write: 1, read: 1 }],
+    ]
+    for (const [input, want] of cases) assert.deepEqual(parseCachePrice(input), want, JSON.stringify(input))
+    for (const bad of ["", "bogus", "constructor", "1", "1,2,3", "-1,0", "1,x", "0,0", "0.5,1", { write: 0.5, read: 1 }, { write: 0, read: 0 }, { write: "1", read: 0.1 }, { write: 1 }, { write: Infinity, read: 0 }, null, 3, true]) {
+      assert.equal(typeof parseCachePrice(bad), "string", `refused: ${JSON.stringify(bad)}`)
+    }
+    // A preset is a copy: a caller cannot change the table.
+    const p = parseCachePrice("anthropic") as any
+    p.write = 9
+    assert.equal(CACHE_PRICES.anthropic!.write, 1.25)
+  })
+
+  const accepted: { name: string; option?: unknown; env?: string; ttl?: number; want: unknown }[] = [
+    { name: "option anthropic", option: "anthropic", want: { price: { write: 1.25, read: 0.1 } } },
+    { name: "option openai", option: "openai", want: { price: { write: 1, read: 0.5 } } },
+    { name: "option {write, read}", option: { write: 2, read: 0.25 }, want: { price: { write: 2, read: 0.25 } } },
+    { name: "env anthropic", env: "anthropic", want: { price: { write: 1.25, read: 0.1 } } },
+    { name: "env W,R", env: "1.5,0.2", want: { price: { write: 1.5, read: 0.2 } } },
+    { name: "the option wins over the env", option: "openai", env: "anthropic", want: { price: { write: 1, read: 0.5 } } },
+    { name: "with cacheTtlSeconds", option: "anthropic", ttl: 600, want: { ttlSeconds: 600, price: { write: 1.25, read: 0.1 } } },
+  ]
+  for (const c of accepted) {
+    test(`initialize carries cache.price: ${c.name}`, { skip }, async (t) => {
+      const dir = tmpdir()
+      const { h, initialize } = tracedHarness(
+        dir,
+        { placement: "auto", ...(c.option !== undefined ? { cachePrice: c.option } : {}), ...(c.ttl !== undefined ? { cacheTtlSeconds: c.ttl } : {}) },
+        c.env !== undefined ? { CONCORD_CACHE_PRICE: c.env } : {},
+      )
+      t.after(() => h.hooks.dispose())
+      await h.modelCall()
+      const init = initialize()
+      assert.equal(init.length, 1)
+      assert.deepEqual(init[0].cache, c.want)
+      assert.ok(h.binding.childPids().has(h.sessionID), "concord accepted it and serves the session")
+      assert.equal(h.warnings.length, 0, h.warnings.join("\n"))
+    })
+  }
+
+  const refused: { name: string; option?: unknown; env?: string }[] = [
+    { name: "an unknown preset", option: "bogus" },
+    { name: "read above write", option: { write: 0.5, read: 1 } },
+    { name: "a string number", option: { write: "1", read: 0.1 } },
+    { name: "a bad env pair", env: "1,x" },
+  ]
+  for (const c of refused) {
+    test(`a bad cachePrice (${c.name}) is left off with a debug line; concord still serves`, { skip }, async (t) => {
+      const dir = tmpdir()
+      const { h, initialize, syncs } = tracedHarness(
+        dir,
+        { placement: "auto", ...(c.option !== undefined ? { cachePrice: c.option } : {}) },
+        c.env !== undefined ? { CONCORD_CACHE_PRICE: c.env } : {},
+      )
+      t.after(() => h.hooks.dispose())
+      await h.modelCall()
+      const init = initialize()
+      assert.equal(init.length, 1)
+      assert.equal(init[0].cache, undefined, "no cache hints at all")
+      assert.equal(syncs().length, 1, "the session works")
+      assert.ok(h.stderr.some((l) => /cachePrice .* priced rewrites stay off/.test(l)), h.stderr.join(""))
+      assert.equal(h.warnings.length, 0, h.warnings.join("\n"))
+    })
+  }
+
+  test("no cachePrice: initialize has no cache.price", { skip }, async (t) => {
+    const dir = tmpdir()
+    const { h, initialize } = tracedHarness(dir, { placement: "auto" })
+    t.after(() => h.hooks.dispose())
+    await h.modelCall()
+    assert.equal(initialize()[0].cache, undefined)
+  })
+
+  test("every sync carries promptChars: the prompt before this sync, with earlier rewrites counted", { skip }, async (t) => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, "name: demo\nport: 8080\ndebug: false\nlevel: info\nmode: fast\n")
+    const { h, syncs } = tracedHarness(dir, { placement: "inplace" })
+    t.after(() => h.hooks.dispose())
+    await h.read("call_1", file, 2, 3)
+    const original = h.parts[0].state.output as string
+    await h.modelCall()
+    const [p1] = syncs().map((s) => s.promptChars)
+    assert.ok(Number.isInteger(p1) && p1 > original.length + "go".length, `promptChars ${p1} covers the read and the user's text`)
+    fs.writeFileSync(file, "something: else\n")
+    const view = (await h.modelCall()).get("call_1")!
+    assert.match(view, /^\[concord\]/, "the partial read became the re-read notice")
+    await h.modelCall()
+    const [, p2, p3] = syncs().map((s) => s.promptChars)
+    assert.equal(p2, p1, "counted before this sync's rewrite")
+    assert.equal(p3, p1 - original.length + view.length, "the next sync counts the rewrite as sent")
+  })
+
+  /**
+   * 40 long lines, longer than testdata/rpc/priced.jsonl's: the notice and the erratum carry the
+   * file's path twice, and Concord weighs them against the read's size (a long $TMPDIR).
+   */
+  const settings = Array.from({ length: 40 }, (_, i) => {
+    const n = String(i + 1).padStart(2, "0")
+    return `    setting_${n} = load_setting('section_${n}', default=${i + 1}, help="${"the value of this setting, as read at start-up; ".repeat(3)}")`
+  }).join("\n") + "\n"
+  const rewritten = Array.from({ length: 40 }, (_, i) => `# rewritten line ${i + 1}`).join("\n") + "\n"
+
+  /**
+   * OpenCode's calls around a large ranged read: the first request, the read (lines 1-38), the
+   * request that sends it, an outside rewrite of the file, one more step, the next request.
+   * With `later`, a step with that much output comes between the read and the rewrite.
+   */
+  async function drift(cachePrice: string | undefined, later = 0) {
+    const dir = tmpdir()
+    const file = path.join(dir, "near.py")
+    fs.writeFileSync(file, settings)
+    const { h, syncs } = tracedHarness(dir, { placement: "auto", ...(cachePrice ? { cachePrice } : {}) })
+    await call(h, history(h, []))
+    await h.read("call_1", file, 1, 38)
+    const original = h.parts[0].state.output as string
+    await call(h, history(h, [["call_1"]]))
+    const steps = [["call_1"]]
+    if (later > 0) {
+      await h.tool("call_0", "bash", { command: "make" }, "x".repeat(later))
+      steps.push(["call_0"])
+      await call(h, history(h, steps))
+    }
+    fs.writeFileSync(file, rewritten)
+    await h.tool("call_2", "bash", { command: "true" }, "")
+    steps.push(["call_2"])
+    const m = await call(h, history(h, steps))
+    return { h, file, original, m, syncs }
+  }
+
+  test("anthropic price, auto: a large drifted read near the end of the prompt is rewritten in place to the re-read notice", { skip }, async (t) => {
+    const { h, file, original, m, syncs } = await drift("anthropic")
+    t.after(() => h.hooks.dispose())
+    assert.ok(original.length > 6000, `a large read (${original.length} chars)`)
+    const seen = out(m, "call_1")
+    assert.match(seen, /^\[concord\] /, seen)
+    assert.ok(seen.includes(file) && /lines 1-38/.test(seen) && /Re-read/.test(seen), seen)
+    assert.ok(seen.length < original.length / 4, "the short notice replaces the copy")
+    assert.deepEqual(notes(m), [], "no erratum at the tail")
+    assert.equal(h.binding.stats.errata, 0)
+    assert.equal(h.binding.stats.notices, 1)
+    // Sticky: the next call carries the same bytes, and counts the notice, not the old copy.
+    const again = await call(h, history(h, [["call_1"], ["call_2"]]))
+    assert.equal(JSON.stringify(again), JSON.stringify(m))
+    const p = syncs().map((s) => s.promptChars)
+    assert.equal(p.length, 4)
+    assert.ok(p.every((n) => Number.isInteger(n) && n > 0), JSON.stringify(p))
+    assert.equal(p[3], p[2]! - original.length + seen.length)
+  })
+
+  test("no price, auto: the same drifted read stays byte-identical and gets a tail note", { skip }, async (t) => {
+    const { h, original, m, syncs } = await drift(undefined)
+    t.after(() => h.hooks.dispose())
+    assert.equal(out(m, "call_1"), original, "the read the model saw is left alone")
+    const n = notes(m)
+    assert.equal(n.length, 1, n.join("\n"))
+    assert.ok(n[0]!.startsWith("msg_a2: [concord] ") && n[0]!.includes("call_1"), n[0])
+    assert.equal(h.binding.stats.errata, 1)
+    // The next call counts the sticky note as already in the prompt.
+    await call(h, history(h, [["call_1"], ["call_2"]]))
+    const p = syncs().map((s) => s.promptChars)
+    assert.equal(p.length, 4)
+    assert.equal(p[3], p[2]! + `\n\n${n[0]!.slice("msg_a2: ".length)}`.length)
+  })
+
+  test("anthropic price, auto: the same drift far back in the prompt (40k chars after the read) gets a tail note", { skip }, async (t) => {
+    const { h, original, m } = await drift("anthropic", 40_000)
+    t.after(() => h.hooks.dispose())
+    assert.equal(out(m, "call_1"), original, "rewriting it would invalidate the 40k chars after it")
+    const n = notes(m)
+    assert.equal(n.length, 1, n.join("\n"))
+    assert.ok(n[0]!.startsWith("msg_a3: [concord] ") && n[0]!.includes("call_1"), n[0])
+    assert.equal(h.binding.stats.errata, 1)
   })
 })
