@@ -19,6 +19,9 @@ Under `placement="tail"` or `"auto"`, a repair of a tool result the model
 has already seen (so it sits in the provider's prompt cache) is not made in
 place: the old message stays byte-identical and Concord's erratum, a short
 note naming the tool call, goes after the newest message (see errata.py).
+With `cache_price` (off by default), `auto` also rewrites such a message in
+place when that costs less than its erratum (docs/protocol.md, "Priced
+rewrites"); every `sync` reports the prompt's size (`promptChars`) for that.
 The event log is never modified; replacements and notes are memoized so the
 prompt prefix stays byte-stable between calls. On any failure the view passes
 through unchanged.
