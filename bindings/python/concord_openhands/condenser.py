@@ -425,13 +425,14 @@ class ConcordCondenser(CondenserBase):
 
 def _message_chars(ev: Any) -> int:
     """The characters an event puts in the prompt: the text parts of its LLM
-    message (extended content included), its tool call's name and arguments,
-    and its reasoning. Images count nothing."""
+    message (extended content included) and its tool call's name and arguments.
+    Images count nothing; so does reasoning, which the SDK sends back to some
+    models only (and shares across the calls of one response)."""
     msg = ev.to_llm_message()
     n = sum(len(c.text) for c in msg.content if isinstance(c, TextContent))
     for call in msg.tool_calls or ():
         n += len(call.name) + len(call.arguments)
-    return n + len(msg.reasoning_content or "")
+    return n
 
 
 def _note_target(view: View) -> str | None:
