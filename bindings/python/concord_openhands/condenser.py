@@ -19,6 +19,9 @@ Under `placement="tail"` or `"auto"`, a repair of a tool result the model
 has already seen (so it sits in the provider's prompt cache) is not made in
 place: the old message stays byte-identical and Concord's erratum, a short
 note naming the tool call, goes after the newest message (see errata.py).
+With `cache_price` (off by default), `auto` also rewrites such a message in
+place when that costs less than its erratum (docs/protocol.md, "Priced
+rewrites"); every `sync` reports the prompt's size (`promptChars`) for that.
 The event log is never modified; replacements and notes are memoized so the
 prompt prefix stays byte-stable between calls. On any failure the view passes
 through unchanged.
@@ -46,7 +49,15 @@ from .errata import Notes, PrefixTracker, join_errata
 from .extract import extract
 from .listing import Listing
 from .render import render_block
-from .session import DEFAULT_PLACEMENT, BlockView, ConcordSession, Source
+from .session import (
+    DEFAULT_PLACEMENT,
+    ENV_PRICE,
+    PRICE_OFF,
+    BlockView,
+    ConcordSession,
+    Source,
+    parse_cache_price,
+)
 
 log = logging.getLogger("concord_openhands")
 
@@ -62,7 +73,9 @@ class _State:
         self.registered: set[str] = set()  # anchors with a live block
         self.listings: dict[str, Listing] = {}  # anchor -> how the tool rendered it
         self.views: dict[str, BlockView] = {}  # anchor -> latest non-valid block view
-        self.cache: dict[str, tuple[Any, ObservationEvent]] = {}  # obs id -> (key, replacement)
+        # obs id -> (key, replacement, its size in the prompt)
+        self.cache: dict[str, tuple[Any, ObservationEvent, int]] = {}
+        self.sizes: dict[str, int] = {}  # event id -> its size in the prompt, as logged (promptChars)
         self.turn = 0
         self.warned = False
         # Tail placement: notes attached after messages (sticky until a flush),
@@ -94,6 +107,7 @@ class _State:
         self.listings.clear()
         self.views.clear()
         self.cache.clear()
+        self.sizes.clear()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _State:
         # A copied agent is a new agent: it gets its own (lazily started) server.
@@ -135,6 +149,16 @@ class ConcordCondenser(CondenserBase):
             "model call). Default: the server's, 300."
         ),
     )
+    cache_price: str | dict[str, float] | None = Field(
+        default=None,
+        description=(
+            "The provider's prompt-cache prices (Concord's `cache.price`): `anthropic` "
+            "(write 1.25, read 0.1), `openai` (1, 0.5), `WRITE,READ` or {write, read}, in "
+            "multiples of the input price; `off` for none. With it, `auto` also rewrites a "
+            f"message the model has seen in place when that costs less than a note. Default: "
+            f"${ENV_PRICE}, else off. A bad value is warned about and left off."
+        ),
+    )
     timeout: float = Field(default=5.0, description="Seconds to wait for any one Concord call.")
 
     _state: _State = PrivateAttr(default_factory=_State)
@@ -145,6 +169,20 @@ class ConcordCondenser(CondenserBase):
         if isinstance(v, (str, os.PathLike)):
             return [os.fspath(v)]
         return [os.fspath(r) for r in v] if v is not None else []
+
+    @field_validator("cache_price", mode="before")
+    @classmethod
+    def _price_or_off(cls, v: Any) -> Any:
+        # Never fail the agent's construction over a price: say why, and keep
+        # it off ("off", not None, so $CONCORD_CACHE_PRICE does not step in).
+        try:
+            price = parse_cache_price(v)
+        except ValueError as exc:
+            log.warning("concord: ignoring cache_price: %s; the cache price stays off", exc)
+            return PRICE_OFF
+        if v is None or isinstance(v, str):
+            return v.strip().lower() if isinstance(v, str) else None
+        return None if price is None else {"write": price[0], "read": price[1]}
 
     # -- public helpers ---------------------------------------------------
 
@@ -161,6 +199,7 @@ class ConcordCondenser(CondenserBase):
                     policy=self.policy,
                     placement=self.placement,
                     cache_ttl=self.cache_ttl,
+                    cache_price=self.cache_price,
                     timeout=self.timeout,
                 )
             return st.session
@@ -225,7 +264,12 @@ class ConcordCondenser(CondenserBase):
             if session.epoch != epoch:
                 continue
             tail = self.placement != "inplace"
-            result = session.sync(turn, full=st.full, prefix_rebuilt=tail and st.rebuilt)
+            result = session.sync(
+                turn,
+                full=st.full,
+                prefix_rebuilt=tail and st.rebuilt,
+                prompt_chars=self._prompt_chars(st, view),
+            )
             if session.epoch != epoch or result is None:
                 continue
             st.full = st.rebuilt = False
@@ -313,6 +357,30 @@ class ConcordCondenser(CondenserBase):
                 notices, "notice" if notices == 1 else "notices",
             )
 
+    def _prompt_chars(self, st: _State, view: View) -> int:
+        """`sync`'s promptChars: the characters the view's messages carry as the
+        model was last shown them, i.e. with the replacements and notes in force
+        before this sync. Each event's own size is computed once (events are
+        immutable) and each replacement's with it, so this is O(view). 0 (not
+        reported) if anything cannot be measured."""
+        try:
+            sizes: dict[str, int] = {}
+            total = 0
+            for ev in view.events:
+                n = st.sizes.get(ev.id)
+                if n is None:
+                    n = _message_chars(ev)
+                sizes[ev.id] = n
+                bv = st.views.get(ev.tool_call_id) if isinstance(ev, ObservationEvent) else None
+                if bv is not None and self._replacement(st, ev, bv) is not None:
+                    n = st.cache[ev.id][2]
+                total += n + sum(len(note) for note in st.notes.of(ev.id))
+            st.sizes = sizes
+            return total
+        except Exception:  # noqa: BLE001 (a size is a hint: never fail the call for it)
+            log.debug("concord: could not measure the prompt", exc_info=True)
+            return 0
+
     def _rewrite(self, st: _State, view: View) -> View:
         if not st.views and not st.notes:
             st.cache.clear()
@@ -351,8 +419,20 @@ class ConcordCondenser(CondenserBase):
             update={"content": [TextContent(text=text)], "is_error": False}
         )
         new = ev.model_copy(update={"observation": obs})
-        st.cache[ev.id] = (key, new)
+        st.cache[ev.id] = (key, new, _message_chars(new))
         return new
+
+
+def _message_chars(ev: Any) -> int:
+    """The characters an event puts in the prompt: the text parts of its LLM
+    message (extended content included) and its tool call's name and arguments.
+    Images count nothing; so does reasoning, which the SDK sends back to some
+    models only (and shares across the calls of one response)."""
+    msg = ev.to_llm_message()
+    n = sum(len(c.text) for c in msg.content if isinstance(c, TextContent))
+    for call in msg.tool_calls or ():
+        n += len(call.name) + len(call.arguments)
+    return n
 
 
 def _note_target(view: View) -> str | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import shutil
 import threading
@@ -69,6 +70,84 @@ def binary_candidates(explicit: str | None = None) -> list[str]:
 # "Placement"). The binding's default is the server's: in place.
 PLACEMENTS = ("inplace", "tail", "auto")
 DEFAULT_PLACEMENT = "auto"
+
+
+# What a prompt token costs when a call writes it to the provider's cache and
+# when it reads it from there, in multiples of the plain input price
+# (initialize's cache.price; docs/protocol.md, "Priced rewrites").
+ENV_PRICE = "CONCORD_CACHE_PRICE"
+PRICE_PRESETS: dict[str, tuple[float, float]] = {"anthropic": (1.25, 0.1), "openai": (1.0, 0.5)}
+PRICE_OFF = "off"
+_PRICE_WARNED: set[str] = set()  # each bad price (or price without auto) is said once
+
+
+def parse_cache_price(value: Any) -> tuple[float, float] | None:
+    """The (write, read) a cache price option names; None when it names none.
+
+    Forms: None, "" or "off"; a preset ("anthropic" 1.25/0.1, "openai" 1/0.5);
+    "W,R"; or a mapping {"write": W, "read": R}. Raises ValueError, saying what
+    is wrong, for anything else or for numbers the server would refuse
+    (it needs write > 0 and 0 <= read <= write).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("", PRICE_OFF):
+            return None
+        if text in PRICE_PRESETS:
+            return PRICE_PRESETS[text]
+        parts = text.split(",")
+        if len(parts) != 2:
+            raise ValueError(
+                f"{value!r} is not {', '.join(map(repr, PRICE_PRESETS))}, {PRICE_OFF!r} or 'WRITE,READ'")
+        try:
+            write, read = float(parts[0]), float(parts[1])
+        except ValueError:
+            raise ValueError(f"{value!r}: WRITE,READ must be two numbers") from None
+    elif isinstance(value, dict):
+        if set(value) != {"write", "read"}:
+            raise ValueError(f"{value!r} must have exactly the keys 'write' and 'read'")
+        write, read = value["write"], value["read"]
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (write, read)):
+            raise ValueError(f"{value!r}: write and read must be numbers")
+        write, read = float(write), float(read)
+    else:
+        raise ValueError(f"{value!r} is not a preset name, 'WRITE,READ' or a {{write, read}} mapping")
+    if not (math.isfinite(write) and math.isfinite(read) and write > 0 and 0 <= read <= write):
+        raise ValueError(
+            f"write {write:g}, read {read:g}: must have write > 0 and 0 <= read <= write "
+            "(multiples of the input price)")
+    return (write, read)
+
+
+def _warn_price_once(what: str) -> None:
+    if what not in _PRICE_WARNED:
+        _PRICE_WARNED.add(what)
+        log.warning("concord: %s", what)
+
+
+def resolve_cache_price(value: Any, placement: str = DEFAULT_PLACEMENT) -> tuple[float, float] | None:
+    """The price to send: `value`, else $CONCORD_CACHE_PRICE when `value` is None.
+
+    Never raises: a bad price is warned about (once) and left off, since a price
+    the server refuses would fail `initialize` and leave the agent without
+    Concord. A price is only sent under placement `auto` (the only one it
+    changes); under another it is left off with a warning.
+    """
+    where = "cache_price"
+    if value is None:
+        value, where = os.environ.get(ENV_PRICE), f"${ENV_PRICE}"
+    try:
+        price = parse_cache_price(value)
+    except ValueError as exc:
+        _warn_price_once(f"ignoring {where}: {exc}; the cache price stays off")
+        return None
+    if price is not None and placement != "auto":
+        _warn_price_once(f"ignoring {where}: a cache price applies to placement 'auto' only, "
+                         f"not {placement!r}")
+        return None
+    return price
 
 
 def find_binary(explicit: str | None = None) -> str | None:
@@ -182,6 +261,7 @@ class _Server:
         self.extra_args: list[str] = config["extra_args"]
         self.placement: str = config["placement"]
         self.cache_ttl: float | None = config["cache_ttl"]
+        self.cache_price: tuple[float, float] | None = config["cache_price"]
         self.lock = threading.RLock()
         self.client: RpcClient | None = None
         self.epoch = 0  # bumped on every (re)start: registrations must be redone
@@ -251,8 +331,13 @@ class _Server:
             params["locator"] = self.locator
         # Always sent, so the binding's default does not depend on the server's.
         params["placement"] = self.placement
+        cache: dict[str, Any] = {}
         if self.cache_ttl is not None:
-            params["cache"] = {"ttlSeconds": self.cache_ttl}
+            cache["ttlSeconds"] = self.cache_ttl
+        if self.cache_price is not None:
+            cache["price"] = {"write": self.cache_price[0], "read": self.cache_price[1]}
+        if cache:
+            params["cache"] = cache
         try:
             result = client.call("initialize", params, timeout=self.init_timeout)
         except (ServerUnavailable, RpcError) as exc:
@@ -355,6 +440,7 @@ def _acquire(config: dict[str, Any], agent: str) -> tuple[_Server, str]:
         json.dumps(config["locator"], sort_keys=True),
         config["placement"],  # initialize sets placement per server, not per agent
         config["cache_ttl"],
+        config["cache_price"],
         tuple(config["extra_args"]),
     )
     with _SERVERS_LOCK:
@@ -405,6 +491,7 @@ class ConcordSession:
         locator: dict[str, Any] | None = None,
         placement: str = DEFAULT_PLACEMENT,
         cache_ttl: float | None = None,
+        cache_price: Any = None,
         timeout: float = 5.0,
         init_timeout: float = 10.0,
         max_restarts: int = 3,
@@ -418,6 +505,8 @@ class ConcordSession:
         self.binary = binary
         self.placement = placement
         self.cache_ttl = cache_ttl
+        # (write, read) or None; see resolve_cache_price (a bad one is off, not an error).
+        self.cache_price = resolve_cache_price(cache_price, placement)
         self.timeout = timeout
         config = {
             "binary": binary,
@@ -427,6 +516,7 @@ class ConcordSession:
             "locator": locator,
             "placement": placement,
             "cache_ttl": cache_ttl,
+            "cache_price": self.cache_price,
             "init_timeout": init_timeout,
             "max_restarts": max_restarts,
             "extra_args": list(extra_args or []),
@@ -529,13 +619,19 @@ class ConcordSession:
         placement = caps.get("placement") if isinstance(caps, dict) else None
         return placement if placement in PLACEMENTS else "inplace"
 
-    def sync(self, turn: int, full: bool = False, prefix_rebuilt: bool = False) -> SyncResult | None:
-        """`prefix_rebuilt`: the runtime condensed or dropped messages since the last sync."""
+    def sync(
+        self, turn: int, full: bool = False, prefix_rebuilt: bool = False, prompt_chars: int = 0
+    ) -> SyncResult | None:
+        """`prefix_rebuilt`: the runtime condensed or dropped messages since the last sync.
+        `prompt_chars`: the size of this call's messages before this sync's views
+        and notes are applied (0: not reported); a priced `auto` needs it."""
         params: dict[str, Any] = {"agent": self.agent, "turn": turn}
         if full:
             params["full"] = True
         if prefix_rebuilt:
             params["prefixRebuilt"] = True
+        if prompt_chars > 0:
+            params["promptChars"] = int(prompt_chars)
         result = self._call("sync", params)
         if not isinstance(result, dict):
             return None
