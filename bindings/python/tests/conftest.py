@@ -62,6 +62,23 @@ def concord_bin() -> str:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _shell_home(tmp_path_factory: pytest.TempPathFactory):
+    """The SDK's terminal tool runs an interactive bash in tmux, which reads
+    ~/.bashrc. Point HOME at an empty directory so the machine's startup files
+    cannot decide the terminal tests: a `pyenv init` there waited a minute on
+    a stale rehash lock, past the tool's 30 s, and failed every terminal test."""
+    home = tmp_path_factory.mktemp("home")
+    (home / ".bashrc").write_text("# concord tests: no user startup files\n")
+    old = os.environ.get("HOME")
+    os.environ["HOME"] = str(home)
+    yield home
+    if old is None:
+        os.environ.pop("HOME", None)
+    else:
+        os.environ["HOME"] = old
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
