@@ -16,6 +16,7 @@ type index struct {
 	sources  map[string]*source
 	blocks   map[string]*block
 	agents   map[string]*agentState
+	prelude  map[string]agentPlace // the call clock of agents that synced before they observed anything
 	seq      uint64
 	gen      uint64
 	recon    map[string]int
@@ -34,6 +35,7 @@ func newIndex(auditMax int) index {
 		sources:  map[string]*source{},
 		blocks:   map[string]*block{},
 		agents:   map[string]*agentState{},
+		prelude:  map[string]agentPlace{},
 		recon:    map[string]int{},
 		notify:   map[string]struct{}{},
 		auditMax: auditMax,
@@ -103,6 +105,8 @@ func (ix *index) agent(name string) *agentState {
 	ag := ix.agents[name]
 	if ag == nil {
 		ag = &agentState{name: name, blocks: map[*block]struct{}{}, byAnchor: map[string][]*block{}, srcRefs: map[*source]int{}}
+		ag.pl = ix.prelude[name]
+		delete(ix.prelude, name)
 		ix.agents[name] = ag
 	}
 	return ag

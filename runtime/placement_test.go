@@ -304,16 +304,18 @@ func TestPricedPlacement(t *testing.T) {
 		price     *CachePrice
 		behind    int  // prompt characters after the read (-1: promptChars not reported)
 		noteFirst bool // an erratum about the read was sent before the change
+		firstRead bool // the read is the agent's first observation (its earlier syncs still count)
 		change    []string
 		want      string // "call_1 <status>" in place, or the erratum's first words
 	}{
-		{"drift at the end of the prompt: the notice in place", PlacementAuto, anthropic, 0, false, rewritten, "call_1 invalid"},
-		{"drift far back in the prompt: the erratum", PlacementAuto, anthropic, 50000, false, rewritten, notice},
-		{"unknown prompt size: the erratum", PlacementAuto, anthropic, -1, false, rewritten, notice},
-		{"no price: the erratum", PlacementAuto, nil, 0, false, rewritten, notice},
-		{"tail ignores the price", PlacementTail, anthropic, 0, false, rewritten, notice},
-		{"a patch keeps the copy's size: the erratum", PlacementAuto, anthropic, 0, false, edited, "[concord] Outdated in /proj/main.go: call_1 changed:"},
-		{"an erratum already sent: never priced in place", PlacementAuto, anthropic, 0, true, rewritten, notice},
+		{"drift at the end of the prompt: the notice in place", PlacementAuto, anthropic, 0, false, false, rewritten, "call_1 invalid"},
+		{"the agent's first read: placed after the prompt its earlier syncs reported", PlacementAuto, anthropic, 0, false, true, rewritten, "call_1 invalid"},
+		{"drift far back in the prompt: the erratum", PlacementAuto, anthropic, 50000, false, false, rewritten, notice},
+		{"unknown prompt size: the erratum", PlacementAuto, anthropic, -1, false, false, rewritten, notice},
+		{"no price: the erratum", PlacementAuto, nil, 0, false, false, rewritten, notice},
+		{"tail ignores the price", PlacementTail, anthropic, 0, false, false, rewritten, notice},
+		{"a patch keeps the copy's size: the erratum", PlacementAuto, anthropic, 0, false, false, edited, "[concord] Outdated in /proj/main.go: call_1 changed:"},
+		{"an erratum already sent: never priced in place", PlacementAuto, anthropic, 0, true, false, rewritten, notice},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -332,9 +334,11 @@ func TestPricedPlacement(t *testing.T) {
 				prompt += 20
 				return r
 			}
-			h.mem.set("mem://proj/other.go", "x\n")
-			h.observe("main", 0, "o_0", SourceRef{URI: "mem://proj/other.go", Text: "x"})
-			syncAt(0) // the agent has a history: the server knows where the read starts
+			if !tc.firstRead {
+				h.mem.set("mem://proj/other.go", "x\n")
+				h.observe("main", 0, "o_0", SourceRef{URI: "mem://proj/other.go", Text: "x"})
+			}
+			syncAt(0) // the server learns where the read starts
 			h.observe("main", 1, "call_1", SourceRef{URI: fid, Text: text(ls)})
 			prompt += len(text(ls)) + max(tc.behind, 0)
 			syncAt(1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/concord-ctx/concord/rpc/protocol"
 )
@@ -110,7 +111,7 @@ func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error)
 	if err := validateSync(req); err != nil {
 		return SyncResult{}, err
 	}
-	plan, err := locked(m, func(ix *index) (syncPlan, error) { return ix.planSync(req), nil })
+	plan, err := locked(m, func(ix *index) (syncPlan, error) { return ix.planSync(req, m.now()), nil })
 	if err != nil {
 		return SyncResult{}, err
 	}
@@ -142,9 +143,22 @@ type syncPlan struct {
 	others []string  // other sources with live blocks, for the worker
 }
 
-func (ix *index) planSync(req SyncRequest) syncPlan {
+// maxPrelude bounds the agents whose syncs are remembered before they
+// observe anything (a client that names a new agent per call gains nothing).
+const maxPrelude = 1024
+
+func (ix *index) planSync(req SyncRequest, now time.Time) syncPlan {
 	ag := ix.agents[req.Agent]
 	if ag == nil {
+		// Its calls and prompt size still count: the first read's place in
+		// the prompt (priced rewrites) is where this prompt ends.
+		if p, ok := ix.prelude[req.Agent]; ok || len(ix.prelude) < maxPrelude {
+			p.calls, p.last = p.calls+1, now
+			if req.PromptChars > 0 {
+				p.prompt = req.PromptChars
+			}
+			ix.prelude[req.Agent] = p
+		}
 		return syncPlan{gen: ix.gen}
 	}
 	if req.Turn > ag.turn {
