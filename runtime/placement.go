@@ -21,7 +21,8 @@ import (
 // Bindings are not asked where each anchor sits in the prompt: the order of
 // observe and sync calls already says which messages a call carried, and
 // message indices or token offsets differ per runtime and move whenever a
-// runtime masks or condenses.
+// runtime masks or condenses. Only priced rewrites (rewritePays) need a
+// size, and the binding's promptChars gives it.
 
 // Placements.
 const (
