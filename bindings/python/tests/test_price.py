@@ -177,16 +177,13 @@ def test_a_drifted_read_at_the_end_of_the_prompt(concord_bin, workspace, price):
     """As testdata/rpc/priced.jsonl: a 38-line read that drifts while it sits
     at the end of the prompt goes in place (the notice) when priced, and to
     the tail (an erratum) when not."""
-    f, first = workspace / "near.py", workspace / "first.py"
+    f = workspace / "near.py"
     old = long_lines("first")
     f.write_text("\n".join(old) + "\n")
-    first.write_text("x = 1\n")
     s = ConcordSession([str(workspace)], binary=concord_bin, watch="hooks", placement="auto", cache_price=price)
     try:
         assert s.ensure()
-        # The server records an agent's prompt size from its first read on (a
-        # sync before it finds no agent): so the read of interest is a second one.
-        assert s.observe("call_0", [Source(str(first), "x = 1")], turn=0)["status"] == "valid"
+        # The sync before the agent's first read tells where that read starts.
         assert s.sync(1, prompt_chars=3000).blocks == []
         shown = "\n".join(old[:38])
         assert s.observe("call_1", [Source(str(f), shown, (1, 38))], turn=1)["status"] == "valid"

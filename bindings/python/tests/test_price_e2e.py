@@ -53,10 +53,17 @@ def concord_texts(req: Request) -> list[tuple[str, str]]:
     return out
 
 
+def step(reqs: list[Request], reply: Reply):
+    """A script step that records the request and answers with reply."""
+    def s(req: Request) -> Reply:
+        reqs.append(req)
+        return reply
+    return s
+
+
 @pytest.mark.parametrize("price", ["anthropic", None])
 def test_drifted_large_read_is_rewritten_in_place_when_priced(workspace, concord_bin, tmp_path, price):
-    first, f = workspace / "first.txt", workspace / "settings.py"
-    write(first, ["x = 1"])
+    f = workspace / "settings.py"
     old = long_lines(40)
     write(f, old)
     shown = cat_n(str(f), old[:38])
@@ -65,12 +72,6 @@ def test_drifted_large_read_is_rewritten_in_place_when_priced(workspace, concord
     erratum = (f"[concord] About the output of call_1: {f} changed since that read; the content shown "
                f"earlier (lines 1-38) is no longer accurate. Re-read {f} lines 1-38 before relying on it.")
     reqs: list[Request] = []
-
-    def step(reply):
-        def s(req: Request) -> Reply:
-            reqs.append(req)
-            return reply
-        return s
 
     def rewrite(req: Request) -> Reply:
         reqs.append(req)
@@ -98,13 +99,10 @@ def test_drifted_large_read_is_rewritten_in_place_when_priced(workspace, concord
         return Reply.finish()
 
     tap, log = tapped(tmp_path, concord_bin)
-    # The view of first.txt makes the agent known to the server, so it records
-    # where call_1's message starts in the prompt (it learns an agent's prompt
-    # size from the agent's first read on).
     c = ConcordCondenser(roots=[str(workspace)], binary=str(tap), placement="auto", cache_price=price)
     try:
-        script = [step(view_call("call_0", first)), step(view_call("call_1", f, view_range=[1, 38])),
-                  rewrite, expect, expect_stable]
+        # The first sync, before any read, tells the server where call_1's message starts.
+        script = [step(reqs, view_call("call_1", f, view_range=[1, 38])), rewrite, expect, expect_stable]
         with FakeLLM(script) as fake:
             run(make_conversation(fake, workspace, c), fake)
         counts = server_counts(c)
@@ -123,8 +121,8 @@ def test_drifted_large_read_is_rewritten_in_place_when_priced(workspace, concord
     # each call appends; a rewrite in place shrinks what call_1 counts.
     chars = [p.get("promptChars") for p in sent(log, "sync")]
     assert len(chars) == len(reqs) and all(isinstance(n, int) and n > 0 for n in chars), chars
-    assert chars[0] < chars[1] < chars[2] < chars[3]
-    grown = chars[4] - chars[3]
+    assert chars[0] < chars[1] < chars[2]
+    grown = chars[3] - chars[2]
     if price:
         assert grown < 0  # the 38-line copy became the notice
     else:
@@ -139,17 +137,11 @@ def test_prompt_chars_match_what_the_model_is_sent(workspace, concord_bin, tmp_p
     write(f, long_lines(10))
     reqs: list[Request] = []
 
-    def step(reply):
-        def s(req: Request) -> Reply:
-            reqs.append(req)
-            return reply
-        return s
-
     tap, log = tapped(tmp_path, concord_bin)
     c = ConcordCondenser(roots=[str(workspace)], binary=str(tap))
     try:
-        script = [step(view_call("call_1", f)), step(think("call_2")),
-                  step(view_call("call_3", f, view_range=[2, 4])), step(Reply.finish())]
+        script = [step(reqs, view_call("call_1", f)), step(reqs, think("call_2")),
+                  step(reqs, view_call("call_3", f, view_range=[2, 4])), step(reqs, Reply.finish())]
         with FakeLLM(script) as fake:
             run(make_conversation(fake, workspace, c), fake)
     finally:
