@@ -125,6 +125,8 @@ export interface RunOptions {
   extraArgs?: string[]
   env?: Record<string, string>
   timeoutMs?: number
+  /** More top-level keys for opencode.json (e.g. compaction settings). */
+  config?: Record<string, unknown>
 }
 
 export interface RunResult {
@@ -175,6 +177,7 @@ export function writeConfig(ws: Workspace, opts: RunOptions): void {
     permission: { read: "allow", edit: "allow", bash: "allow", external_directory: "allow" },
   }
   if (opts.plugin.kind === "config") config.plugin = [opts.plugin.spec]
+  Object.assign(config, opts.config)
   fs.writeFileSync(path.join(ws.proj, "opencode.json"), JSON.stringify(config, null, 2))
   // OpenCode creates the global config dir at startup and installs into it too.
   satisfyConfigDirInstall(path.join(ws.home, "config", "opencode"))

@@ -60,6 +60,8 @@ interface Scenario {
   run?: Partial<RunOptions>
   /** Put the concord binary next to the drop-in plugin file instead of setting CONCORD_BIN. */
   binNextToPlugin?: boolean
+  /** More arguments for `concord serve` (the wrapper appends them). */
+  concordArgs?: (ws: Workspace) => string[]
 }
 
 async function play(s: Scenario): Promise<{ ws: Workspace; model: FakeModel; result: RunResult }> {
@@ -74,10 +76,10 @@ async function play(s: Scenario): Promise<{ ws: Workspace; model: FakeModel; res
       if (s.binNextToPlugin) {
         const dir = path.join(ws.proj, ".opencode", "plugins")
         fs.mkdirSync(dir, { recursive: true })
-        fs.copyFileSync(concordWrapper(ws), path.join(dir, "concord"))
+        fs.copyFileSync(concordWrapper(ws, s.concordArgs?.(ws)), path.join(dir, "concord"))
         fs.chmodSync(path.join(dir, "concord"), 0o755)
       } else {
-        env.CONCORD_BIN = concordWrapper(ws)
+        env.CONCORD_BIN = concordWrapper(ws, s.concordArgs?.(ws))
       }
     }
     const result = await runOpencode(ws, { port, plugin: DROPIN, ...s.run, env })
@@ -93,10 +95,11 @@ async function play(s: Scenario): Promise<{ ws: Workspace; model: FakeModel; res
  * CONCORD_BIN for a run: a wrapper that records each concord child's pid in <root>/concord.pids
  * and execs the real binary (same pid), so tests can kill one and check none outlives OpenCode.
  */
-function concordWrapper(ws: Workspace): string {
+function concordWrapper(ws: Workspace, extra: string[] = []): string {
   const wrapper = path.join(ws.root, "concord-wrapper.sh")
   const q = (x: string) => `'${x.replace(/'/g, `'\\''`)}'`
-  fs.writeFileSync(wrapper, `#!/bin/sh\necho $$ >> ${q(path.join(ws.root, "concord.pids"))}\nexec ${q(concordBin()!)} "$@"\n`, {
+  const more = extra.map((a) => ` ${q(a)}`).join("")
+  fs.writeFileSync(wrapper, `#!/bin/sh\necho $$ >> ${q(path.join(ws.root, "concord.pids"))}\nexec ${q(concordBin()!)} "$@"${more}\n`, {
     mode: 0o755,
   })
   return wrapper
@@ -622,6 +625,18 @@ function assertAppendOnly(reqs: { index: number; messages: unknown[] }[], where:
   }
 }
 
+/** The JSON-RPC messages a concord run read and wrote, from its --rpc-trace log. */
+function rpcTrace(log: string): { recv: any[]; sent: any[]; result: (id: unknown) => any } {
+  const lines = fs.existsSync(log) ? fs.readFileSync(log, "utf8").split("\n") : []
+  const pick = (dir: string) =>
+    lines.flatMap((line) => {
+      const m = new RegExp(`msg="rpc ${dir}" json=(".*")$`).exec(line)
+      return m ? [JSON.parse(JSON.parse(m[1]!))] : []
+    })
+  const sent = pick("send")
+  return { recv: pick("recv"), sent, result: (id) => sent.find((m) => m.id === id)?.result }
+}
+
 describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at the tail, the prompt append-only`, { concurrency: 1 }, () => {
   for (const placement of ["tail", "auto"] as const) {
     test(`${placement === "auto" ? "auto (the default)" : placement}: an outside change leaves call_1 byte-identical and adds a sticky erratum at the end of the prompt; every request extends the previous one`, { skip: skipPlugin }, async () => {
@@ -776,4 +791,66 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
     assert.deepEqual(notesOf(reqs[2]!), [], `no erratum at the tail ${where}`)
     assert.deepEqual(batches(r.result.stderr), ["concord: 1 re-read notice"], where)
   })
+
+  test("auto (the default): OpenCode compacts the session on context overflow; the next sync says prefixRebuilt, Concord flushes, and no erratum outlives the read it spoke for", { skip: skipPlugin }, async () => {
+    const r = await play({
+      name: "placement-compaction",
+      files: { "config.yaml": CONFIG },
+      run: { env: { CONCORD_PLACEMENT: "" } },
+      concordArgs: (ws) => ["--rpc-trace", "--log-file", path.join(ws.root, "concord-rpc.log")],
+      steps: (ws) => {
+        const file = path.join(ws.proj, "config.yaml")
+        const step = () => ({ tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] })
+        return [
+          () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+          () => {
+            fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
+            return step()
+          },
+          // The erratum is on the wire; this answer reports more prompt tokens than the model's
+          // context holds, so OpenCode compacts before its next call.
+          () => ({ ...step(), usage: { prompt_tokens: 500_000, completion_tokens: 10 } }),
+          () => ({ text: "done" }),
+        ]
+      },
+    })
+    await assertClean(r, 4)
+    const where = `(logs: ${r.ws.root})`
+    const file = path.join(r.ws.proj, "config.yaml")
+    const reqs = r.model.requests
+
+    // Before the rebuild: call_1 as the model first saw it, and an erratum at the tail naming it.
+    assert.ok(text(reqs[1]!, "call_1").includes("2: port: 8080"), `the first read as OpenCode made it ${where}`)
+    assert.equal(text(reqs[2]!, "call_1"), text(reqs[1]!, "call_1"), `call_1 left byte-identical in request 3 ${where}`)
+    const n3 = notesOf(reqs[2]!)
+    assert.deepEqual(n3.map((n) => n.at), [reqs[2]!.messages.length - 1], `one note, in the last message of request 3 ${where}`)
+    assert.ok(n3[0]!.text.includes("call_1") && n3[0]!.text.includes(file) && n3[0]!.text.includes("port: 9090"), `the note names call_1: ${n3[0]!.text}`)
+    assertAppendOnly(reqs.slice(0, 3), where)
+
+    // OpenCode compacted: request 4 starts over at the summary, call_1 is gone with its note.
+    const after = reqs[3]!.messages.filter((m) => m.role !== "system")
+    assert.ok(!wire(reqs[3]!).includes(wire(reqs[2]!)[1]!), `request 4 no longer starts with the first prompt ${where}`)
+    assert.deepEqual(after.map((m) => m.role), ["user", "assistant", "user"], `compaction request, summary, continue ${where}`)
+    assert.ok(after.every((m) => m.role !== "tool" && !m.tool_calls), `no tool call survives the compaction ${where}`)
+    const all = JSON.stringify(reqs[3]!.messages)
+    assert.deepEqual(notesOf(reqs[3]!), [], `no erratum after the rebuild ${where}`)
+    assert.ok(!all.includes("[concord]") && !all.includes("call_1") && !all.includes("port: 8080"), `nothing of call_1 nor of its note ${where}\n${all}`)
+
+    // Concord's side (--rpc-trace): the sync before request 4, and only it, says prefixRebuilt;
+    // its result is a flush that puts call_1's repair in place.
+    const trace = rpcTrace(path.join(r.ws.root, "concord-rpc.log"))
+    const syncs = trace.recv.filter((m) => m.method === "sync")
+    const rebuilt = syncs.filter((m) => m.params.prefixRebuilt === true)
+    assert.equal(rebuilt.length, 1, `one sync with prefixRebuilt ${where}`)
+    assert.equal(rebuilt[0], syncs.at(-1), `the last sync, before request 4 ${where}`)
+    const results = syncs.map((m) => trace.result(m.id))
+    assert.deepEqual(results.map((x) => x?.flushed === true), syncs.map((m) => m === rebuilt[0]), `only that sync flushed ${where}`)
+    const flushed = results.at(-1)!.blocks.filter((b: any) => b.anchor === "call_1")
+    assert.equal(flushed.length, 1, `the flush carries call_1 ${where}`)
+    assert.equal(flushed[0].placement, undefined, `in place ${where}`)
+    assert.ok(flushed[0].sources.some((src: any) => String(src.text).includes("port: 9090")), `with the new text ${where}`)
+    // The plugin's own lines: the erratum, then the flushed repair.
+    assert.deepEqual(batches(r.result.stderr), ["concord: 1 erratum at the tail", "concord: 1 read repaired"], where)
+  })
+
 })
