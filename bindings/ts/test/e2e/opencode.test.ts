@@ -637,6 +637,42 @@ function rpcTrace(log: string): { recv: any[]; sent: any[]; result: (id: unknown
   return { recv: pick("recv"), sent, result: (id) => sent.find((m) => m.id === id)?.result }
 }
 
+/**
+ * The compaction scenarios' first three requests: call_1 as the model first saw it (port 8080),
+ * untouched after the change, and one erratum naming it at the end of request 3.
+ */
+function assertErratumBeforeRebuild(reqs: FakeModel["requests"], file: string, where: string): void {
+  assert.ok(text(reqs[1]!, "call_1").includes("2: port: 8080"), `the first read as OpenCode made it ${where}`)
+  assert.equal(text(reqs[2]!, "call_1"), text(reqs[1]!, "call_1"), `call_1 left byte-identical in request 3 ${where}`)
+  const n3 = notesOf(reqs[2]!)
+  assert.deepEqual(n3.map((n) => n.at), [reqs[2]!.messages.length - 1], `one note, in the last message of request 3 ${where}`)
+  assert.equal(reqs[2]!.messages.at(-1)!.tool_call_id, "call_2")
+  const note = n3[0]!.text
+  assert.ok(note.includes("call_1") && note.includes(file) && note.includes("port: 9090"), `the note names call_1: ${note}`)
+  assertAppendOnly(reqs.slice(0, 3), where)
+}
+
+/**
+ * Concord's side of a compaction (--rpc-trace): the syncs of requests 1-3 are plain; the last
+ * sync (request 4's) says prefixRebuilt; a sync flushed exactly when it said prefixRebuilt; and a
+ * flush put call_1's deferred repair in place with the new text. Returns the prefixRebuilt syncs.
+ */
+function assertFlushed(log: string, where: string): any[] {
+  const trace = rpcTrace(log)
+  const syncs = trace.recv.filter((m) => m.method === "sync")
+  const results = syncs.map((m) => trace.result(m.id))
+  assert.ok(syncs.length >= 4 && results.every((x) => x !== undefined), `every sync answered ${where}`)
+  const rebuilt = syncs.map((m) => m.params.prefixRebuilt === true)
+  assert.deepEqual(rebuilt.slice(0, 3), [false, false, false], `no prefixRebuilt before the compaction ${where}`)
+  assert.equal(rebuilt.at(-1), true, `request 4's sync says prefixRebuilt ${where}`)
+  assert.deepEqual(results.map((x) => x.flushed === true), rebuilt, `flushed exactly on prefixRebuilt ${where}`)
+  const call1 = results.flatMap((x) => (x.flushed ? x.blocks : [])).filter((b: any) => b.anchor === "call_1")
+  assert.equal(call1.length, 1, `one flush carries call_1 ${where}`)
+  assert.equal(call1[0].placement, undefined, `in place, not at the tail ${where}`)
+  assert.ok(call1[0].sources.some((src: any) => String(src.text).includes("port: 9090")), `with the new text ${where}`)
+  return syncs.filter((m) => m.params.prefixRebuilt === true)
+}
+
 describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at the tail, the prompt append-only`, { concurrency: 1 }, () => {
   for (const placement of ["tail", "auto"] as const) {
     test(`${placement === "auto" ? "auto (the default)" : placement}: an outside change leaves call_1 byte-identical and adds a sticky erratum at the end of the prompt; every request extends the previous one`, { skip: skipPlugin }, async () => {
@@ -819,13 +855,7 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
     const file = path.join(r.ws.proj, "config.yaml")
     const reqs = r.model.requests
 
-    // Before the rebuild: call_1 as the model first saw it, and an erratum at the tail naming it.
-    assert.ok(text(reqs[1]!, "call_1").includes("2: port: 8080"), `the first read as OpenCode made it ${where}`)
-    assert.equal(text(reqs[2]!, "call_1"), text(reqs[1]!, "call_1"), `call_1 left byte-identical in request 3 ${where}`)
-    const n3 = notesOf(reqs[2]!)
-    assert.deepEqual(n3.map((n) => n.at), [reqs[2]!.messages.length - 1], `one note, in the last message of request 3 ${where}`)
-    assert.ok(n3[0]!.text.includes("call_1") && n3[0]!.text.includes(file) && n3[0]!.text.includes("port: 9090"), `the note names call_1: ${n3[0]!.text}`)
-    assertAppendOnly(reqs.slice(0, 3), where)
+    assertErratumBeforeRebuild(reqs, file, where)
 
     // OpenCode compacted: request 4 starts over at the summary, call_1 is gone with its note.
     const after = reqs[3]!.messages.filter((m) => m.role !== "system")
@@ -836,20 +866,63 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
     assert.deepEqual(notesOf(reqs[3]!), [], `no erratum after the rebuild ${where}`)
     assert.ok(!all.includes("[concord]") && !all.includes("call_1") && !all.includes("port: 8080"), `nothing of call_1 nor of its note ${where}\n${all}`)
 
-    // Concord's side (--rpc-trace): the sync before request 4, and only it, says prefixRebuilt;
-    // its result is a flush that puts call_1's repair in place.
-    const trace = rpcTrace(path.join(r.ws.root, "concord-rpc.log"))
-    const syncs = trace.recv.filter((m) => m.method === "sync")
-    const rebuilt = syncs.filter((m) => m.params.prefixRebuilt === true)
+    // The summary request's copy of the history (all of it here) is the same messages as request
+    // 3: only the sync before request 4 says prefixRebuilt, and it is the flush.
+    const rebuilt = assertFlushed(path.join(r.ws.root, "concord-rpc.log"), where)
     assert.equal(rebuilt.length, 1, `one sync with prefixRebuilt ${where}`)
-    assert.equal(rebuilt[0], syncs.at(-1), `the last sync, before request 4 ${where}`)
-    const results = syncs.map((m) => trace.result(m.id))
-    assert.deepEqual(results.map((x) => x?.flushed === true), syncs.map((m) => m === rebuilt[0]), `only that sync flushed ${where}`)
-    const flushed = results.at(-1)!.blocks.filter((b: any) => b.anchor === "call_1")
-    assert.equal(flushed.length, 1, `the flush carries call_1 ${where}`)
-    assert.equal(flushed[0].placement, undefined, `in place ${where}`)
-    assert.ok(flushed[0].sources.some((src: any) => String(src.text).includes("port: 9090")), `with the new text ${where}`)
-    // The plugin's own lines: the erratum, then the flushed repair.
+    assert.deepEqual(batches(r.result.stderr), ["concord: 1 erratum at the tail", "concord: 1 read repaired"], where)
+  })
+
+
+  test("auto (the default): a compaction that keeps the recent messages: call_1 survives it, repaired in place by the flush, its erratum gone", { skip: skipPlugin }, async () => {
+    // OpenCode summarizes the head of the session and keeps a tail of preserve_recent_tokens: a
+    // long first prompt (~10k tokens) goes to the summary, the steps after it (~1k) stay.
+    const prompt = "go\n" + "Background for this task, to be summarized. ".repeat(900)
+    const r = await play({
+      name: "placement-compaction-tail",
+      files: { "config.yaml": CONFIG },
+      run: { env: { CONCORD_PLACEMENT: "" }, prompt, config: { compaction: { preserve_recent_tokens: 4000 } } },
+      concordArgs: (ws) => ["--rpc-trace", "--log-file", path.join(ws.root, "concord-rpc.log")],
+      steps: (ws) => {
+        const file = path.join(ws.proj, "config.yaml")
+        const step = () => ({ tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] })
+        return [
+          () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+          () => {
+            fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
+            return step()
+          },
+          () => ({ ...step(), usage: { prompt_tokens: 500_000, completion_tokens: 10 } }),
+          () => ({ text: "done" }),
+        ]
+      },
+    })
+    await assertClean(r, 4)
+    const where = `(logs: ${r.ws.root})`
+    const file = path.join(r.ws.proj, "config.yaml")
+    const reqs = r.model.requests
+    assertErratumBeforeRebuild(reqs, file, where)
+
+    // Request 4: the summary, then the kept steps (call_1 to call_3), then OpenCode's "Continue".
+    const after = reqs[3]!.messages.filter((m) => m.role !== "system")
+    const all = JSON.stringify(reqs[3]!.messages)
+    assert.ok(!all.includes("Background for this task"), `the long prompt went into the summary ${where}`)
+    assert.deepEqual(
+      after.map((m) => m.tool_call_id ?? m.role),
+      ["user", "assistant", "assistant", "call_1", "assistant", "call_2", "assistant", "call_3", "user"],
+      `summary, the kept tail, continue ${where}`,
+    )
+    // call_1 survived the compaction: the flush put its repair in place, identical to a fresh read,
+    // and the erratum that spoke for it is gone from call_2 (same message id as before).
+    assert.equal(text(reqs[3]!, "call_1"), openCodeRead(file).output, `call_1 repaired in place ${where}`)
+    assert.equal(text(reqs[3]!, "call_2"), "step\n", `call_2 without its note ${where}`)
+    assert.deepEqual(notesOf(reqs[3]!), [], `no erratum after the rebuild ${where}`)
+    assert.ok(!all.includes("[concord]") && !all.includes("port: 8080"), `nothing stale ${where}\n${all}`)
+
+    // The summary request's copy of the history is only the long prompt: the plugin's transform
+    // sees the kept messages gone already there, so that sync also says prefixRebuilt (and does
+    // the flush); request 4's own sync says it again.
+    assertFlushed(path.join(r.ws.root, "concord-rpc.log"), where)
     assert.deepEqual(batches(r.result.stderr), ["concord: 1 erratum at the tail", "concord: 1 read repaired"], where)
   })
 
