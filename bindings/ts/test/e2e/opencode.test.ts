@@ -15,6 +15,7 @@ import {
   makeWorkspace,
   opencodeBinary,
   runOpencode,
+  serveOpencode,
   skipWithoutRipgrep,
   type PluginMode,
   type RunOptions,
@@ -924,6 +925,94 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
     // the flush); request 4's own sync says it again.
     assertFlushed(path.join(r.ws.root, "concord-rpc.log"), where)
     assert.deepEqual(batches(r.result.stderr), ["concord: 1 erratum at the tail", "concord: 1 read repaired"], where)
+  })
+
+
+  test("auto (the default): OpenCode prunes old tool outputs (compaction.prune) between prompts to one server; the next sync says prefixRebuilt, Concord flushes, and the erratum on a kept message goes", { skip: skipPlugin }, async () => {
+    // Pruning runs when a prompt's loop ends and spares the last two user turns and the newest
+    // 40k tokens of tool output; it clears only when that frees more than 20k tokens. So: turn 1
+    // reads config.yaml (call_1), then seven ~46 KB files; turn 2 is a plain answer; in turn 3
+    // config.yaml changes and the erratum for call_1 goes after call_9; turn 4 is after the prune.
+    // Four `opencode run --attach` prompts to one `opencode serve`: one plugin instance throughout.
+    const big = (k: number) => Array.from({ length: 600 }, (_, i) => `file ${k} line ${i + 1}: ${"lorem ipsum dolor sit amet ".repeat(2)}`).join("\n") + "\n"
+    const files: Record<string, string> = { "config.yaml": CONFIG }
+    for (let k = 1; k <= 7; k++) files[`big${k}.txt`] = big(k)
+    const ws = makeWorkspace("placement-prune", files)
+    const file = path.join(ws.proj, "config.yaml")
+    const model = new FakeModel([
+      () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+      () => ({ tools: Array.from({ length: 7 }, (_, k) => ({ name: "read", args: { filePath: path.join(ws.proj, `big${k + 1}.txt`) } })) }),
+      () => ({ text: "turn 1 done" }),
+      () => ({ text: "turn 2 done" }),
+      () => {
+        fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
+        return { tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] }
+      },
+      () => ({ text: "turn 3 done" }),
+      () => ({ text: "turn 4 done" }),
+    ])
+    const port = await model.start()
+    const env: Record<string, string> = {
+      CONCORD_PLACEMENT: "",
+      CONCORD_BIN: concordWrapper(ws, ["--rpc-trace", "--log-file", path.join(ws.root, "concord-rpc.log")]),
+    }
+    const server = await serveOpencode(ws, { port, plugin: DROPIN, env, config: { compaction: { prune: true } } })
+    const runs: RunResult[] = []
+    let stopped: Awaited<ReturnType<typeof server.stop>> | undefined
+    try {
+      for (const [i, prompt] of ["go", "again", "more", "last"].entries()) {
+        runs.push(await runOpencode(ws, { port, plugin: DROPIN, attach: server.url, continue: i > 0, prompt, logName: `opencode-${i + 1}` }))
+      }
+    } finally {
+      stopped = await server.stop()
+      await model.close()
+      model.dump(path.join(ws.root, "model-requests.json"))
+    }
+    const where = `(logs: ${ws.root})`
+    assert.deepEqual(model.failures, [], `fake model expectations ${where}`)
+    for (const [i, run] of runs.entries()) {
+      assert.equal(run.code, 0, `prompt ${i + 1}: opencode exit status ${where}\n${run.stderr.slice(-2000)}`)
+      assert.ok(!run.events.some((e) => e.type === "error"), `prompt ${i + 1}: no error events ${where}`)
+    }
+    assert.equal(runs.length, 4, `four prompts ${where}`)
+    assert.equal(model.requests.length, 7, `model calls ${where}`)
+    assert.ok(stopped?.signal === "SIGTERM" || stopped?.code === 0, `opencode serve stopped on SIGTERM ${where}: ${JSON.stringify(stopped && { code: stopped.code, signal: stopped.signal })}`)
+    assert.ok(!fetchedFromNpm(ws), `nothing fetched from npm at run time ${where}`)
+    await assertNoOrphans(ws)
+    const serverLog = stopped!.stderr
+    assert.match(serverLog, /message=pruned count=5\b/, `OpenCode pruned call_1 to call_5 after prompt 3 ${where}`)
+    const reqs = model.requests
+
+    // Prompt 3, after the change: call_1 as the model first saw it, and an erratum naming it
+    // after call_9's output, the last message.
+    const seen = text(reqs[1]!, "call_1")
+    assert.ok(seen.includes("2: port: 8080"), `the first read as OpenCode made it ${where}`)
+    assert.equal(text(reqs[5]!, "call_1"), seen, `call_1 byte-identical in request 6 ${where}`)
+    const n6 = notesOf(reqs[5]!)
+    assert.deepEqual(n6.map((n) => n.at), [reqs[5]!.messages.length - 1], `one note, in the last message of request 6 ${where}`)
+    assert.equal(reqs[5]!.messages.at(-1)!.tool_call_id, "call_9")
+    assert.ok(n6[0]!.text.includes("call_1") && n6[0]!.text.includes(file) && n6[0]!.text.includes("port: 9090"), `the note names call_1: ${n6[0]!.text}`)
+    assertAppendOnly(reqs.slice(4, 6), where)
+
+    // Prompt 4, after the prune: call_1 to call_5 cleared by OpenCode, call_6 to call_8 kept,
+    // and no erratum: not after call_9 (the same message, kept), nor anywhere else.
+    for (let k = 1; k <= 5; k++) assert.equal(text(reqs[6]!, `call_${k}`), "[Old tool result content cleared]", `call_${k} pruned ${where}`)
+    for (let k = 6; k <= 8; k++) assert.ok(text(reqs[6]!, `call_${k}`).includes(`file ${k - 1} line 600:`), `call_${k} kept ${where}`)
+    assert.equal(text(reqs[6]!, "call_9"), "step\n", `call_9 without the note ${where}`)
+    assert.deepEqual(notesOf(reqs[6]!), [], `no erratum after the prune ${where}`)
+    const all = JSON.stringify(reqs[6]!.messages)
+    assert.ok(!all.includes("[concord]") && !all.includes("port: 8080"), `nothing stale ${where}`)
+
+    // Concord's side: the plugin released the pruned reads, then its sync said prefixRebuilt
+    // (the only one) and got a flush.
+    const trace = rpcTrace(path.join(ws.root, "concord-rpc.log"))
+    const calls = trace.recv.filter((m) => m.method === "sync" || m.method === "release")
+    assert.deepEqual(calls.map((m) => m.method), ["sync", "sync", "sync", "sync", "sync", "sync", "release", "sync"], `one sync per request, the release before the last ${where}`)
+    assert.deepEqual(calls[6].params.anchors, ["call_1", "call_2", "call_3", "call_4", "call_5"], `the pruned reads released ${where}`)
+    const syncs = calls.filter((m) => m.method === "sync")
+    assert.deepEqual(syncs.map((m) => m.params.prefixRebuilt === true), [false, false, false, false, false, false, true], `prefixRebuilt on request 7's sync ${where}`)
+    assert.deepEqual(syncs.map((m) => trace.result(m.id)?.flushed === true), [false, false, false, false, false, false, true], `and flushed there ${where}`)
+    assert.deepEqual(batches(serverLog), ["concord: 1 erratum at the tail"], where)
   })
 
 })
