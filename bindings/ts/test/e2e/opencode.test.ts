@@ -586,7 +586,6 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
     await assertClean(r, 3)
   })
 
-
 })
 
 // Placement tail/auto (docs/protocol.md#placement-cache-aware-repair). Every chat request the real
@@ -874,59 +873,59 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
     assert.deepEqual(batches(r.result.stderr), ["concord: 1 erratum at the tail", "concord: 1 read repaired"], where)
   })
 
+  for (const placement of ["tail", "auto"] as const) {
+    test(`${placement === "auto" ? "auto (the default)" : placement}: a compaction that keeps the recent messages: call_1 survives it, repaired in place by the flush, its erratum gone`, { skip: skipPlugin }, async () => {
+      // OpenCode summarizes the head of the session and keeps a tail of preserve_recent_tokens: a
+      // long first prompt (~10k tokens) goes to the summary, the steps after it (~1k) stay.
+      const prompt = "go\n" + "Background for this task, to be summarized. ".repeat(900)
+      const r = await play({
+        name: `placement-compaction-tail-${placement}`,
+        files: { "config.yaml": CONFIG },
+        run: { env: { CONCORD_PLACEMENT: placement === "auto" ? "" : placement }, prompt, config: { compaction: { preserve_recent_tokens: 4000 } } },
+        concordArgs: (ws) => ["--rpc-trace", "--log-file", path.join(ws.root, "concord-rpc.log")],
+        steps: (ws) => {
+          const file = path.join(ws.proj, "config.yaml")
+          const step = () => ({ tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] })
+          return [
+            () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+            () => {
+              fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
+              return step()
+            },
+            () => ({ ...step(), usage: { prompt_tokens: 500_000, completion_tokens: 10 } }),
+            () => ({ text: "done" }),
+          ]
+        },
+      })
+      await assertClean(r, 4)
+      const where = `(logs: ${r.ws.root})`
+      const file = path.join(r.ws.proj, "config.yaml")
+      const reqs = r.model.requests
+      assertErratumBeforeRebuild(reqs, file, where)
 
-  test("auto (the default): a compaction that keeps the recent messages: call_1 survives it, repaired in place by the flush, its erratum gone", { skip: skipPlugin }, async () => {
-    // OpenCode summarizes the head of the session and keeps a tail of preserve_recent_tokens: a
-    // long first prompt (~10k tokens) goes to the summary, the steps after it (~1k) stay.
-    const prompt = "go\n" + "Background for this task, to be summarized. ".repeat(900)
-    const r = await play({
-      name: "placement-compaction-tail",
-      files: { "config.yaml": CONFIG },
-      run: { env: { CONCORD_PLACEMENT: "" }, prompt, config: { compaction: { preserve_recent_tokens: 4000 } } },
-      concordArgs: (ws) => ["--rpc-trace", "--log-file", path.join(ws.root, "concord-rpc.log")],
-      steps: (ws) => {
-        const file = path.join(ws.proj, "config.yaml")
-        const step = () => ({ tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] })
-        return [
-          () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
-          () => {
-            fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
-            return step()
-          },
-          () => ({ ...step(), usage: { prompt_tokens: 500_000, completion_tokens: 10 } }),
-          () => ({ text: "done" }),
-        ]
-      },
+      // Request 4: the summary, then the kept steps (call_1 to call_3), then OpenCode's "Continue".
+      const after = reqs[3]!.messages.filter((m) => m.role !== "system")
+      const all = JSON.stringify(reqs[3]!.messages)
+      assert.ok(!all.includes("Background for this task"), `the long prompt went into the summary ${where}`)
+      assert.deepEqual(
+        after.map((m) => m.tool_call_id ?? m.role),
+        ["user", "assistant", "assistant", "call_1", "assistant", "call_2", "assistant", "call_3", "user"],
+        `summary, the kept tail, continue ${where}`,
+      )
+      // call_1 survived the compaction: the flush put its repair in place, identical to a fresh read,
+      // and the erratum that spoke for it is gone from call_2 (same message id as before).
+      assert.equal(text(reqs[3]!, "call_1"), openCodeRead(file).output, `call_1 repaired in place ${where}`)
+      assert.equal(text(reqs[3]!, "call_2"), "step\n", `call_2 without its note ${where}`)
+      assert.deepEqual(notesOf(reqs[3]!), [], `no erratum after the rebuild ${where}`)
+      assert.ok(!all.includes("[concord]") && !all.includes("port: 8080"), `nothing stale ${where}\n${all}`)
+
+      // The summary request's copy of the history is only the long prompt: the plugin's transform
+      // sees the kept messages gone already there, so that sync also says prefixRebuilt (and does
+      // the flush); request 4's own sync says it again.
+      assertFlushed(path.join(r.ws.root, "concord-rpc.log"), where)
+      assert.deepEqual(batches(r.result.stderr), ["concord: 1 erratum at the tail", "concord: 1 read repaired"], where)
     })
-    await assertClean(r, 4)
-    const where = `(logs: ${r.ws.root})`
-    const file = path.join(r.ws.proj, "config.yaml")
-    const reqs = r.model.requests
-    assertErratumBeforeRebuild(reqs, file, where)
-
-    // Request 4: the summary, then the kept steps (call_1 to call_3), then OpenCode's "Continue".
-    const after = reqs[3]!.messages.filter((m) => m.role !== "system")
-    const all = JSON.stringify(reqs[3]!.messages)
-    assert.ok(!all.includes("Background for this task"), `the long prompt went into the summary ${where}`)
-    assert.deepEqual(
-      after.map((m) => m.tool_call_id ?? m.role),
-      ["user", "assistant", "assistant", "call_1", "assistant", "call_2", "assistant", "call_3", "user"],
-      `summary, the kept tail, continue ${where}`,
-    )
-    // call_1 survived the compaction: the flush put its repair in place, identical to a fresh read,
-    // and the erratum that spoke for it is gone from call_2 (same message id as before).
-    assert.equal(text(reqs[3]!, "call_1"), openCodeRead(file).output, `call_1 repaired in place ${where}`)
-    assert.equal(text(reqs[3]!, "call_2"), "step\n", `call_2 without its note ${where}`)
-    assert.deepEqual(notesOf(reqs[3]!), [], `no erratum after the rebuild ${where}`)
-    assert.ok(!all.includes("[concord]") && !all.includes("port: 8080"), `nothing stale ${where}\n${all}`)
-
-    // The summary request's copy of the history is only the long prompt: the plugin's transform
-    // sees the kept messages gone already there, so that sync also says prefixRebuilt (and does
-    // the flush); request 4's own sync says it again.
-    assertFlushed(path.join(r.ws.root, "concord-rpc.log"), where)
-    assert.deepEqual(batches(r.result.stderr), ["concord: 1 erratum at the tail", "concord: 1 read repaired"], where)
-  })
-
+  }
 
   test("auto (the default): OpenCode prunes old tool outputs (compaction.prune) between prompts to one server; the next sync says prefixRebuilt, Concord flushes, and the erratum on a kept message goes", { skip: skipPlugin }, async () => {
     // Pruning runs when a prompt's loop ends and spares the last two user turns and the newest
