@@ -25,7 +25,8 @@ export interface ToolCall {
   args: Record<string, unknown>
 }
 
-export type Reply = { tools: ToolCall[] } | { text: string }
+/** usage: the token counts the response reports (default 100 prompt + 10 completion). */
+export type Reply = ({ tools: ToolCall[] } | { text: string }) & { usage?: { prompt_tokens: number; completion_tokens: number } }
 
 /** One model call: look at the request, optionally act, then answer. */
 export type Step = (req: ChatRequest, model: FakeModel) => Reply | Promise<Reply>
@@ -113,7 +114,8 @@ export class FakeModel {
     const base = { id: `chatcmpl-${this.requests.length}`, object: "chat.completion.chunk", created: 1_700_000_000, model }
     const send = (choice: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
       res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, ...choice }], ...extra })}\n\n`)
-    const usage = { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110 }
+    const u = reply.usage ?? { prompt_tokens: 100, completion_tokens: 10 }
+    const usage = { ...u, total_tokens: u.prompt_tokens + u.completion_tokens }
     if ("text" in reply) {
       send({ delta: { role: "assistant", content: reply.text }, finish_reason: null })
       send({ delta: {}, finish_reason: "stop" }, { usage })

@@ -125,6 +125,12 @@ export interface RunOptions {
   extraArgs?: string[]
   env?: Record<string, string>
   timeoutMs?: number
+  /** The URL of a running `opencode serve` (serveOpencode) to send the prompt to. */
+  attach?: string
+  /** Name of the run's log files under the workspace root (default "opencode"). */
+  logName?: string
+  /** More top-level keys for opencode.json (e.g. compaction settings). */
+  config?: Record<string, unknown>
 }
 
 export interface RunResult {
@@ -175,6 +181,7 @@ export function writeConfig(ws: Workspace, opts: RunOptions): void {
     permission: { read: "allow", edit: "allow", bash: "allow", external_directory: "allow" },
   }
   if (opts.plugin.kind === "config") config.plugin = [opts.plugin.spec]
+  Object.assign(config, opts.config)
   fs.writeFileSync(path.join(ws.proj, "opencode.json"), JSON.stringify(config, null, 2))
   // OpenCode creates the global config dir at startup and installs into it too.
   satisfyConfigDirInstall(path.join(ws.home, "config", "opencode"))
@@ -192,7 +199,93 @@ export function writeConfig(ws: Workspace, opts: RunOptions): void {
 export async function runOpencode(ws: Workspace, opts: RunOptions): Promise<RunResult> {
   const bin = opencodeBinary()
   if (!bin) throw new Error("opencode is not installed (npm ci in bindings/ts)")
+  // A client of a running server: the server has the config (and the plugins).
+  if (!opts.attach) writeConfig(ws, opts)
+  const env = opencodeEnv(ws, opts)
+  // --print-logs: OpenCode's log also goes to stderr, where it is complete when the process ends
+  // (the log file is written lazily and can miss the last seconds of a short run).
+  const args = ["run", "--format", "json", "--title", "e2e", "--print-logs", "--log-level", process.env.OPENCODE_E2E_LOG_LEVEL ?? "INFO"]
+  if (opts.pure) args.push("--pure")
+  if (opts.continue) args.push("--continue")
+  if (opts.attach) args.push("--attach", opts.attach)
+  args.push(opts.prompt ?? "go")
+  if (opts.extraArgs) args.push(...opts.extraArgs)
+  const started = Date.now()
+  const child = spawn(bin, args, { cwd: ws.proj, env, stdio: ["ignore", "pipe", "pipe"] })
+  let stdout = ""
+  let stderr = ""
+  child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
+  const timeoutMs = opts.timeoutMs ?? 120_000
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs)
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+    child.on("close", (c, s) => resolve([c, s])),
+  )
+  clearTimeout(timer)
+  const log = opts.logName ?? "opencode"
+  fs.writeFileSync(path.join(ws.root, `${log}.stdout.jsonl`), stdout)
+  fs.writeFileSync(path.join(ws.root, `${log}.stderr.log`), stderr)
+  const events = stdout
+    .split("\n")
+    .filter((l) => l.trim().startsWith("{"))
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l)]
+      } catch {
+        return []
+      }
+    })
+  return { code, signal, stdout, stderr, events, ms: Date.now() - started }
+}
+
+export interface Server {
+  url: string
+  /** Stops the server (SIGTERM, then SIGKILL after 5 s) and returns what it logged. */
+  stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>
+}
+
+/**
+ * `opencode serve` on a random loopback port, for several `opencode run --attach` prompts in one
+ * OpenCode process (the plugins live in the server; a --continue without --attach would start
+ * a new process each time).
+ */
+export async function serveOpencode(ws: Workspace, opts: RunOptions): Promise<Server> {
+  const bin = opencodeBinary()
+  if (!bin) throw new Error("opencode is not installed (npm ci in bindings/ts)")
   writeConfig(ws, opts)
+  const args = ["serve", "--port", "0", "--hostname", "127.0.0.1", "--print-logs", "--log-level", process.env.OPENCODE_E2E_LOG_LEVEL ?? "INFO"]
+  const child = spawn(bin, args, { cwd: ws.proj, env: opencodeEnv(ws, opts), stdio: ["ignore", "pipe", "pipe"] })
+  let out = ""
+  let stderr = ""
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
+  const closed = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on("close", (c, s) => resolve([c, s])))
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`opencode serve did not say where it listens: ${out}${stderr.slice(-2000)}`)), 30_000)
+    const look = () => {
+      const m = /https?:\/\/127\.0\.0\.1:\d+/.exec(out + stderr)
+      if (m) {
+        clearTimeout(timer)
+        resolve(m[0])
+      }
+    }
+    child.stdout.setEncoding("utf8").on("data", (d: string) => ((out += d), look()))
+    child.stderr.on("data", look)
+    void closed.then(() => reject(new Error(`opencode serve exited: ${stderr.slice(-2000)}`)))
+  })
+  return {
+    url,
+    async stop() {
+      child.kill("SIGTERM")
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5000)
+      const [code, signal] = await closed
+      clearTimeout(timer)
+      fs.writeFileSync(path.join(ws.root, "opencode-serve.stderr.log"), stderr)
+      return { code, signal, stderr }
+    },
+  }
+}
+
+function opencodeEnv(ws: Workspace, opts: RunOptions): Record<string, string> {
   const h = ws.home
   const env: Record<string, string> = {
     PATH: [ripgrepDir(), process.env.PATH ?? "/usr/bin:/bin"].filter(Boolean).join(path.delimiter),
@@ -213,38 +306,7 @@ export async function runOpencode(ws: Workspace, opts: RunOptions): Promise<RunR
     CI: "1",
     ...opts.env,
   }
-  // --print-logs: OpenCode's log also goes to stderr, where it is complete when the process ends
-  // (the log file is written lazily and can miss the last seconds of a short run).
-  const args = ["run", "--format", "json", "--title", "e2e", "--print-logs", "--log-level", process.env.OPENCODE_E2E_LOG_LEVEL ?? "INFO"]
-  if (opts.pure) args.push("--pure")
-  if (opts.continue) args.push("--continue")
-  args.push(opts.prompt ?? "go")
-  if (opts.extraArgs) args.push(...opts.extraArgs)
-  const started = Date.now()
-  const child = spawn(bin, args, { cwd: ws.proj, env, stdio: ["ignore", "pipe", "pipe"] })
-  let stdout = ""
-  let stderr = ""
-  child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
-  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
-  const timeoutMs = opts.timeoutMs ?? 120_000
-  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs)
-  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-    child.on("close", (c, s) => resolve([c, s])),
-  )
-  clearTimeout(timer)
-  fs.writeFileSync(path.join(ws.root, "opencode.stdout.jsonl"), stdout)
-  fs.writeFileSync(path.join(ws.root, "opencode.stderr.log"), stderr)
-  const events = stdout
-    .split("\n")
-    .filter((l) => l.trim().startsWith("{"))
-    .flatMap((l) => {
-      try {
-        return [JSON.parse(l)]
-      } catch {
-        return []
-      }
-    })
-  return { code, signal, stdout, stderr, events, ms: Date.now() - started }
+  return env
 }
 
 /** Whether OpenCode fetched anything from an npm registry during the runs (it must not). */

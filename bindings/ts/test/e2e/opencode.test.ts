@@ -15,6 +15,7 @@ import {
   makeWorkspace,
   opencodeBinary,
   runOpencode,
+  serveOpencode,
   skipWithoutRipgrep,
   type PluginMode,
   type RunOptions,
@@ -60,6 +61,8 @@ interface Scenario {
   run?: Partial<RunOptions>
   /** Put the concord binary next to the drop-in plugin file instead of setting CONCORD_BIN. */
   binNextToPlugin?: boolean
+  /** More arguments for `concord serve` (the wrapper appends them). */
+  concordArgs?: (ws: Workspace) => string[]
 }
 
 async function play(s: Scenario): Promise<{ ws: Workspace; model: FakeModel; result: RunResult }> {
@@ -74,10 +77,10 @@ async function play(s: Scenario): Promise<{ ws: Workspace; model: FakeModel; res
       if (s.binNextToPlugin) {
         const dir = path.join(ws.proj, ".opencode", "plugins")
         fs.mkdirSync(dir, { recursive: true })
-        fs.copyFileSync(concordWrapper(ws), path.join(dir, "concord"))
+        fs.copyFileSync(concordWrapper(ws, s.concordArgs?.(ws)), path.join(dir, "concord"))
         fs.chmodSync(path.join(dir, "concord"), 0o755)
       } else {
-        env.CONCORD_BIN = concordWrapper(ws)
+        env.CONCORD_BIN = concordWrapper(ws, s.concordArgs?.(ws))
       }
     }
     const result = await runOpencode(ws, { port, plugin: DROPIN, ...s.run, env })
@@ -93,10 +96,11 @@ async function play(s: Scenario): Promise<{ ws: Workspace; model: FakeModel; res
  * CONCORD_BIN for a run: a wrapper that records each concord child's pid in <root>/concord.pids
  * and execs the real binary (same pid), so tests can kill one and check none outlives OpenCode.
  */
-function concordWrapper(ws: Workspace): string {
+function concordWrapper(ws: Workspace, extra: string[] = []): string {
   const wrapper = path.join(ws.root, "concord-wrapper.sh")
   const q = (x: string) => `'${x.replace(/'/g, `'\\''`)}'`
-  fs.writeFileSync(wrapper, `#!/bin/sh\necho $$ >> ${q(path.join(ws.root, "concord.pids"))}\nexec ${q(concordBin()!)} "$@"\n`, {
+  const more = extra.map((a) => ` ${q(a)}`).join("")
+  fs.writeFileSync(wrapper, `#!/bin/sh\necho $$ >> ${q(path.join(ws.root, "concord.pids"))}\nexec ${q(concordBin()!)} "$@"${more}\n`, {
     mode: 0o755,
   })
   return wrapper
@@ -582,7 +586,6 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
     await assertClean(r, 3)
   })
 
-
 })
 
 // Placement tail/auto (docs/protocol.md#placement-cache-aware-repair). Every chat request the real
@@ -620,6 +623,54 @@ function assertAppendOnly(reqs: { index: number; messages: unknown[] }[], where:
     assert.ok(next.length > prev.length, `request ${k + 1} is longer than request ${k} ${where}`)
     assert.deepEqual(next.slice(0, prev.length), prev, `request ${k}'s messages are the prefix of request ${k + 1}'s ${where}`)
   }
+}
+
+/** The JSON-RPC messages a concord run read and wrote, from its --rpc-trace log. */
+function rpcTrace(log: string): { recv: any[]; sent: any[]; result: (id: unknown) => any } {
+  const lines = fs.existsSync(log) ? fs.readFileSync(log, "utf8").split("\n") : []
+  const pick = (dir: string) =>
+    lines.flatMap((line) => {
+      const m = new RegExp(`msg="rpc ${dir}" json=(".*")$`).exec(line)
+      return m ? [JSON.parse(JSON.parse(m[1]!))] : []
+    })
+  const sent = pick("send")
+  return { recv: pick("recv"), sent, result: (id) => sent.find((m) => m.id === id)?.result }
+}
+
+/**
+ * The compaction scenarios' first three requests: call_1 as the model first saw it (port 8080),
+ * untouched after the change, and one erratum naming it at the end of request 3.
+ */
+function assertErratumBeforeRebuild(reqs: FakeModel["requests"], file: string, where: string): void {
+  assert.ok(text(reqs[1]!, "call_1").includes("2: port: 8080"), `the first read as OpenCode made it ${where}`)
+  assert.equal(text(reqs[2]!, "call_1"), text(reqs[1]!, "call_1"), `call_1 left byte-identical in request 3 ${where}`)
+  const n3 = notesOf(reqs[2]!)
+  assert.deepEqual(n3.map((n) => n.at), [reqs[2]!.messages.length - 1], `one note, in the last message of request 3 ${where}`)
+  assert.equal(reqs[2]!.messages.at(-1)!.tool_call_id, "call_2")
+  const note = n3[0]!.text
+  assert.ok(note.includes("call_1") && note.includes(file) && note.includes("port: 9090"), `the note names call_1: ${note}`)
+  assertAppendOnly(reqs.slice(0, 3), where)
+}
+
+/**
+ * Concord's side of a compaction (--rpc-trace): the syncs of requests 1-3 are plain; the last
+ * sync (request 4's) says prefixRebuilt; a sync flushed exactly when it said prefixRebuilt; and a
+ * flush put call_1's deferred repair in place with the new text. Returns the prefixRebuilt syncs.
+ */
+function assertFlushed(log: string, where: string): any[] {
+  const trace = rpcTrace(log)
+  const syncs = trace.recv.filter((m) => m.method === "sync")
+  const results = syncs.map((m) => trace.result(m.id))
+  assert.ok(syncs.length >= 4 && results.every((x) => x !== undefined), `every sync answered ${where}`)
+  const rebuilt = syncs.map((m) => m.params.prefixRebuilt === true)
+  assert.deepEqual(rebuilt.slice(0, 3), [false, false, false], `no prefixRebuilt before the compaction ${where}`)
+  assert.equal(rebuilt.at(-1), true, `request 4's sync says prefixRebuilt ${where}`)
+  assert.deepEqual(results.map((x) => x.flushed === true), rebuilt, `flushed exactly on prefixRebuilt ${where}`)
+  const call1 = results.flatMap((x) => (x.flushed ? x.blocks : [])).filter((b: any) => b.anchor === "call_1")
+  assert.equal(call1.length, 1, `one flush carries call_1 ${where}`)
+  assert.equal(call1[0].placement, undefined, `in place, not at the tail ${where}`)
+  assert.ok(call1[0].sources.some((src: any) => String(src.text).includes("port: 9090")), `with the new text ${where}`)
+  return syncs.filter((m) => m.params.prefixRebuilt === true)
 }
 
 describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at the tail, the prompt append-only`, { concurrency: 1 }, () => {
@@ -776,4 +827,191 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
     assert.deepEqual(notesOf(reqs[2]!), [], `no erratum at the tail ${where}`)
     assert.deepEqual(batches(r.result.stderr), ["concord: 1 re-read notice"], where)
   })
+
+  test("auto (the default): OpenCode compacts the session on context overflow; the next sync says prefixRebuilt, Concord flushes, and no erratum outlives the read it spoke for", { skip: skipPlugin }, async () => {
+    const r = await play({
+      name: "placement-compaction",
+      files: { "config.yaml": CONFIG },
+      run: { env: { CONCORD_PLACEMENT: "" } },
+      concordArgs: (ws) => ["--rpc-trace", "--log-file", path.join(ws.root, "concord-rpc.log")],
+      steps: (ws) => {
+        const file = path.join(ws.proj, "config.yaml")
+        const step = () => ({ tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] })
+        return [
+          () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+          () => {
+            fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
+            return step()
+          },
+          // The erratum is on the wire; this answer reports more prompt tokens than the model's
+          // context holds, so OpenCode compacts before its next call.
+          () => ({ ...step(), usage: { prompt_tokens: 500_000, completion_tokens: 10 } }),
+          () => ({ text: "done" }),
+        ]
+      },
+    })
+    await assertClean(r, 4)
+    const where = `(logs: ${r.ws.root})`
+    const file = path.join(r.ws.proj, "config.yaml")
+    const reqs = r.model.requests
+
+    assertErratumBeforeRebuild(reqs, file, where)
+
+    // OpenCode compacted: request 4 starts over at the summary, call_1 is gone with its note.
+    const after = reqs[3]!.messages.filter((m) => m.role !== "system")
+    assert.ok(!wire(reqs[3]!).includes(wire(reqs[2]!)[1]!), `request 4 no longer starts with the first prompt ${where}`)
+    assert.deepEqual(after.map((m) => m.role), ["user", "assistant", "user"], `compaction request, summary, continue ${where}`)
+    assert.ok(after.every((m) => m.role !== "tool" && !m.tool_calls), `no tool call survives the compaction ${where}`)
+    const all = JSON.stringify(reqs[3]!.messages)
+    assert.deepEqual(notesOf(reqs[3]!), [], `no erratum after the rebuild ${where}`)
+    assert.ok(!all.includes("[concord]") && !all.includes("call_1") && !all.includes("port: 8080"), `nothing of call_1 nor of its note ${where}\n${all}`)
+
+    // The summary request's copy of the history (all of it here) is the same messages as request
+    // 3: only the sync before request 4 says prefixRebuilt, and it is the flush.
+    const rebuilt = assertFlushed(path.join(r.ws.root, "concord-rpc.log"), where)
+    assert.equal(rebuilt.length, 1, `one sync with prefixRebuilt ${where}`)
+    assert.deepEqual(batches(r.result.stderr), ["concord: 1 erratum at the tail", "concord: 1 read repaired"], where)
+  })
+
+  for (const placement of ["tail", "auto"] as const) {
+    test(`${placement === "auto" ? "auto (the default)" : placement}: a compaction that keeps the recent messages: call_1 survives it, repaired in place by the flush, its erratum gone`, { skip: skipPlugin }, async () => {
+      // OpenCode summarizes the head of the session and keeps a tail of preserve_recent_tokens: a
+      // long first prompt (~10k tokens) goes to the summary, the steps after it (~1k) stay.
+      const prompt = "go\n" + "Background for this task, to be summarized. ".repeat(900)
+      const r = await play({
+        name: `placement-compaction-tail-${placement}`,
+        files: { "config.yaml": CONFIG },
+        run: { env: { CONCORD_PLACEMENT: placement === "auto" ? "" : placement }, prompt, config: { compaction: { preserve_recent_tokens: 4000 } } },
+        concordArgs: (ws) => ["--rpc-trace", "--log-file", path.join(ws.root, "concord-rpc.log")],
+        steps: (ws) => {
+          const file = path.join(ws.proj, "config.yaml")
+          const step = () => ({ tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] })
+          return [
+            () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+            () => {
+              fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
+              return step()
+            },
+            () => ({ ...step(), usage: { prompt_tokens: 500_000, completion_tokens: 10 } }),
+            () => ({ text: "done" }),
+          ]
+        },
+      })
+      await assertClean(r, 4)
+      const where = `(logs: ${r.ws.root})`
+      const file = path.join(r.ws.proj, "config.yaml")
+      const reqs = r.model.requests
+      assertErratumBeforeRebuild(reqs, file, where)
+
+      // Request 4: the summary, then the kept steps (call_1 to call_3), then OpenCode's "Continue".
+      const after = reqs[3]!.messages.filter((m) => m.role !== "system")
+      const all = JSON.stringify(reqs[3]!.messages)
+      assert.ok(!all.includes("Background for this task"), `the long prompt went into the summary ${where}`)
+      assert.deepEqual(
+        after.map((m) => m.tool_call_id ?? m.role),
+        ["user", "assistant", "assistant", "call_1", "assistant", "call_2", "assistant", "call_3", "user"],
+        `summary, the kept tail, continue ${where}`,
+      )
+      // call_1 survived the compaction: the flush put its repair in place, identical to a fresh read,
+      // and the erratum that spoke for it is gone from call_2 (same message id as before).
+      assert.equal(text(reqs[3]!, "call_1"), openCodeRead(file).output, `call_1 repaired in place ${where}`)
+      assert.equal(text(reqs[3]!, "call_2"), "step\n", `call_2 without its note ${where}`)
+      assert.deepEqual(notesOf(reqs[3]!), [], `no erratum after the rebuild ${where}`)
+      assert.ok(!all.includes("[concord]") && !all.includes("port: 8080"), `nothing stale ${where}\n${all}`)
+
+      // The summary request's copy of the history is only the long prompt: the plugin's transform
+      // sees the kept messages gone already there, so that sync also says prefixRebuilt (and does
+      // the flush); request 4's own sync says it again.
+      assertFlushed(path.join(r.ws.root, "concord-rpc.log"), where)
+      assert.deepEqual(batches(r.result.stderr), ["concord: 1 erratum at the tail", "concord: 1 read repaired"], where)
+    })
+  }
+
+  test("auto (the default): OpenCode prunes old tool outputs (compaction.prune) between prompts to one server; the next sync says prefixRebuilt, Concord flushes, and the erratum on a kept message goes", { skip: skipPlugin }, async () => {
+    // Pruning runs when a prompt's loop ends and spares the last two user turns and the newest
+    // 40k tokens of tool output; it clears only when that frees more than 20k tokens. So: turn 1
+    // reads config.yaml (call_1), then seven ~46 KB files; turn 2 is a plain answer; in turn 3
+    // config.yaml changes and the erratum for call_1 goes after call_9; turn 4 is after the prune.
+    // Four `opencode run --attach` prompts to one `opencode serve`: one plugin instance throughout.
+    const big = (k: number) => Array.from({ length: 600 }, (_, i) => `file ${k} line ${i + 1}: ${"lorem ipsum dolor sit amet ".repeat(2)}`).join("\n") + "\n"
+    const files: Record<string, string> = { "config.yaml": CONFIG }
+    for (let k = 1; k <= 7; k++) files[`big${k}.txt`] = big(k)
+    const ws = makeWorkspace("placement-prune", files)
+    const file = path.join(ws.proj, "config.yaml")
+    const model = new FakeModel([
+      () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+      () => ({ tools: Array.from({ length: 7 }, (_, k) => ({ name: "read", args: { filePath: path.join(ws.proj, `big${k + 1}.txt`) } })) }),
+      () => ({ text: "turn 1 done" }),
+      () => ({ text: "turn 2 done" }),
+      () => {
+        fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
+        return { tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] }
+      },
+      () => ({ text: "turn 3 done" }),
+      () => ({ text: "turn 4 done" }),
+    ])
+    const port = await model.start()
+    const env: Record<string, string> = {
+      CONCORD_PLACEMENT: "",
+      CONCORD_BIN: concordWrapper(ws, ["--rpc-trace", "--log-file", path.join(ws.root, "concord-rpc.log")]),
+    }
+    const server = await serveOpencode(ws, { port, plugin: DROPIN, env, config: { compaction: { prune: true } } })
+    const runs: RunResult[] = []
+    let stopped: Awaited<ReturnType<typeof server.stop>> | undefined
+    try {
+      for (const [i, prompt] of ["go", "again", "more", "last"].entries()) {
+        runs.push(await runOpencode(ws, { port, plugin: DROPIN, attach: server.url, continue: i > 0, prompt, logName: `opencode-${i + 1}` }))
+      }
+    } finally {
+      stopped = await server.stop()
+      await model.close()
+      model.dump(path.join(ws.root, "model-requests.json"))
+    }
+    const where = `(logs: ${ws.root})`
+    assert.deepEqual(model.failures, [], `fake model expectations ${where}`)
+    for (const [i, run] of runs.entries()) {
+      assert.equal(run.code, 0, `prompt ${i + 1}: opencode exit status ${where}\n${run.stderr.slice(-2000)}`)
+      assert.ok(!run.events.some((e) => e.type === "error"), `prompt ${i + 1}: no error events ${where}`)
+    }
+    assert.equal(runs.length, 4, `four prompts ${where}`)
+    assert.equal(model.requests.length, 7, `model calls ${where}`)
+    assert.ok(stopped?.signal === "SIGTERM" || stopped?.code === 0, `opencode serve stopped on SIGTERM ${where}: ${JSON.stringify(stopped && { code: stopped.code, signal: stopped.signal })}`)
+    assert.ok(!fetchedFromNpm(ws), `nothing fetched from npm at run time ${where}`)
+    await assertNoOrphans(ws)
+    const serverLog = stopped!.stderr
+    assert.match(serverLog, /message=pruned count=5\b/, `OpenCode pruned call_1 to call_5 after prompt 3 ${where}`)
+    const reqs = model.requests
+
+    // Prompt 3, after the change: call_1 as the model first saw it, and an erratum naming it
+    // after call_9's output, the last message.
+    const seen = text(reqs[1]!, "call_1")
+    assert.ok(seen.includes("2: port: 8080"), `the first read as OpenCode made it ${where}`)
+    assert.equal(text(reqs[5]!, "call_1"), seen, `call_1 byte-identical in request 6 ${where}`)
+    const n6 = notesOf(reqs[5]!)
+    assert.deepEqual(n6.map((n) => n.at), [reqs[5]!.messages.length - 1], `one note, in the last message of request 6 ${where}`)
+    assert.equal(reqs[5]!.messages.at(-1)!.tool_call_id, "call_9")
+    assert.ok(n6[0]!.text.includes("call_1") && n6[0]!.text.includes(file) && n6[0]!.text.includes("port: 9090"), `the note names call_1: ${n6[0]!.text}`)
+    assertAppendOnly(reqs.slice(4, 6), where)
+
+    // Prompt 4, after the prune: call_1 to call_5 cleared by OpenCode, call_6 to call_8 kept,
+    // and no erratum: not after call_9 (the same message, kept), nor anywhere else.
+    for (let k = 1; k <= 5; k++) assert.equal(text(reqs[6]!, `call_${k}`), "[Old tool result content cleared]", `call_${k} pruned ${where}`)
+    for (let k = 6; k <= 8; k++) assert.ok(text(reqs[6]!, `call_${k}`).includes(`file ${k - 1} line 600:`), `call_${k} kept ${where}`)
+    assert.equal(text(reqs[6]!, "call_9"), "step\n", `call_9 without the note ${where}`)
+    assert.deepEqual(notesOf(reqs[6]!), [], `no erratum after the prune ${where}`)
+    const all = JSON.stringify(reqs[6]!.messages)
+    assert.ok(!all.includes("[concord]") && !all.includes("port: 8080"), `nothing stale ${where}`)
+
+    // Concord's side: the plugin released the pruned reads, then its sync said prefixRebuilt
+    // (the only one) and got a flush.
+    const trace = rpcTrace(path.join(ws.root, "concord-rpc.log"))
+    const calls = trace.recv.filter((m) => m.method === "sync" || m.method === "release")
+    assert.deepEqual(calls.map((m) => m.method), ["sync", "sync", "sync", "sync", "sync", "sync", "release", "sync"], `one sync per request, the release before the last ${where}`)
+    assert.deepEqual(calls[6].params.anchors, ["call_1", "call_2", "call_3", "call_4", "call_5"], `the pruned reads released ${where}`)
+    const syncs = calls.filter((m) => m.method === "sync")
+    assert.deepEqual(syncs.map((m) => m.params.prefixRebuilt === true), [false, false, false, false, false, false, true], `prefixRebuilt on request 7's sync ${where}`)
+    assert.deepEqual(syncs.map((m) => trace.result(m.id)?.flushed === true), [false, false, false, false, false, false, true], `and flushed there ${where}`)
+    assert.deepEqual(batches(serverLog), ["concord: 1 erratum at the tail"], where)
+  })
+
 })
