@@ -625,6 +625,29 @@ function assertAppendOnly(reqs: { index: number; messages: unknown[] }[], where:
   }
 }
 
+/** Where a run's --rpc-trace log goes, and the concord arguments that write it. */
+const rpcLog = (ws: Workspace): string => path.join(ws.root, "concord-rpc.log")
+const rpcTraceArgs = (ws: Workspace): string[] => ["--rpc-trace", "--log-file", rpcLog(ws)]
+
+/**
+ * The compaction scenario: read config.yaml, change it behind the model's back, then answer with
+ * more prompt tokens than the model's context holds (the erratum is on the wire by then), so
+ * OpenCode compacts before its next call; then finish.
+ */
+function overflowSteps(ws: Workspace): Step[] {
+  const file = path.join(ws.proj, "config.yaml")
+  const step = () => ({ tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] })
+  return [
+    () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
+    () => {
+      fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
+      return step()
+    },
+    () => ({ ...step(), usage: { prompt_tokens: 500_000, completion_tokens: 10 } }),
+    () => ({ text: "done" }),
+  ]
+}
+
 /** The JSON-RPC messages a concord run read and wrote, from its --rpc-trace log. */
 function rpcTrace(log: string): { recv: any[]; sent: any[]; result: (id: unknown) => any } {
   const lines = fs.existsSync(log) ? fs.readFileSync(log, "utf8").split("\n") : []
@@ -833,22 +856,8 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
       name: "placement-compaction",
       files: { "config.yaml": CONFIG },
       run: { env: { CONCORD_PLACEMENT: "" } },
-      concordArgs: (ws) => ["--rpc-trace", "--log-file", path.join(ws.root, "concord-rpc.log")],
-      steps: (ws) => {
-        const file = path.join(ws.proj, "config.yaml")
-        const step = () => ({ tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] })
-        return [
-          () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
-          () => {
-            fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
-            return step()
-          },
-          // The erratum is on the wire; this answer reports more prompt tokens than the model's
-          // context holds, so OpenCode compacts before its next call.
-          () => ({ ...step(), usage: { prompt_tokens: 500_000, completion_tokens: 10 } }),
-          () => ({ text: "done" }),
-        ]
-      },
+      concordArgs: rpcTraceArgs,
+      steps: overflowSteps,
     })
     await assertClean(r, 4)
     const where = `(logs: ${r.ws.root})`
@@ -868,7 +877,7 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
 
     // The summary request's copy of the history (all of it here) is the same messages as request
     // 3: only the sync before request 4 says prefixRebuilt, and it is the flush.
-    const rebuilt = assertFlushed(path.join(r.ws.root, "concord-rpc.log"), where)
+    const rebuilt = assertFlushed(rpcLog(r.ws), where)
     assert.equal(rebuilt.length, 1, `one sync with prefixRebuilt ${where}`)
     assert.deepEqual(batches(r.result.stderr), ["concord: 1 erratum at the tail", "concord: 1 read repaired"], where)
   })
@@ -882,20 +891,8 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
         name: `placement-compaction-tail-${placement}`,
         files: { "config.yaml": CONFIG },
         run: { env: { CONCORD_PLACEMENT: placement === "auto" ? "" : placement }, prompt, config: { compaction: { preserve_recent_tokens: 4000 } } },
-        concordArgs: (ws) => ["--rpc-trace", "--log-file", path.join(ws.root, "concord-rpc.log")],
-        steps: (ws) => {
-          const file = path.join(ws.proj, "config.yaml")
-          const step = () => ({ tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] })
-          return [
-            () => ({ tools: [{ name: "read", args: { filePath: file } }] }),
-            () => {
-              fs.writeFileSync(file, CONFIG.replace("port: 8080", "port: 9090"))
-              return step()
-            },
-            () => ({ ...step(), usage: { prompt_tokens: 500_000, completion_tokens: 10 } }),
-            () => ({ text: "done" }),
-          ]
-        },
+        concordArgs: rpcTraceArgs,
+        steps: overflowSteps,
       })
       await assertClean(r, 4)
       const where = `(logs: ${r.ws.root})`
@@ -922,7 +919,7 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
       // The summary request's copy of the history is only the long prompt: the plugin's transform
       // sees the kept messages gone already there, so that sync also says prefixRebuilt (and does
       // the flush); request 4's own sync says it again.
-      assertFlushed(path.join(r.ws.root, "concord-rpc.log"), where)
+      assertFlushed(rpcLog(r.ws), where)
       assert.deepEqual(batches(r.result.stderr), ["concord: 1 erratum at the tail", "concord: 1 read repaired"], where)
     })
   }
@@ -953,7 +950,7 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
     const port = await model.start()
     const env: Record<string, string> = {
       CONCORD_PLACEMENT: "",
-      CONCORD_BIN: concordWrapper(ws, ["--rpc-trace", "--log-file", path.join(ws.root, "concord-rpc.log")]),
+      CONCORD_BIN: concordWrapper(ws, rpcTraceArgs(ws)),
     }
     const server = await serveOpencode(ws, { port, plugin: DROPIN, env, config: { compaction: { prune: true } } })
     const runs: RunResult[] = []
@@ -1004,7 +1001,7 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
 
     // Concord's side: the plugin released the pruned reads, then its sync said prefixRebuilt
     // (the only one) and got a flush.
-    const trace = rpcTrace(path.join(ws.root, "concord-rpc.log"))
+    const trace = rpcTrace(rpcLog(ws))
     const calls = trace.recv.filter((m) => m.method === "sync" || m.method === "release")
     assert.deepEqual(calls.map((m) => m.method), ["sync", "sync", "sync", "sync", "sync", "sync", "release", "sync"], `one sync per request, the release before the last ${where}`)
     assert.deepEqual(calls[6].params.anchors, ["call_1", "call_2", "call_3", "call_4", "call_5"], `the pruned reads released ${where}`)
