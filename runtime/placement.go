@@ -265,7 +265,8 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 			if len(cs) == 0 {
 				continue
 			}
-			if m.rewritePays(b, cs, cut) {
+			v := view(b)
+			if m.rewritePays(b, v, cs, cut) {
 				if cut < 0 {
 					cut = b.pl.at
 				}
@@ -279,7 +280,7 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 					l.pl.notedAt, l.pl.ownSince = l.src.pl.trans, false
 				}
 			}
-			out = tail.add(out, view(b), cs)
+			out = tail.add(out, v, cs)
 		case nowhere:
 			b.pl.deferred = true
 		}
@@ -311,7 +312,8 @@ func placeInPlace(b *block) BlockView {
 }
 
 // rewritePays reports whether, at the cache prices of initialize (auto
-// only), rewriting b's message in place costs less than the erratum cs.
+// only), rewriting b's message in place with its view v costs less than
+// the erratum cs.
 // In units of input price per character, against the tail:
 //
 //	(write-read)*I + (write + read*H)*(newLen - oldLen - erratumLen) < 0
@@ -326,19 +328,17 @@ func placeInPlace(b *block) BlockView {
 // promptChars, and is at least b's old size. A block an erratum was already
 // sent for is never priced in place: that erratum would stay in the prompt,
 // after the copy, and could contradict it. Caller holds m.mu.
-func (m *Manager) rewritePays(b *block, cs []clause, cut int) bool {
+func (m *Manager) rewritePays(b *block, v BlockView, cs []clause, cut int) bool {
 	p, ag := m.price, b.agent
 	if p == nil || m.placement != PlacementAuto || ag.pl.prompt == 0 || b.pl.noted || b.status == Superseded {
 		return false
 	}
-	oldLen, newLen := 0, len(b.notice)
+	oldLen, newLen := 0, len(v.Notice)
 	for _, l := range b.links {
 		oldLen += len(l.shown)
 	}
-	if b.status == Valid || b.status == Patched || b.status == Stale {
-		for _, l := range b.links {
-			newLen += len(l.text)
-		}
+	for _, s := range v.Sources {
+		newLen += len(s.Text)
 	}
 	e := len(renderErrata(cs, make([]int, len(cs)), 1)[0])
 	inval := max(ag.pl.prompt-b.pl.at, oldLen)
