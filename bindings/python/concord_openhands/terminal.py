@@ -144,15 +144,20 @@ def screen_line(line: str) -> str:
 def _file_lines(path: str, cache: dict[str, list[str] | None]) -> list[str] | None:
     if path not in cache:
         try:
-            with open(path, encoding="utf-8", errors="replace", newline="") as f:
-                data = f.read().replace("\r\n", "\n")
-            lines = data.split("\n")
-            if lines and lines[-1] == "":
-                lines.pop()
-            cache[path] = lines
+            with open(path, "rb") as f:
+                cache[path] = _decode_lines(f.read())
         except OSError:
             cache[path] = None
     return cache[path]
+
+
+def _decode_lines(data: bytes) -> list[str]:
+    """A file's lines as Concord reads them: UTF-8 (undecodable bytes as
+    U+FFFD), CRLF as LF, no empty last line for a final newline."""
+    lines = data.decode("utf-8", errors="replace").replace("\r\n", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def _recover(read: TerminalRead, output: str) -> None:
@@ -379,7 +384,6 @@ def _several(names: list[str], output: str, cwd: str, *, numbered: bool = False,
     if len(set(paths)) != len(paths):
         return None  # one file twice: two sources of one block would be the same
     parts: list[Part] = []
-    cache: dict[str, list[str] | None] = {}
     for name, path in zip(names, paths):
         try:
             st = os.stat(path)
@@ -392,9 +396,7 @@ def _several(names: list[str], output: str, cwd: str, *, numbered: bool = False,
                 data = f.read()
         except OSError:
             return None
-        lines = _file_lines(path, cache)
-        if lines is None:
-            return None
+        lines = _decode_lines(data)
         n = len(lines)
         if cat:
             # A file without a final newline runs into the next file's first line.
