@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/concord-ctx/concord/locator"
 	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
@@ -89,6 +90,7 @@ type blockPlace struct {
 	deferred  bool   // the in-place view lags the current state (a tail erratum or nothing was sent)
 	noted     bool   // an erratum for it was delivered since its last in-place view
 	warned    bool   // that erratum says the copy is outdated and claims no text: later changes add nothing
+	gone      bool   // that warning says the source was deleted, emptied or unreadable: it ends when the source is back
 	sameText  bool   // that erratum claims only that the text is unchanged: later moves add nothing
 	pointed   bool   // superseded, and an erratum pointed from it to the newer read
 	inplace   Status // status of the last in-place view ("" = the tool's original output)
@@ -102,6 +104,7 @@ type linkPlace struct {
 	// Since the latest erratum for the link (a later one may only add to it).
 	lastOutside, prevOutside uint64 // the latest outside change, and the one before it
 	notedAt                  uint64 // the source's transitions when that erratum went out
+	notedVersion             string // the source version that erratum speaks of: it holds while the source is there
 	ownSince                 bool   // the agent's own edits changed it since
 }
 
@@ -205,6 +208,7 @@ func (m *Manager) flushDue(ag *agentState, req SyncRequest, now time.Time) bool 
 
 // decide places one changed block. Caller holds m.mu.
 func (m *Manager) decide(b *block, flush bool) where {
+
 	p := m.placement
 	switch {
 	case p == PlacementInplace || flush || b.pl.reset:
@@ -218,8 +222,11 @@ func (m *Manager) decide(b *block, flush bool) where {
 			return inPlace // never sent: the pointer is free and shorter
 		}
 		return nowhere
-	case b.pl.warned && !b.orphaned:
-		return nowhere // an erratum already says the copy is outdated; it stays true
+	case b.pl.warned && !b.orphaned && !copyCurrent(b) && !(b.pl.gone && linksLive(b)):
+		// An erratum already says the copy is outdated; it stays true. Once
+		// the copy is current again (a change reverted), or the source it
+		// said was gone is back, the next erratum says what holds now.
+		return nowhere
 	case b.pl.sameText && !b.orphaned && b.status != Superseded && textUnchanged(b):
 		return nowhere // an erratum already says its lines moved, text unchanged; still true
 	case p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && !b.pl.noted:
@@ -275,9 +282,14 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 				continue
 			}
 			b.pl.noted, b.pl.warned, b.pl.sameText = true, h == holdsAlways, h == holdsSameText
+			b.pl.gone = h == holdsAlways && sourceGone(b)
 			for _, l := range b.links {
 				if l.src != nil {
 					l.pl.notedAt, l.pl.ownSince = l.src.pl.trans, false
+					l.pl.notedVersion = ""
+					if l.state == linkOK {
+						l.pl.notedVersion = l.version
+					}
 				}
 			}
 			out = tail.add(out, v, cs)
@@ -349,6 +361,41 @@ func (m *Manager) rewritePays(b *block, v BlockView, cs []clause, cut int) bool 
 	return (p.Write-p.Read)*float64(inval)+(p.Write+p.Read*h)*float64(newLen-oldLen-e) < 0
 }
 
+// copyCurrent reports whether b's copy in place is, line for line and at the
+// same lines, its current state: nothing about it needs correcting.
+func copyCurrent(b *block) bool {
+	if b.status != Valid && b.status != Patched {
+		return false
+	}
+	for _, l := range b.links {
+		if l.state != linkOK || l.text != l.shown || !l.whole && l.rng != l.shownRng {
+			return false
+		}
+	}
+	return true
+}
+
+// linksLive reports whether every link of b is tracked and current again.
+func linksLive(b *block) bool {
+	for _, l := range b.links {
+		if l.state != linkOK {
+			return false
+		}
+	}
+	return len(b.links) > 0
+}
+
+// sourceGone reports whether some link of b is out because its source was
+// deleted, emptied or unreadable (not by a policy's verdict on a change).
+func sourceGone(b *block) bool {
+	for _, l := range b.links {
+		if l.state != linkOK && l.cause != causeNone && l.cause != causePolicy {
+			return true
+		}
+	}
+	return false
+}
+
 // stillShown reports whether every text s shows is still, line for line,
 // in the current text of by: then s's copy is true (at most its line
 // numbers moved, as by's erratum says) and needs no pointer.
@@ -380,21 +427,23 @@ func containsLines(text, part string) bool {
 	return false
 }
 
-// cover returns the live read that covers superseded s: its superseding
-// read, or the one that superseded that, and so on.
-func (m *Manager) cover(s *block) *block {
-	b := s
+// coverOf returns the live read that covers superseded s: its superseding
+// read, or the one that superseded that, and so on; and whether s or a
+// read on that chain is in set.
+func (m *Manager) coverOf(s *block, set map[*block]bool) (*block, bool) {
+	b, in := s, set[s]
 	for range 64 { // chains are short; the bound only guards against a cycle
 		next := m.blocks[b.supersededBy]
 		if next == nil {
-			return nil
+			return nil, in
 		}
+		in = in || set[next]
 		if next.status != Superseded {
-			return next
+			return next, in
 		}
 		b = next
 	}
-	return nil
+	return nil, in
 }
 
 // tailErrata collects one sync's views placed at the tail and the clauses
@@ -424,23 +473,98 @@ func (t *tailErrata) render(out []BlockView) {
 	}
 }
 
-// pointers: a read superseded without a rewrite keeps its text, which goes
-// stale when the lines it showed change; the newer read that covers them
-// changed too (it is among bs). A clause per such read points from it to
-// the newer read, so the stale copy never looks current. Caller holds m.mu.
+// pointers: a read superseded without a rewrite stays in the prompt as the
+// model had it, and a reader may take that copy rather than the newer read
+// after it. Whenever the copy (or the latest erratum about it) stops being
+// true, one clause points from it to the newer read that covers it, which
+// carries its own corrections; the pointer claims no text, so it stays true
+// and is sent once. A superseded read is looked at when it, its cover or a
+// read between them is among bs (superseded or changed in this sync):
+// nothing else can falsify its copy. Caller holds m.mu.
 func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []BlockView) []BlockView {
-	for _, by := range bs {
-		if by.status == Valid || by.status == Superseded {
+	inSync := make(map[*block]bool, len(bs))
+	for _, b := range bs {
+		inSync[b] = true
+	}
+	for _, s := range ag.audit {
+		if s == nil || s.status != Superseded || s.anchor == "" || s.pl.pointed || s.pl.warned || !s.pl.deferred {
 			continue
 		}
-		for _, s := range ag.audit {
-			if s == nil || s.status != Superseded || s.anchor == "" || s.pl.pointed || s.pl.warned ||
-				!s.pl.deferred || s.pl.inplace == Superseded || s.pl.inplace == Invalid || m.cover(s) != by || stillShown(s, by) {
-				continue
+		switch s.pl.inplace {
+		case Superseded, Invalid, Stale:
+			if !s.pl.noted {
+				continue // in place it shows a notice, or text already marked as possibly outdated
 			}
-			s.pl.pointed, s.pl.noted = true, true
-			out = tail.add(out, view(s), erratumSuperseded(s, by))
 		}
+		by, touched := m.coverOf(s, inSync)
+		if by == nil || !touched || copyHolds(s, by) {
+			continue
+		}
+		s.pl.pointed, s.pl.noted = true, true
+		out = tail.add(out, view(s), erratumSuperseded(s, by))
 	}
 	return out
+}
+
+// copyHolds reports whether what the model has of superseded s is still
+// true, judged against by, the live read that covers it.
+func copyHolds(s, by *block) bool {
+	switch {
+	case s.pl.sameText:
+		return stillShown(s, by) // its erratum claims only that the text is unchanged
+	case s.pl.noted:
+		// Its erratum claimed the lines and text of one version of the
+		// source: true while the source is still at that version.
+		for _, sl := range s.links {
+			if !versionHeld(sl, by) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, sl := range s.links {
+		if !shownAt(sl, by) {
+			return false
+		}
+	}
+	return true
+}
+
+// versionHeld reports whether the latest erratum about sl spoke of the
+// version of the source a live link of by is at now.
+func versionHeld(sl *link, by *block) bool {
+	for _, bl := range by.links {
+		if bl.uri == sl.uri && bl.state == linkOK && sl.pl.notedVersion != "" && bl.version == sl.pl.notedVersion {
+			return true
+		}
+	}
+	return false
+}
+
+// shownAt reports whether a live link of by has, at the lines sl's copy
+// names, exactly the text that copy shows.
+func shownAt(sl *link, by *block) bool {
+	for _, bl := range by.links {
+		if bl.uri != sl.uri || bl.state != linkOK || !bl.tracked {
+			continue
+		}
+		switch {
+		case sl.whole:
+			if bl.whole && bl.text == sl.shown {
+				return true
+			}
+		case bl.whole:
+			cur := locator.SplitLines(bl.text)
+			if r := sl.shownRng; r.End <= len(cur) && slices.Equal(cur[r.Start-1:r.End], spanLines(sl.shown, r)) {
+				return true
+			}
+		case bl.rng.Start <= sl.shownRng.Start && sl.shownRng.End <= bl.rng.End:
+			cur := spanLines(bl.text, bl.rng)
+			from, to := sl.shownRng.Start-bl.rng.Start, sl.shownRng.End-bl.rng.Start+1
+			if to <= len(cur) && slices.Equal(cur[from:to], spanLines(sl.shown, sl.shownRng)) {
+				return true
+			}
+		}
+	}
+	return false
 }

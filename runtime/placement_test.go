@@ -76,6 +76,19 @@ func TestPlacement(t *testing.T) {
 		}
 	}
 
+	// readNow observes lines a-b of the file as it is now (an edit's
+	// snippet, a newer view).
+	readNow := func(anchor string, a, b int) step {
+		return func(h *harness, _ *fakeClock) {
+			h.mem.mu.Lock()
+			cur := h.mem.files[fid]
+			h.mem.mu.Unlock()
+			h.observe("main", 2, anchor, SourceRef{URI: fid, Range: rng(a, b), Text: span(strings.Split(strings.TrimSuffix(cur, "\n"), "\n"), a, b)})
+		}
+	}
+	movedThenEdited := append([]string{"// a", "// b"}, edited...)
+	const pointer = "[concord] Outdated in /proj/main.go: call_1 (lines 3-5) was read again in call_2."
+
 	tests := []struct {
 		name      string
 		placement string
@@ -83,6 +96,27 @@ func TestPlacement(t *testing.T) {
 		want      placed
 		rebuilt   bool
 	}{
+		// Issue 19: a read's lines change, then a newer read of them
+		// supersedes it before the next sync; the stale copy needs the pointer.
+		{"tail: lines changed, then read again: the pointer", PlacementTail, []step{sent, ownEdit(text(edited), "call_7"), readNow("call_2", 1, 9)},
+			placed{errata: []string{pointer}}, false},
+		{"auto: lines changed, then read again: the pointer", PlacementAuto, []step{sent, ownEdit(text(edited), "call_7"), readNow("call_2", 1, 9)},
+			placed{errata: []string{pointer}}, false},
+		{"auto: lines moved, then read again at their new place: the pointer", PlacementAuto, []step{sent, write(text(inserted)), readNow("call_2", 1, 9)},
+			placed{errata: []string{pointer}}, false},
+		{"auto: read again, the copy still true: nothing", PlacementAuto, []step{sent, readNow("call_2", 1, 9)},
+			placed{}, false},
+		// "moved with your edit, text unchanged" must not stand once the text
+		// changes, even when a newer read supersedes the call.
+		{"auto: 'text unchanged' falsified, then read again: the pointer", PlacementAuto, []step{sent, ownEdit(text(inserted), "call_7"), sent, ownEdit(text(movedThenEdited), "call_8"), readNow("call_2", 4, 8)},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) was read again in call_2."}}, false},
+		{"tail: 'text unchanged' falsified, then read again: the pointer", PlacementTail, []step{sent, ownEdit(text(inserted), "call_7"), sent, ownEdit(text(movedThenEdited), "call_8"), readNow("call_2", 4, 8)},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) was read again in call_2."}}, false},
+		// A "deleted" erratum is withdrawn when the file comes back as it was.
+		{"auto: deleted, then back unchanged: current again", PlacementAuto, []step{sent, func(h *harness, _ *fakeClock) { h.mem.remove(fid) }, sent, write(text(ls))},
+			placed{errata: []string{"[concord] The output of call_1 is current again."}}, false},
+		{"tail: deleted, then back unchanged: current again", PlacementTail, []step{sent, func(h *harness, _ *fakeClock) { h.mem.remove(fid) }, sent, write(text(ls))},
+			placed{errata: []string{"[concord] The output of call_1 is current again."}}, false},
 		{"inplace rewrites a sent message", PlacementInplace, []step{sent, write(text(inserted))},
 			placed{inplace: []string{"call_1 patched"}}, false},
 		{"tail: a move is one line", PlacementTail, []step{sent, write(text(inserted))},

@@ -188,15 +188,27 @@ func sortedLinks(s *source) []*link {
 
 // link reconciles one link against the source's new text.
 func (rc *reconciler) link(l *link) {
-	if l.state != linkOK && l.cause == causePolicy {
-		if l.whole && isListing(rc.src) {
-			rc.listing(l) // keep naming every entry that changed since the listing shown
-		}
-		return // the model was told; the block waits for a re-read
-	}
 	if l.whole && isListing(rc.src) {
-		rc.listing(l)
+		rc.listing(l) // (out by policy too: keep naming every entry that changed since the listing shown)
 		return
+	}
+	if (l.state != linkOK || len(rc.newLines) == 0) && rc.shownCurrent(l) {
+		// Back to what the model has (a change reverted, a deleted file
+		// restored, a file read empty and emptied again): its copy is true
+		// again, whatever happened between.
+		l.rng = l.shownRng
+		if l.whole {
+			l.text = wholeText(rc.src.text)
+		} else {
+			l.text = locator.JoinLines(rc.newLines[l.rng.Start-1 : l.rng.End])
+		}
+		rc.restore(l)
+		rc.touch(l, "restored: the text shown is current again")
+		rc.extendTail(l)
+		return
+	}
+	if l.state != linkOK && l.cause == causePolicy {
+		return // the model was told; the block waits for a re-read
 	}
 	if len(rc.newLines) == 0 && rc.src.state == statePresent && rc.src.known {
 		// Emptied: most often a writer between truncate and write. Like a
@@ -328,6 +340,19 @@ const MaxWholeRefreshBytes = 16 << 10
 func (rc *reconciler) readsWholeFile(l *link) bool {
 	covers := l.whole || l.tail && l.rng.Start == 1 && l.tracked && l.state == linkOK
 	return covers && rc.src.scheme == "file" && len(rc.src.text) <= MaxWholeRefreshBytes && len(rc.newLines) > 0
+}
+
+// shownCurrent reports whether the source's new text has, at the lines the
+// model's copy of l names, exactly that copy.
+func (rc *reconciler) shownCurrent(l *link) bool {
+	if rc.src.state != statePresent || !rc.src.known {
+		return false
+	}
+	if l.whole {
+		return l.shown == wholeText(rc.src.text)
+	}
+	r := l.shownRng
+	return r.Start >= 1 && r.End <= len(rc.newLines) && slices.Equal(rc.newLines[r.Start-1:r.End], spanLines(l.shown, r))
 }
 
 func (rc *reconciler) restore(l *link) {
