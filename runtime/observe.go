@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -159,6 +160,13 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 		return ctx.Err()
 	}
 	m.withLock(func() { m.attribute(src, m.applyGone(src, stamp, err), "", "") })
+	if errors.Is(err, ErrTooLarge) && src.reporter == nil {
+		// Over the size cap nothing can tell whether the read is still
+		// true, and "changed" would be a guess that sends the agent into
+		// re-reads of an untouched file: refused, the read passes through
+		// as the tool showed it.
+		return err
+	}
 	if src.reporter != nil || unavailable(err) {
 		// A keyed source: the client could not answer, trust its report.
 		// A file gone, binary, too large or unreadable by now: the model

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -395,5 +396,45 @@ func TestPricedPlacement(t *testing.T) {
 				t.Fatalf("pricedRewrites = %d", n)
 			}
 		})
+	}
+}
+
+// TestErrataInsertionVsReplacement (issue 19): ten lines inserted after
+// line 5 of a whole-file read, and lines 6-15 replaced by the same ten
+// lines, must not give the same erratum: the first says where the lines
+// went in and that the file grew.
+func TestErrataInsertionVsReplacement(t *testing.T) {
+	ls := numbered(60)
+	var added []string
+	for i := range 10 {
+		added = append(added, fmt.Sprintf("Inserted %d", i+1))
+	}
+	inserted := slices.Concat(ls[:5], added, ls[5:])
+	replaced := slices.Concat(ls[:5], added, ls[15:])
+	body := ""
+	for i, a := range added {
+		body += fmt.Sprintf("\n+%d: %s", 6+i, a)
+	}
+	for _, p := range []string{PlacementTail, PlacementAuto} {
+		for _, tc := range []struct {
+			name    string
+			content []string
+			want    string
+		}{
+			{"insertion", inserted, "[concord] Outdated in /proj/main.go: call_1 changed, now 70 lines:\n(inserted after line 5)" + body},
+			{"replacement", replaced, "[concord] Outdated in /proj/main.go: call_1 changed:" + body},
+		} {
+			t.Run(p+" "+tc.name, func(t *testing.T) {
+				h := newHarness(t, Config{Placement: p})
+				h.mem.set(fid, text(ls))
+				h.observe("main", 1, "call_1", SourceRef{URI: fid, Text: text(ls)})
+				h.sync("main", 1)
+				h.mem.set(fid, text(tc.content))
+				got := placedOf(t, h.sync("main", 2))
+				if len(got.errata) != 1 || got.errata[0] != tc.want {
+					t.Fatalf("errata %q\nwant %q", got.errata, tc.want)
+				}
+			})
+		}
 	}
 }
