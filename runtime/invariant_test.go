@@ -890,8 +890,12 @@ func (r *invRun) check(ag *invAgent) {
 			// The latest statement says the copy is outdated: it cannot look
 			// current. A deletion notice must not outlive the deletion,
 			// though: back as it was, the copy is true and the note is not.
-			if strings.Contains(h.note.Erratum, "was deleted after that read") && r.copyCurrent(h) {
-				r.fail("anchor %s: the latest erratum says the source was deleted, but it is back with the copy's text: %q", a, h.note.Erratum)
+			if strings.Contains(h.note.Erratum, "was deleted after that read") {
+				for _, ref := range h.refs {
+					if _, back := r.content[ref.URI]; back && strings.Contains(h.note.Erratum, strings.TrimPrefix(ref.URI, "mem:/")+" was deleted") {
+						r.fail("anchor %s: the latest erratum says %s was deleted, but it is back: %q", a, ref.URI, h.note.Erratum)
+					}
+				}
 			}
 			continue
 		}

@@ -90,7 +90,6 @@ type blockPlace struct {
 	deferred  bool   // the in-place view lags the current state (a tail erratum or nothing was sent)
 	noted     bool   // an erratum for it was delivered since its last in-place view
 	warned    bool   // that erratum says the copy is outdated and claims no text: later changes add nothing
-	gone      bool   // that warning says the source was deleted, emptied or unreadable: it ends when the source is back
 	sameText  bool   // that erratum claims only that the text is unchanged: later moves add nothing
 	pointed   bool   // superseded, and an erratum pointed from it to the newer read
 	inplace   Status // status of the last in-place view ("" = the tool's original output)
@@ -105,6 +104,7 @@ type linkPlace struct {
 	lastOutside, prevOutside uint64 // the latest outside change, and the one before it
 	notedAt                  uint64 // the source's transitions when that erratum went out
 	notedVersion             string // the source version that erratum speaks of: it holds while the source is there
+	goneNoted                cause  // that erratum says the source is deleted, emptied or unreadable: true until that changes
 	ownSince                 bool   // the agent's own edits changed it since
 }
 
@@ -222,7 +222,7 @@ func (m *Manager) decide(b *block, flush bool) where {
 			return inPlace // never sent: the pointer is free and shorter
 		}
 		return nowhere
-	case b.pl.warned && !b.orphaned && !copyCurrent(b) && !(b.pl.gone && linksLive(b)):
+	case b.pl.warned && !b.orphaned && !copyCurrent(b) && !goneEnded(b):
 		// An erratum already says the copy is outdated; it stays true. Once
 		// the copy is current again (a change reverted), or the source it
 		// said was gone is back, the next erratum says what holds now.
@@ -282,11 +282,13 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 				continue
 			}
 			b.pl.noted, b.pl.warned, b.pl.sameText = true, h == holdsAlways, h == holdsSameText
-			b.pl.gone = h == holdsAlways && sourceGone(b)
 			for _, l := range b.links {
 				if l.src != nil {
 					l.pl.notedAt, l.pl.ownSince = l.src.pl.trans, false
-					l.pl.notedVersion = ""
+					l.pl.notedVersion, l.pl.goneNoted = "", causeNone
+					if h == holdsAlways && linkGone(l) {
+						l.pl.goneNoted = l.cause
+					}
 					if l.state == linkOK {
 						l.pl.notedVersion = l.version
 					}
@@ -375,21 +377,18 @@ func copyCurrent(b *block) bool {
 	return true
 }
 
-// linksLive reports whether every link of b is tracked and current again.
-func linksLive(b *block) bool {
-	for _, l := range b.links {
-		if l.state != linkOK {
-			return false
-		}
-	}
-	return len(b.links) > 0
+// linkGone reports whether l is out because its source was deleted,
+// emptied or unreadable (not by a policy's verdict on a change).
+func linkGone(l *link) bool {
+	return l.state != linkOK && l.cause != causeNone && l.cause != causePolicy
 }
 
-// sourceGone reports whether some link of b is out because its source was
-// deleted, emptied or unreadable (not by a policy's verdict on a change).
-func sourceGone(b *block) bool {
+// goneEnded reports whether a source the latest erratum about b said was
+// gone is back, or gone another way (deleted, now emptied): that warning
+// no longer holds.
+func goneEnded(b *block) bool {
 	for _, l := range b.links {
-		if l.state != linkOK && l.cause != causeNone && l.cause != causePolicy {
+		if l.pl.goneNoted != causeNone && (!linkGone(l) || l.cause != l.pl.goneNoted) {
 			return true
 		}
 	}

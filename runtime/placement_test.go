@@ -160,6 +160,8 @@ func TestPlacement(t *testing.T) {
 			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) changed. Re-read /proj/main.go lines 3-5 before relying on it."}}, false},
 		{"deleted: the notice, naming the call", PlacementAuto, []step{sent, func(h *harness, _ *fakeClock) { h.mem.remove(fid) }},
 			placed{errata: []string{"[concord] About the output of call_1: /proj/main.go was deleted after that read; the content shown earlier (lines 3-5) is no longer accurate. Re-read /proj/main.go lines 3-5 (check whether it still exists) before relying on it."}}, false},
+		{"deleted, then back with other text: the deletion warning ends", PlacementAuto, []step{sent, func(h *harness, _ *fakeClock) { h.mem.remove(fid) }, sent, write(text(edited))},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) changed:\n+4: func f4() { return 42 }"}}, false},
 		{"auto: supersession alone rewrites nothing", PlacementAuto, []step{sent, reread},
 			placed{}, false},
 		{"tail: supersession alone rewrites nothing", PlacementTail, []step{sent, reread},

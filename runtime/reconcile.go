@@ -312,6 +312,12 @@ func (rc *reconciler) apply(l *link, res locator.Result) {
 		}
 		l.version = src.version
 	case locator.Patched:
+		if !l.whole && rc.readsWholeFile(l) {
+			// A read of lines 1 to the end showed the whole file: patched,
+			// it still shows the whole file, or a line moved to its other
+			// end would fall out of the read.
+			res.Range, res.Text = Range{Start: 1, End: len(rc.newLines)}, locator.JoinLines(rc.newLines)
+		}
 		rc.act(l, m.resolve(l.block, src).local, res, true)
 	default:
 		pol := m.resolve(l.block, src)
