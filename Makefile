@@ -26,8 +26,13 @@ test: lint build go-test py-test ts-test artifact-test
 go-test:
 	$(GO) test -race -count=1 $(PKGS)
 
+# The Python terminal tests run rg as agents do; the pinned ripgrep comes with the TypeScript
+# binding's npm packages (@vscode/ripgrep), so it is installed first and put on PATH.
+RG_DIR = $(CURDIR)/bindings/ts/node_modules/@vscode/ripgrep-$(shell node -p 'process.platform + "-" + process.arch' 2>/dev/null)/bin
+
 py-test: build
-	$(MAKE) -C bindings/python test CONCORD_BIN=$(BIN)
+	$(MAKE) -C bindings/ts deps
+	PATH="$(RG_DIR):$$PATH" $(MAKE) -C bindings/python test CONCORD_BIN=$(BIN)
 
 ts-test: build
 	$(MAKE) -C bindings/ts test CONCORD_BIN=$(BIN)
