@@ -9,6 +9,7 @@ no SDK; `ConcordCondenser` is loaded from the SDK side on first access.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .rpc import RpcClient, RpcError, ServerUnavailable
@@ -25,6 +26,13 @@ __all__ = [
     "Source",
     "find_binary",
 ]
+
+
+if "openhands.sdk" in sys.modules:
+    # The SDK is loaded (an agent server run with `--import-modules
+    # concord_openhands`): define the condenser now, so its `kind` resolves
+    # when the server validates an agent that names it.
+    from .condenser import ConcordCondenser  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:
