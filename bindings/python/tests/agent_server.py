@@ -54,6 +54,8 @@ class AgentServer:
         self.port = free_port()
         env = dict(os.environ)
         env.pop("CONCORD_BIN", None)  # the image has none: the binary is found next to the package
+        # No VSCode and no tool preload (a Chromium check): seconds off each start.
+        env.update(OH_ENABLE_VSCODE="false", OH_PRELOAD_TOOLS="false")
         argv = [sys.executable, "-m", "openhands.agent_server"]
         if context is not None:
             image_env, entrypoint = dockerfile()
