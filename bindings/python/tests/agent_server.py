@@ -50,7 +50,7 @@ def free_port() -> int:
 class AgentServer:
     """One agent-server subprocess; `with` starts it and waits for /health."""
 
-    def __init__(self, cwd: Path, *, context: Path | None, log: Path) -> None:
+    def __init__(self, cwd: Path, *, context: Path | None, log: Path, probe: Path | None = None) -> None:
         self.port = free_port()
         env = dict(os.environ)
         env.pop("CONCORD_BIN", None)  # the image has none: the binary is found next to the package
@@ -63,6 +63,10 @@ class AgentServer:
             argv += entrypoint[len(BASE_ENTRYPOINT):]
             for key, value in image_env.items():
                 env[key] = value.replace(IMAGE_ROOT, str(context))
+            if probe is not None:  # a benchmark's module, imported after concord_openhands
+                i = argv.index("--import-modules") + 1
+                argv[i] += "," + probe.stem
+                argv += ["--extra-python-path", str(probe.parent)]
         argv += ["--host", "127.0.0.1", "--port", str(self.port)]  # DockerWorkspace adds these
         self.argv = argv
         self.log = log
