@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ConcordCondenser",
+    "ConcordNotOnServer",
     "ConcordSession",
     "RpcClient",
     "RpcError",
@@ -32,12 +33,12 @@ if "openhands.sdk" in sys.modules:
     # The SDK is loaded (an agent server run with `--import-modules
     # concord_openhands`): define the condenser now, so its `kind` resolves
     # when the server validates an agent that names it.
-    from .condenser import ConcordCondenser  # noqa: E402
+    from .condenser import ConcordCondenser, ConcordNotOnServer  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:
-    if name == "ConcordCondenser":
-        from .condenser import ConcordCondenser
+    if name in ("ConcordCondenser", "ConcordNotOnServer"):
+        from . import condenser
 
-        return ConcordCondenser
+        return getattr(condenser, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,8 +19,7 @@ if sys.version_info < (3, 12):
 from openhands.sdk import Agent, Conversation, Tool  # noqa: E402
 from openhands.sdk.workspace import RemoteWorkspace  # noqa: E402
 
-from concord_openhands import ConcordCondenser  # noqa: E402
-from concord_openhands.condenser import ConcordNotOnServer  # noqa: E402
+from concord_openhands import ConcordCondenser, ConcordNotOnServer  # noqa: E402
 from agent_server import DOCKER, AgentServer, build_context, concord_serve_descendants, dockerfile, wait_for_none  # noqa: E402
 from fake_llm import FakeLLM, Reply, Request  # noqa: E402
 from test_listing import cat_n  # noqa: E402
