@@ -32,6 +32,7 @@ the SDK resolves the condenser's `kind` while loading the saved agent.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -466,6 +467,7 @@ def _close_concord(condenser: Any) -> None:
 
 
 def _chain_agent_close(close: Any) -> Any:
+    @functools.wraps(close)
     def agent_close(self: AgentBase) -> None:
         try:
             close(self)
@@ -497,6 +499,7 @@ class ConcordNotOnServer(httpx.HTTPStatusError):
 def _explain_refusal(init: Any) -> Any:
     # The server's answer ("Unknown kind 'ConcordCondenser'") reaches the
     # caller only as "422 Unprocessable Entity": say what to do instead.
+    @functools.wraps(init)
     def remote_init(self: RemoteConversation, agent: Any, *args: Any, **kwargs: Any) -> None:
         try:
             init(self, agent, *args, **kwargs)

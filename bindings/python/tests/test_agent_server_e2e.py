@@ -49,7 +49,11 @@ def test_image_layout_and_entrypoint(context):
     assert env["OH_EXTRA_PYTHON_PATH"] == "/opt/concord/python"
     text = (DOCKER / "Dockerfile").read_text()
     assert "FROM ghcr.io/openhands/agent-server:${OPENHANDS_VERSION}-python" in text
-    assert "ARG OPENHANDS_VERSION=1.58.2" in text  # the SDK pinned in requirements-test.txt
+    pins = dict(ln.split("==") for ln in (DOCKER.parent / "requirements-test.txt").read_text().splitlines()
+                if "==" in ln)
+    # The image validates what this SDK serializes: the same release.
+    assert pins["openhands-agent-server"] == pins["openhands-sdk"]
+    assert f"ARG OPENHANDS_VERSION={pins['openhands-sdk']}" in text
     assert "COPY build/python /opt/concord/python" in text
     pkg = context / "python" / "concord_openhands"
     assert (pkg / "__init__.py").is_file() and (pkg / "condenser.py").is_file()
