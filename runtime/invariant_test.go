@@ -192,6 +192,7 @@ type invRun struct {
 
 	placement string
 	clk       *fakeClock
+	tally     func(violation string) // set: a violation is counted, not fatal
 }
 
 // placementAutoPriced is auto with cache prices (a script variant, not a
@@ -218,6 +219,10 @@ func (r *invRun) logf(format string, args ...any) {
 
 func (r *invRun) fail(format string, args ...any) {
 	r.t.Helper()
+	if r.tally != nil {
+		r.tally(fmt.Sprintf(format, args...)) // the session model counts them instead
+		return
+	}
 	r.t.Fatalf("invariant violated: %s\nscript:\n  %s", fmt.Sprintf(format, args...), strings.Join(r.log, "\n  "))
 }
 
