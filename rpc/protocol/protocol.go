@@ -3,7 +3,13 @@
 // the Go client (rpc/client), the benchmark and the core's API (package
 // runtime). It is pure types (the standard library only). JSON names here
 // are the contract; change them only together with the document.
+//
+// The bindings' wire types are generated from these (go generate, see
+// internal/wiregen). A string field tagged enum:"X" takes the values of the
+// untyped X* constants, which the generated types spell out as a union.
 package protocol
+
+//go:generate go run ./internal/wiregen -root ../..
 
 import (
 	"encoding/json"
@@ -31,6 +37,33 @@ const (
 	MethodBlocksChanged = "blocksChanged" // notification
 	MethodReadSource    = "readSource"    // request
 )
+
+// MethodSpec describes one wire method for the generated bindings: what its
+// params and result are (a zero value of the Go type; nil for none) and
+// which way it goes. A method is added here and in the server's table.
+type MethodSpec struct {
+	Name         string
+	Params       any
+	Result       any // nil: no result (notifications; shutdown answers null)
+	Notification bool
+	ToClient     bool // server to client
+}
+
+// Methods lists every method of the protocol, so that generated bindings
+// (go generate) carry the types of each.
+var Methods = []MethodSpec{
+	{Name: MethodInitialize, Params: InitializeParams{}, Result: InitializeResult{}},
+	{Name: MethodObserve, Params: ObserveParams{}, Result: ObserveResult{}},
+	{Name: MethodSourceChanged, Params: SourceChangedParams{}, Result: SourceChangedResult{}},
+	{Name: MethodSync, Params: SyncParams{}, Result: SyncResult{}},
+	{Name: MethodRelease, Params: ReleaseParams{}, Result: ReleaseResult{}},
+	{Name: MethodStats, Result: StatsResult{}},
+	{Name: MethodShutdown},
+	{Name: MethodExit, Notification: true},
+	{Name: MethodCancelRequest, Params: CancelParams{}, Notification: true},
+	{Name: MethodBlocksChanged, Params: BlocksChangedParams{}, Notification: true, ToClient: true},
+	{Name: MethodReadSource, Params: ReadSourceParams{}, Result: ReadSourceResult{}, ToClient: true},
+}
 
 // Framings of the byte stream.
 const (
@@ -107,12 +140,12 @@ type InitializeParams struct {
 	ProtocolVersion int            `json:"protocolVersion"`
 	ClientInfo      *Info          `json:"clientInfo,omitempty"`
 	Roots           []string       `json:"roots"`
-	Watch           string         `json:"watch,omitempty"`
+	Watch           string         `json:"watch,omitempty" enum:"Watch"`
 	Policy          *PolicyConfig  `json:"policy,omitempty"`
 	Locator         *LocatorParams `json:"locator,omitempty"`
 	// Placement says where repairs of a message the model has seen go:
 	// PlacementInplace, PlacementTail or PlacementAuto (default).
-	Placement string       `json:"placement,omitempty"`
+	Placement string       `json:"placement,omitempty" enum:"Placement"`
 	Cache     *CacheParams `json:"cache,omitempty"` // hints for placement
 }
 
@@ -177,15 +210,15 @@ type InitializeResult struct {
 
 // Capabilities tell the client what this server does.
 type Capabilities struct {
-	Watch         string   `json:"watch"`   // effective watch mode
-	Schemes       []string `json:"schemes"` // "file", and "*" for keyed sources of any other scheme
-	Framing       string   `json:"framing"`
+	Watch         string   `json:"watch" enum:"Watch"` // effective watch mode
+	Schemes       []string `json:"schemes"`            // "file", and "*" for keyed sources of any other scheme
+	Framing       string   `json:"framing" enum:"Framing"`
 	Notifications []string `json:"notifications"`
 	Requests      []string `json:"requests"`
 	MaxMessage    int64    `json:"maxMessage"` // bytes; larger messages are refused
 	// Placement is the effective repair placement, always present (a
 	// server without cache-aware repair leaves it out: inplace).
-	Placement string `json:"placement,omitempty"`
+	Placement string `json:"placement,omitempty" enum:"Placement"`
 }
 
 // Range is a 1-based, inclusive line range.

@@ -18,6 +18,8 @@ from collections import deque
 from typing import Any, Callable
 from collections.abc import Sequence
 
+from .wire import CODE_INTERNAL_ERROR, CODE_METHOD_NOT_FOUND, METHOD_EXIT, METHOD_SHUTDOWN, ErrorObject
+
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 10.0
@@ -144,8 +146,8 @@ class RpcClient:
         """
         if self.alive():
             try:
-                self.call("shutdown", None, timeout=timeout)
-                self.notify("exit")
+                self.call(METHOD_SHUTDOWN, None, timeout=timeout)
+                self.notify(METHOD_EXIT)
             except (ServerUnavailable, RpcError):
                 pass
         self._fail_all("client closed")
@@ -232,9 +234,9 @@ class RpcClient:
         err = msg.get("error")
         if err is not None:
             if not isinstance(err, dict):
-                err = {"code": -32603, "message": str(err)}
+                err = ErrorObject(code=CODE_INTERNAL_ERROR, message=str(err))
             pending.error = RpcError(
-                int(err.get("code", -32603)), str(err.get("message", "")), err.get("data")
+                int(err.get("code", CODE_INTERNAL_ERROR)), str(err.get("message", "")), err.get("data")
             )
         else:
             pending.result = msg.get("result")
@@ -266,12 +268,12 @@ class RpcClient:
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id}
         try:
             if self._on_request is None:
-                raise RpcError(-32601, f"client does not handle {method}")
+                raise RpcError(CODE_METHOD_NOT_FOUND, f"client does not handle {method}")
             reply["result"] = self._on_request(method, params)
         except RpcError as exc:
-            reply["error"] = {"code": exc.code, "message": exc.message}
+            reply["error"] = ErrorObject(code=exc.code, message=exc.message)
         except Exception as exc:  # answer, never hang the server
-            reply["error"] = {"code": -32603, "message": f"{method}: {exc}"}
+            reply["error"] = ErrorObject(code=CODE_INTERNAL_ERROR, message=f"{method}: {exc}")
         try:
             self._send(reply)
         except ServerUnavailable:

@@ -30,15 +30,17 @@ import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 from urllib.parse import unquote, urlparse
 
+from . import wire
 from .rpc import RpcClient, RpcError, ServerUnavailable
 
 log = logging.getLogger("concord_openhands")
 
-PROTOCOL_VERSION = 1
-UNSUPPORTED_VERSION = -32003  # initialize's answer to a protocol version the server does not speak
+# The wire types and constants are generated from the Go protocol package (wire.py).
+PROTOCOL_VERSION = wire.VERSION
+UNSUPPORTED_VERSION = wire.CODE_UNSUPPORTED_PROTO  # initialize's answer to a protocol version the server does not speak
 
 
 def version_mismatch(binary: str, supported: Any) -> str:
@@ -69,7 +71,7 @@ def binary_candidates(explicit: str | None = None) -> list[str]:
 
 # Where a repair of a message the model has already seen goes (docs/protocol.md,
 # "Placement"). The binding's default is the server's: in place.
-PLACEMENTS = ("inplace", "tail", "auto")
+PLACEMENTS: tuple[str, ...] = get_args(wire.Placement)  # inplace, tail, auto
 DEFAULT_PLACEMENT = "auto"
 
 
@@ -184,8 +186,8 @@ class Source:
     range: tuple[int, int] | None = None  # None: the whole file
     uri: str | None = None  # a listing source (directory + query); None: the file's URI
 
-    def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"uri": self.uri or path_to_uri(self.path), "text": self.text}
+    def to_wire(self) -> wire.Source:
+        out: wire.Source = {"uri": self.uri or path_to_uri(self.path), "text": self.text}
         if self.range is not None:
             out["range"] = {"start": self.range[0], "end": self.range[1]}
         return out
@@ -198,7 +200,7 @@ class BlockView:
     block: str
     anchor: str
     status: str
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[wire.Source] = field(default_factory=list)
     notice: str = ""
     reason: str = ""
     # Under placement tail/auto: "tail" means leave the anchor's message as it
@@ -207,7 +209,7 @@ class BlockView:
     erratum: str = ""
 
     @staticmethod
-    def from_wire(raw: dict[str, Any]) -> BlockView:
+    def from_wire(raw: wire.BlockView) -> BlockView:
         return BlockView(
             block=str(raw.get("block", "")),
             anchor=str(raw.get("anchor", "")),
@@ -255,8 +257,8 @@ class _Server:
         self.binary: str | None = config["binary"]
         self.roots: list[str] = config["roots"]
         self.watch: str = config["watch"]
-        self.policy: dict[str, Any] | None = config["policy"]
-        self.locator: dict[str, Any] | None = config["locator"]
+        self.policy: wire.PolicyConfig | None = config["policy"]
+        self.locator: wire.LocatorParams | None = config["locator"]
         self.init_timeout: float = config["init_timeout"]
         self.max_restarts: int = config["max_restarts"]
         self.extra_args: list[str] = config["extra_args"]
@@ -320,7 +322,7 @@ class _Server:
         except ServerUnavailable as exc:
             self.give_up(str(exc))
             return False
-        params: dict[str, Any] = {
+        params: wire.InitializeParams = {
             "protocolVersion": PROTOCOL_VERSION,
             "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
             "roots": self.roots,
@@ -332,7 +334,7 @@ class _Server:
             params["locator"] = self.locator
         # Always sent, so the binding's default does not depend on the server's.
         params["placement"] = self.placement
-        cache: dict[str, Any] = {}
+        cache: wire.CacheParams = {}
         if self.cache_ttl is not None:
             cache["ttlSeconds"] = self.cache_ttl
         if self.cache_price is not None:
@@ -340,7 +342,7 @@ class _Server:
         if cache:
             params["cache"] = cache
         try:
-            result = client.call("initialize", params, timeout=self.init_timeout)
+            result = client.call(wire.METHOD_INITIALIZE, params, timeout=self.init_timeout)
         except (ServerUnavailable, RpcError) as exc:
             client.kill()
             self.last_error = f"initialize failed: {exc}"
@@ -457,7 +459,7 @@ def _release_session(server: _Server, agent: str, anchors: set[str], timeout: fl
     try:
         if anchors and server.client is not None and server.client.alive():
             try:
-                server.client.call("release", {"agent": agent, "anchors": sorted(anchors)}, timeout=timeout)
+                server.client.call(wire.METHOD_RELEASE, {"agent": agent, "anchors": sorted(anchors)}, timeout=timeout)
             except (ServerUnavailable, RpcError):
                 pass
         anchors.clear()
@@ -482,8 +484,8 @@ class ConcordSession:
         binary: str | None = None,
         agent: str = "main",
         watch: str = "auto",
-        policy: dict[str, Any] | None = None,
-        locator: dict[str, Any] | None = None,
+        policy: wire.PolicyConfig | None = None,
+        locator: wire.LocatorParams | None = None,
         placement: str = DEFAULT_PLACEMENT,
         cache_ttl: float | None = None,
         cache_price: Any = None,
@@ -568,40 +570,40 @@ class ConcordSession:
         return self._server.call(method, params, self.timeout)
 
     def observe(
-        self, anchor: str, sources: list[Source], *, turn: int, kind: str = "snapshot"
-    ) -> dict[str, Any] | None:
-        params = {
+        self, anchor: str, sources: list[Source], *, turn: int, kind: wire.Kind = "snapshot"
+    ) -> wire.ObserveResult | None:
+        params: wire.ObserveParams = {
             "agent": self.agent,
             "turn": turn,
             "anchor": anchor,
             "kind": kind,
             "sources": [s.to_wire() for s in sources],
         }
-        result = self._call("observe", params)
+        result = self._call(wire.METHOD_OBSERVE, params)
         if isinstance(result, dict) and result.get("block"):
             # Any block id is tracked, whatever its status (an invalid block
             # for a file deleted before registration: issue 10 bug 4).
             self._anchors.add(anchor)
         return result
 
-    def event(self, anchor: str, *, turn: int) -> dict[str, Any] | None:
+    def event(self, anchor: str, *, turn: int) -> wire.ObserveResult | None:
         """Register an action result (a command run): acknowledged, never rewritten."""
-        params = {
+        params: wire.ObserveParams = {
             "agent": self.agent,
             "turn": turn,
             "anchor": anchor,
             "kind": "event",
             "sources": [],  # an event links no source (docs/protocol.md: observe)
         }
-        return self._call("observe", params)
+        return self._call(wire.METHOD_OBSERVE, params)
 
     def source_changed(self, path: str, anchor: str | None = None) -> list[str] | None:
         """Report a write by the agent's own tool; `anchor` is that tool call's id
         (a tail erratum then points to the edit instead of repeating its text)."""
-        params: dict[str, Any] = {"uri": path_to_uri(path), "agent": self.agent}
+        params: wire.SourceChangedParams = {"uri": path_to_uri(path), "agent": self.agent}
         if anchor:
             params["anchor"] = anchor
-        result = self._call("sourceChanged", params)
+        result = self._call(wire.METHOD_SOURCE_CHANGED, params)
         if isinstance(result, dict):
             return list(result.get("blocks") or [])
         return None
@@ -620,14 +622,14 @@ class ConcordSession:
         """`prefix_rebuilt`: the runtime condensed or dropped messages since the last sync.
         `prompt_chars`: the size of this call's messages before this sync's views
         and notes are applied (0: not reported); a priced `auto` needs it."""
-        params: dict[str, Any] = {"agent": self.agent, "turn": turn}
+        params: wire.SyncParams = {"agent": self.agent, "turn": turn}
         if full:
             params["full"] = True
         if prefix_rebuilt:
             params["prefixRebuilt"] = True
         if prompt_chars > 0:
             params["promptChars"] = int(prompt_chars)
-        result = self._call("sync", params)
+        result = self._call(wire.METHOD_SYNC, params)
         if not isinstance(result, dict):
             return None
         return SyncResult(
@@ -639,7 +641,7 @@ class ConcordSession:
     def release(self, anchors: list[str]) -> list[str] | None:
         if not anchors:
             return []
-        result = self._call("release", {"agent": self.agent, "anchors": anchors})
+        result = self._call(wire.METHOD_RELEASE, {"agent": self.agent, "anchors": anchors})
         self._anchors.difference_update(anchors)
         if isinstance(result, dict):
             return list(result.get("released") or [])
@@ -649,6 +651,6 @@ class ConcordSession:
         """The server restarted: nothing of this session is registered any more."""
         self._anchors.clear()
 
-    def stats(self) -> dict[str, Any] | None:
-        result = self._call("stats", None)
+    def stats(self) -> wire.StatsResult | None:
+        result = self._call(wire.METHOD_STATS, None)
         return result if isinstance(result, dict) else None

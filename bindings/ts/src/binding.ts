@@ -8,17 +8,18 @@ import fs from "node:fs"
 import path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { findConcord } from "./binary.js"
+import { ConcordClient, PROTOCOL_VERSION, RpcError, TransportError } from "./client.js"
 import {
-  ConcordClient,
-  PROTOCOL_VERSION,
-  RpcError,
-  TransportError,
+  CodeOutsideRoots,
+  CodeUnsupportedProto,
   type BlockView,
   type CachePrice,
   type InitializeParams,
+  type LocatorParams,
   type Placement,
-  type SourceLink,
-} from "./client.js"
+  type PolicyConfig,
+  type Source as SourceLink,
+} from "./wire.js"
 import { observeRead, renderRead, splitLines, type ReadObservation } from "./readformat.js"
 import {
   canonicalListing,
@@ -38,7 +39,7 @@ import {
 export const CLIENT_NAME = "concord-opencode"
 export const CLIENT_VERSION = "0.1.0"
 /** initialize's error for a protocol version the server does not speak. */
-export const UNSUPPORTED_VERSION = -32003
+export const UNSUPPORTED_VERSION = CodeUnsupportedProto
 
 /** The warning for a binary that speaks another protocol version than this plugin. */
 export function versionMismatch(binary: string, supported: unknown): string {
@@ -54,9 +55,9 @@ export interface ConcordOptions {
   /** initialize.watch; default "auto". */
   watch?: InitializeParams["watch"]
   /** initialize.policy (docs/protocol.md#policies). */
-  policy?: unknown
+  policy?: PolicyConfig
   /** initialize.locator thresholds. */
-  locator?: unknown
+  locator?: LocatorParams
   /** Per-request timeout in ms (default 3000). */
   timeoutMs?: number
   /** Timeout for starting concord and its initialize (default 5000). */
@@ -622,7 +623,7 @@ export class ConcordBinding {
       this.debug(`${t.what} ${t.anchor} ${t.sources[0]?.uri}${t.sources.length > 1 ? ` (+${t.sources.length - 1})` : ""} -> ${res?.block} ${res?.status}`)
     } catch (err) {
       if (err instanceof RpcError) {
-        if (err.code === -32010 && !t.outside) {
+        if (err.code === CodeOutsideRoots && !t.outside) {
           // Outside the roots. OpenCode ran the tool, so the user's permissions (external_directory)
           // allowed it: extend the roots to that directory and register it again after a restart.
           const dir = outsideDir(t)
@@ -637,7 +638,7 @@ export class ConcordBinding {
         }
         link.tracked.delete(t.anchor)
         link.skipped.add(t.anchor)
-        if (err.code === -32010 && !link.note) {
+        if (err.code === CodeOutsideRoots && !link.note) {
           link.note = {
             anchor: t.anchor,
             text: `[concord] note: ${t.sources[0]?.uri.replace(/^file:\/\//, "")} is outside the folders Concord keeps track of, so this result is not kept up to date; re-read it before relying on it.`,

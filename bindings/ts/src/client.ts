@@ -3,8 +3,34 @@
 // OpenCode) and Node (the unit tests). Every request has a timeout; a dead child rejects all
 // pending requests at once and never throws later.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process"
+import {
+  CodeInternalError,
+  CodeMethodNotFound,
+  MethodExit,
+  MethodInitialize,
+  MethodObserve,
+  MethodRelease,
+  MethodShutdown,
+  MethodSourceChanged,
+  MethodStats,
+  MethodSync,
+  Version,
+  type ErrorObject,
+  type InitializeParams,
+  type InitializeResult,
+  type ObserveParams,
+  type ObserveResult,
+  type ReleaseParams,
+  type ReleaseResult,
+  type SourceChangedParams,
+  type SourceChangedResult,
+  type StatsResult,
+  type SyncParams,
+  type SyncResult,
+} from "./wire.js"
 
-export const PROTOCOL_VERSION = 1
+// The wire types are generated from the Go protocol package (wire.ts, go generate ./rpc/protocol).
+export const PROTOCOL_VERSION = Version
 
 /** An error response from the server. */
 export class RpcError extends Error {
@@ -67,87 +93,6 @@ export class FrameDecoder {
       }
     }
   }
-}
-
-// ---- protocol types (docs/protocol.md, version 1) ----
-
-export interface LineRange {
-  start: number
-  end: number
-}
-
-export interface SourceLink {
-  uri: string
-  range?: LineRange
-  text?: string
-  version?: string
-  /** In sync views: the source's current line count (for "End of file" footers). */
-  totalLines?: number
-}
-
-export interface InitializeParams {
-  protocolVersion: number
-  clientInfo: { name: string; version: string }
-  roots: string[]
-  watch?: "auto" | "fsnotify" | "poll" | "hooks"
-  policy?: unknown
-  locator?: unknown
-  /** Where repairs of messages the model has seen go (docs/protocol.md#placement-cache-aware-repair). */
-  placement?: Placement
-  cache?: { ttlSeconds?: number; price?: CachePrice }
-}
-
-/** initialize.cache.price: a prompt token's cost, in multiples of the input price, on a cache write and a cache read. */
-export interface CachePrice {
-  write: number
-  read: number
-}
-
-export type Placement = "inplace" | "tail" | "auto"
-
-export interface InitializeResult {
-  protocolVersion: number
-  serverInfo?: { name: string; version: string }
-  capabilities?: Record<string, unknown>
-}
-
-export interface ObserveParams {
-  agent: string
-  turn: number
-  anchor: string
-  kind?: "snapshot" | "event"
-  sources: SourceLink[]
-  policy?: unknown
-}
-
-export interface ObserveResult {
-  block: string
-  status: string
-  superseded?: string[]
-}
-
-export type BlockStatus = "valid" | "patched" | "stale" | "invalid" | "superseded" | "released"
-
-export interface BlockView {
-  block: string
-  anchor: string
-  agent?: string
-  turn?: number
-  status: BlockStatus | string
-  sources?: SourceLink[]
-  notice?: string
-  reason?: string
-  /** "tail": leave the anchor's message alone and attach `erratum` after the newest message. */
-  placement?: string
-  erratum?: string
-}
-
-export interface SyncResult {
-  generation: number
-  full: boolean
-  /** A flush (placement tail/auto): drop every erratum note attached earlier. */
-  flushed?: boolean
-  blocks: BlockView[]
 }
 
 export interface ExitInfo {
@@ -250,28 +195,28 @@ export class ConcordClient {
   }
 
   initialize(params: InitializeParams, timeoutMs?: number): Promise<InitializeResult> {
-    return this.request("initialize", params, timeoutMs)
+    return this.request(MethodInitialize, params, timeoutMs)
   }
 
   observe(params: ObserveParams): Promise<ObserveResult> {
-    return this.request("observe", params)
+    return this.request(MethodObserve, params)
   }
 
-  sourceChanged(params: { uri: string; agent: string; text?: string; version?: string; anchor?: string }): Promise<{ blocks: string[] }> {
-    return this.request("sourceChanged", params)
+  sourceChanged(params: SourceChangedParams): Promise<SourceChangedResult> {
+    return this.request(MethodSourceChanged, params)
   }
 
   /** promptChars: the size of the messages of this model call before this sync's views and notes (0: not reported). */
-  sync(params: { agent: string; turn: number; full?: boolean; prefixRebuilt?: boolean; promptChars?: number }): Promise<SyncResult> {
-    return this.request("sync", params)
+  sync(params: SyncParams): Promise<SyncResult> {
+    return this.request(MethodSync, params)
   }
 
-  release(params: { agent: string; anchors?: string[]; blocks?: string[] }): Promise<{ released: string[] }> {
-    return this.request("release", params)
+  release(params: ReleaseParams): Promise<ReleaseResult> {
+    return this.request(MethodRelease, params)
   }
 
-  stats(): Promise<Record<string, unknown>> {
-    return this.request("stats")
+  stats(): Promise<StatsResult> {
+    return this.request(MethodStats)
   }
 
   /**
@@ -281,8 +226,8 @@ export class ConcordClient {
   async close(graceMs = 1000): Promise<ExitInfo> {
     if (!this.exitInfo) {
       const deadline = Date.now() + graceMs
-      await this.request("shutdown", undefined, Math.max(50, graceMs / 2)).catch(() => {})
-      this.notify("exit")
+      await this.request(MethodShutdown, undefined, Math.max(50, graceMs / 2)).catch(() => {})
+      this.notify(MethodExit)
       this.child.stdin.end()
       const left = Math.max(0, deadline - Date.now())
       const timer = setTimeout(() => this.kill(), left)
@@ -335,7 +280,7 @@ export class ConcordClient {
         this.write({
           jsonrpc: "2.0",
           id: msg.id,
-          error: { code: -32601, message: `concord-opencode does not serve ${msg.method}` },
+          error: { code: CodeMethodNotFound, message: `concord-opencode does not serve ${msg.method}` },
         })
       } else {
         try {
@@ -352,8 +297,8 @@ export class ConcordClient {
     this.pending.delete(msg.id as number)
     clearTimeout(p.timer)
     if (msg.error) {
-      const e = msg.error as { code?: number; message?: string; data?: unknown }
-      p.reject(new RpcError(p.method, e.code ?? -32603, e.message ?? "unknown error", e.data))
+      const e = msg.error as Partial<ErrorObject>
+      p.reject(new RpcError(p.method, e.code ?? CodeInternalError, e.message ?? "unknown error", e.data))
     } else {
       p.resolve(msg.result)
     }

@@ -6,7 +6,7 @@
 import fs from "node:fs"
 import path from "node:path"
 import { pathToFileURL } from "node:url"
-import type { SourceLink } from "./client.js"
+import type { Source as SourceLink } from "./wire.js"
 import { splitLines } from "./readformat.js"
 
 /** OpenCode's grep cuts a hit's text at this many characters and appends "...". */
