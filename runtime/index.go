@@ -129,7 +129,7 @@ func (ix *index) replaceAnchor(ag *agentState, anchor string) bool {
 func (ix *index) drop(b *block, why string) {
 	ix.unlink(b)
 	ix.retireSuperseded(b)
-	b.status = Released
+	ix.enter(b, stageReleased)
 	ix.forget(b)
 	ix.count(why)
 }
@@ -246,7 +246,7 @@ type block struct {
 	notice       string
 	reason       string
 	supersededBy string
-	orphaned     bool // superseded, then the newer read left the context: invalid for good
+	stage        stage // the block's lifecycle stage (lifecycle.go); status follows it
 	aged         bool
 	ageNotice    string
 	pl           blockPlace
@@ -264,7 +264,7 @@ type agentState struct {
 }
 
 // supersede retires older blocks of the same agent whose every link lies
-// inside a link of b. Caller holds ix.mu.
+// inside a link of b. Caller holds Manager.mu.
 func (ix *index) supersede(b *block) []string {
 	cands := map[*block]struct{}{}
 	seen := make(map[*source]bool, 1)
@@ -275,7 +275,7 @@ func (ix *index) supersede(b *block) []string {
 		seen[l.src] = true
 		for ol := range l.src.links {
 			ob := ol.block
-			if ob != b && ob.agent == b.agent && ob.seq < b.seq && ob.status != Superseded {
+			if ob != b && ob.agent == b.agent && ob.seq < b.seq && ob.stage == stageLive {
 				cands[ob] = struct{}{}
 			}
 		}
@@ -290,7 +290,8 @@ func (ix *index) supersede(b *block) []string {
 	ids := make([]string, 0, len(old))
 	for _, ob := range old {
 		ob.notice = noticeSuperseded(ob, b)
-		ob.status, ob.supersededBy, ob.reason = Superseded, b.id, "superseded by "+b.id
+		ix.enter(ob, stageSuperseded)
+		ob.supersededBy, ob.reason = b.id, "superseded by "+b.id
 		ix.unlink(ob)
 		ix.count("superseded")
 		ix.markDirty(ob)
@@ -318,7 +319,7 @@ func contained(ob, nb *block) bool {
 }
 
 // unlink removes b's links from the source index, keeping a small audit
-// record (uri, lines, version) and dropping texts. Caller holds ix.mu; the
+// record (uri, lines, version) and dropping texts. Caller holds Manager.mu; the
 // caller syncs watches afterwards.
 func (ix *index) unlink(b *block) {
 	for _, l := range b.links {
@@ -343,21 +344,23 @@ func (ix *index) unlink(b *block) {
 // "a newer read is in the context": if b was itself superseded, the newer
 // read that replaced b covers them too; otherwise nothing covers them any
 // more and they become invalid, asking for a re-read (their text is gone).
-// Caller holds ix.mu, before changing b's status.
+// Caller holds Manager.mu, before changing b's status.
 func (ix *index) retireSuperseded(b *block) {
 	var by *block
-	if b.status == Superseded {
+	if b.stage == stageSuperseded {
 		by = ix.blocks[b.supersededBy]
 	}
 	for _, s := range b.agent.audit {
-		if s == nil || s.status != Superseded || s.supersededBy != b.id {
+		if s == nil || s.stage != stageSuperseded || s.supersededBy != b.id {
 			continue
 		}
 		if by != nil {
+			ix.enter(s, stageSuperseded) // re-pointed to the read that covers b
 			s.supersededBy, s.reason = by.id, "superseded by "+by.id
 			s.notice = noticeSuperseded(s, by)
 		} else {
-			s.status, s.supersededBy, s.orphaned = Invalid, "", true
+			ix.enter(s, stageOrphaned)
+			s.supersededBy = ""
 			s.notice = noticeOrphaned(s)
 			s.reason = "the newer read " + b.id + " left the context"
 			ix.count("orphaned")
@@ -367,7 +370,7 @@ func (ix *index) retireSuperseded(b *block) {
 	}
 }
 
-// forget drops a block from every index. Caller holds ix.mu and has unlinked it.
+// forget drops a block from every index. Caller holds Manager.mu and has unlinked it.
 func (ix *index) forget(b *block) {
 	delete(ix.blocks, b.id)
 	ag := b.agent
@@ -389,11 +392,11 @@ func (ix *index) forget(b *block) {
 // trimAudit keeps an agent's audit trail of superseded blocks within
 // ix.auditMax. Only blocks a sync already reported are forgotten: an
 // unreported one still owes its agent the notice that hides the old read.
-// Caller holds ix.mu.
+// Caller holds Manager.mu.
 func (ix *index) trimAudit(ag *agentState) {
 	for len(ag.audit) > ix.auditMax {
 		b := ag.audit[0]
-		if b.status == Superseded || b.orphaned {
+		if b.stage == stageSuperseded || b.stage == stageOrphaned {
 			if _, owed := ag.dirty[b]; owed {
 				return
 			}

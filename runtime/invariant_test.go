@@ -1183,6 +1183,9 @@ func sameSourceView(a, b SourceView) bool {
 // script holds.
 func (r *invRun) checkStats() {
 	st := r.h.m.Stats()
+	if n := st.Reconciliations["illegalTransition"]; n > 0 {
+		r.fail("%d illegal block lifecycle transitions", n)
+	}
 	held, sup := 0, 0
 	linked := map[string]bool{}
 	for _, ag := range r.agents {

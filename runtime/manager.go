@@ -45,18 +45,30 @@ type Config struct {
 // DefaultAuditLimit is Config.AuditLimit's default.
 const DefaultAuditLimit = 1024
 
-// Manager is the context manager. It is safe for concurrent use. Its one
-// lock guards the index (index.go); public methods take it for an index
-// operation and release it before adapter I/O and before notifying, so a
-// source is read outside the lock and the result applied under it, in read
-// order per source (source.io).
+// Manager is the context manager. It is safe for concurrent use. Public
+// methods take mu for an index operation and release it before adapter I/O
+// and before notifying, so a source is read outside the lock and the result
+// applied under it, in read order per source.
+//
+// The locks, and what each guards:
+//   - Manager.mu: closed, adapters, fallback, bySource and the whole index
+//     (index.go: sources, blocks, agents, their links and placement state).
+//   - source.io: orders "read the source, then apply under mu" per source,
+//     so results apply in read order while other sources proceed.
+//   - source.watchMu: orders Watch/Unwatch calls to the adapter per source,
+//     and guards source.watched.
+//   - hintQueue.mu: the pending hints (a leaf: nothing is locked under it).
+//
+// Lock order: source.io, then Manager.mu; source.watchMu, then Manager.mu.
+// Nothing takes io or watchMu while holding Manager.mu, and no adapter is
+// called under Manager.mu.
 type Manager struct {
 	params   locator.Params
 	policy   PolicyConfig
 	onChange func([]string)
 	log      *slog.Logger
 
-	mu       sync.Mutex
+	mu       sync.Mutex // see the type's comment for what it guards
 	closed   bool
 	adapters map[string]Adapter
 	fallback Adapter

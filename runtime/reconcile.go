@@ -474,7 +474,7 @@ func (rc *reconciler) gone(l *link, c cause, readErr string) {
 
 // recompute derives a block's status and notice from its links.
 func (m *Manager) recompute(b *block) {
-	if b.status == Superseded || b.status == Released || b.orphaned {
+	if b.stage != stageLive {
 		return
 	}
 	st := Valid
