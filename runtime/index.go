@@ -3,6 +3,7 @@ package runtime
 import (
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/concord-ctx/concord/locator"
@@ -10,8 +11,10 @@ import (
 
 // index is the manager's state: sources with their links, blocks, agents,
 // and the block lifecycle (register, supersede, unlink, retire, forget,
-// trim the audit trail). It has no lock and does no I/O: Manager.mu guards
-// it, so its methods are plain data-structure operations.
+// trim the audit trail). It has no lock of its own and does no I/O: its
+// guard is Manager.mu, held by every caller of every method, so the methods
+// are plain data-structure operations. The Manager changes it only through
+// them.
 type index struct {
 	sources  map[string]*source
 	blocks   map[string]*block
@@ -419,3 +422,104 @@ func (ix *index) markDirty(b *block) {
 }
 
 func (ix *index) count(k string) { ix.recon[k]++ }
+
+// countN adds n to counter k.
+func (ix *index) countN(k string, n int) { ix.recon[k] += n }
+
+// newBlock makes the agent's next block (not yet indexed: addBlock).
+func (ix *index) newBlock(ag *agentState, anchor string, turn int) *block {
+	ix.seq++
+	return &block{id: "b" + strconv.FormatUint(ix.seq, 10), seq: ix.seq, agent: ag, anchor: anchor, turn: turn, status: Valid}
+}
+
+// addBlock indexes b: by id, for its agent, and each link in its source
+// (source -> blocks, across agents). Its anchor is indexed apart
+// (addAnchor), after the anchor's earlier blocks are replaced.
+func (ix *index) addBlock(b *block) {
+	for _, l := range b.links {
+		l.src.links[l] = struct{}{}
+		b.agent.srcRefs[l.src]++
+	}
+	ix.blocks[b.id] = b
+	b.agent.blocks[b] = struct{}{}
+}
+
+// addAnchor indexes b under its agent's anchor.
+func (ix *index) addAnchor(b *block) {
+	b.agent.byAnchor[b.anchor] = append(b.agent.byAnchor[b.anchor], b)
+}
+
+// known returns the source with canonical id, nil when none is indexed.
+func (ix *index) known(id string) *source { return ix.sources[id] }
+
+// aging reports whether any policy layer sets an age limit.
+func (ix *index) aging() bool { return ix.ageUsed }
+
+// block returns the block with id, nil when unknown or forgotten.
+func (ix *index) block(id string) *block { return ix.blocks[id] }
+
+// useAge records that some policy layer sets an age limit, so syncs age blocks.
+func (ix *index) useAge(p *Policy) {
+	ix.ageUsed = ix.ageUsed || p.MaxAgeTurns != nil && *p.MaxAgeTurns > 0
+}
+
+// bump moves the generation: the model-visible projection changed.
+func (ix *index) bump() { ix.gen++ }
+
+// generation is the current projection generation.
+func (ix *index) generation() uint64 { return ix.gen }
+
+// verified counts a verify pass (one per projected sync).
+func (ix *index) verified() { ix.verifies++ }
+
+// notified drops agent from the agents owed an OnChange call: its sync
+// just gave it the projection.
+func (ix *index) notified(agent string) { delete(ix.notify, agent) }
+
+// takeNotify returns the agents owed an OnChange call (but exclude),
+// clearing the set.
+func (ix *index) takeNotify(exclude string) []string {
+	if len(ix.notify) == 0 {
+		return nil
+	}
+	agents := make([]string, 0, len(ix.notify))
+	for a := range ix.notify {
+		if a != exclude {
+			agents = append(agents, a)
+		}
+	}
+	ix.notify = map[string]struct{}{}
+	return agents
+}
+
+// takeUnwatch returns the sources that lost links since the last call, for
+// watch syncing outside the lock.
+func (ix *index) takeUnwatch() []*source {
+	srcs := ix.unwatch
+	ix.unwatch = nil
+	return srcs
+}
+
+// stats counts the index for Stats.
+func (ix *index) stats() Stats {
+	st := Stats{Blocks: map[Status]int{}, Reconciliations: map[string]int{}, VerifyPasses: ix.verifies, Agents: len(ix.agents)}
+	for k, v := range ix.recon {
+		st.Reconciliations[k] = v
+	}
+	for _, b := range ix.blocks {
+		st.Blocks[b.status]++
+		for _, l := range b.links {
+			if l.src != nil && l.whole && sameString(l.text, l.src.text) {
+				continue // shares the source's copy
+			}
+			st.BytesHeld += int64(len(l.text))
+		}
+	}
+	for _, s := range ix.sources {
+		if len(s.links) > 0 {
+			st.Sources++
+		}
+		st.BytesHeld += int64(len(s.text))
+	}
+	return st
+}

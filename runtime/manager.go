@@ -73,7 +73,7 @@ type Manager struct {
 	adapters map[string]Adapter
 	fallback Adapter
 	bySource map[string]Policy // BySource keys normalised to canonical ids
-	index                      // guarded by mu
+	ix       index             // guarded by mu
 
 	placement string // PlacementInplace, PlacementTail or PlacementAuto
 	cacheTTL  time.Duration
@@ -104,7 +104,7 @@ func New(cfg Config) *Manager {
 		log:      log,
 		adapters: map[string]Adapter{},
 		bySource: map[string]Policy{},
-		index:    newIndex(cfg.AuditLimit),
+		ix:       newIndex(cfg.AuditLimit),
 		hints:    newHintQueue(),
 		ctx:      ctx,
 		cancel:   cancel,
@@ -112,12 +112,12 @@ func New(cfg Config) *Manager {
 	}
 	for k, pol := range cfg.Policy.BySource {
 		m.bySource[k] = pol
-		m.ageUsed = m.ageUsed || pol.MaxAgeTurns != nil && *pol.MaxAgeTurns > 0
+		m.ix.useAge(&pol)
 	}
 	for _, pol := range cfg.Policy.ByType {
-		m.ageUsed = m.ageUsed || pol.MaxAgeTurns != nil && *pol.MaxAgeTurns > 0
+		m.ix.useAge(&pol)
 	}
-	m.ageUsed = m.ageUsed || cfg.Policy.Global.MaxAgeTurns != nil && *cfg.Policy.Global.MaxAgeTurns > 0
+	m.ix.useAge(&cfg.Policy.Global)
 	m.placement, m.cacheTTL, m.price, m.clock = cfg.Placement, cfg.CacheTTL, cfg.Price, cfg.Now
 	if m.placement == "" {
 		m.placement = DefaultPlacement
@@ -138,7 +138,7 @@ func locked[T any](m *Manager, op func(ix *index) (T, error)) (T, error) {
 		var zero T
 		return zero, ErrClosed
 	}
-	return op(&m.index)
+	return op(&m.ix)
 }
 
 // withLock runs f under the lock: an index update between two pieces of I/O.
@@ -201,7 +201,7 @@ func (m *Manager) adapterForLocked(uri string) Adapter {
 func (m *Manager) Generation() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.gen
+	return m.ix.generation()
 }
 
 // Close stops the hint worker and closes every adapter. Later calls fail
@@ -236,26 +236,7 @@ func (m *Manager) Close() error {
 func (m *Manager) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := Stats{Blocks: map[Status]int{}, Reconciliations: map[string]int{}, VerifyPasses: m.verifies, Agents: len(m.agents)}
-	for k, v := range m.recon {
-		st.Reconciliations[k] = v
-	}
-	for _, b := range m.blocks {
-		st.Blocks[b.status]++
-		for _, l := range b.links {
-			if l.src != nil && l.whole && sameString(l.text, l.src.text) {
-				continue // shares the source's copy
-			}
-			st.BytesHeld += int64(len(l.text))
-		}
-	}
-	for _, s := range m.sources {
-		if len(s.links) > 0 {
-			st.Sources++
-		}
-		st.BytesHeld += int64(len(s.text))
-	}
-	return st
+	return m.ix.stats()
 }
 
 func sameString(a, b string) bool {
@@ -265,17 +246,7 @@ func sameString(a, b string) bool {
 // flushNotify calls OnChange for the agents owed one, outside the lock.
 func (m *Manager) flushNotify(exclude string) {
 	m.mu.Lock()
-	if len(m.notify) == 0 {
-		m.mu.Unlock()
-		return
-	}
-	agents := make([]string, 0, len(m.notify))
-	for a := range m.notify {
-		if a != exclude {
-			agents = append(agents, a)
-		}
-	}
-	m.notify = map[string]struct{}{}
+	agents := m.ix.takeNotify(exclude)
 	m.mu.Unlock()
 	if len(agents) == 0 || m.onChange == nil {
 		return
@@ -327,7 +298,7 @@ func (m *Manager) runHints() {
 		}
 		for _, h := range m.hints.take() {
 			m.mu.Lock()
-			s := m.sources[h.id]
+			s := m.ix.known(h.id)
 			m.mu.Unlock()
 			if s == nil {
 				continue
@@ -343,8 +314,7 @@ func (m *Manager) runHints() {
 // syncPendingWatches syncs the watches of sources that lost links.
 func (m *Manager) syncPendingWatches() {
 	m.mu.Lock()
-	srcs := m.unwatch
-	m.unwatch = nil
+	srcs := m.ix.takeUnwatch()
 	m.mu.Unlock()
 	m.syncWatch(srcs...)
 }

@@ -273,9 +273,9 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 			}
 		}
 		sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
-		m.count("flushes")
+		m.ix.count("flushes")
 		if len(bs) > 0 {
-			m.gen++
+			m.ix.bump()
 		}
 	}
 	if req.PromptChars > 0 {
@@ -299,7 +299,7 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 				if cut < 0 {
 					cut = b.pl.at
 				}
-				m.count("pricedRewrites")
+				m.ix.count("pricedRewrites")
 				out = append(out, placeInPlace(b))
 				continue
 			}
@@ -325,7 +325,7 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 		out = m.pointers(ag, bs, &tail, out)
 	}
 	if len(tail.views) > 0 {
-		m.recon["errata"] += len(tail.views)
+		m.ix.countN("errata", len(tail.views))
 	}
 	tail.render(out)
 	ag.pl.calls++
@@ -454,7 +454,7 @@ func containsLines(text, part string) bool {
 func (m *Manager) coverOf(s *block, set map[*block]bool) (*block, bool) {
 	b, in := s, set[s]
 	for range 64 { // chains are short; the bound only guards against a cycle
-		next := m.blocks[b.supersededBy]
+		next := m.ix.block(b.supersededBy)
 		if next == nil {
 			return nil, in
 		}

@@ -164,7 +164,7 @@ func (rc *reconciler) finish(registered bool) []*block {
 		}
 		rc.m.recompute(b)
 		if registered {
-			rc.m.markDirty(b)
+			rc.m.ix.markDirty(b)
 		}
 	}
 	return rc.order
@@ -290,7 +290,7 @@ func (rc *reconciler) apply(l *link, res locator.Result) {
 	m := rc.m
 	src := rc.src
 	wasOK := l.state == linkOK
-	m.count(string(res.Status))
+	m.ix.count(string(res.Status))
 	switch res.Status {
 	case locator.Unchanged, locator.Moved:
 		if l.whole {
@@ -404,7 +404,7 @@ func (rc *reconciler) act(l *link, a Action, res locator.Result, local bool) {
 		}
 		l.patched = true
 		rc.restore(l)
-		rc.m.count("refreshed")
+		rc.m.ix.count("refreshed")
 		rc.touch(l, fmt.Sprintf("refreshed: %s (%s)", rc.whichLines(l), res.Reason))
 	default:
 		rc.drop(l, a, res, res.Reason)
@@ -427,10 +427,10 @@ func (rc *reconciler) drop(l *link, a Action, res locator.Result, reason string)
 	if a == Annotate {
 		l.keepShown()
 		l.state, l.notice = linkStale, noticeAnnotate(l, w)
-		rc.m.count("annotated")
+		rc.m.ix.count("annotated")
 	} else {
 		l.state, l.notice = linkInvalid, noticeChanged(l, w)
-		rc.m.count("suppressed")
+		rc.m.ix.count("suppressed")
 	}
 	rc.touch(l, reason)
 }
@@ -468,7 +468,7 @@ func (rc *reconciler) gone(l *link, c cause, readErr string) {
 	if l.whole && isListing(rc.src) {
 		l.notice = noticeListingGone(l, c == causeDeleted, readErr)
 	}
-	rc.m.count(reason[:strings.IndexByte(reason+":", ':')])
+	rc.m.ix.count(reason[:strings.IndexByte(reason+":", ':')])
 	rc.touch(l, reason)
 }
 
