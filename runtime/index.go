@@ -166,12 +166,35 @@ type source struct {
 	stamp   string
 	readErr string
 	links   map[*link]struct{}
-	pins    int // observations loading this source; keeps its text alive
+	order   []*link // links in block order, with unlinked ones not yet compacted out (ordered)
+	pins    int     // observations loading this source; keeps its text alive
 
 	pl srcPlace // guarded by Manager.mu
 
 	watchMu sync.Mutex // orders Watch/Unwatch calls
 	watched bool       // guarded by watchMu
+}
+
+// addLink indexes l in s, after every link already there.
+func (s *source) addLink(l *link) {
+	s.links[l] = struct{}{}
+	s.order = append(s.order, l)
+}
+
+// ordered returns s's live links in block order, compacting out the
+// unlinked ones.
+func (s *source) ordered() []*link {
+	if len(s.order) != len(s.links) {
+		live := s.order[:0]
+		for _, l := range s.order {
+			if l.src == s {
+				live = append(live, l)
+			}
+		}
+		clear(s.order[len(live):])
+		s.order = live
+	}
+	return slices.Clone(s.order)
 }
 
 func (s *source) getLines() []string {
@@ -261,13 +284,45 @@ type agentState struct {
 	blocks   map[*block]struct{}
 	byAnchor map[string][]*block
 	dirty    map[*block]struct{}
-	srcRefs  map[*source]int // live links per source: the sources a sync must wait for
-	audit    []*block        // superseded blocks, oldest first (bounded by Manager.auditMax)
+	srcRefs  map[*source]int     // live links per source: the sources a sync must wait for
+	bySrc    map[*source][]*link // the agent's links per source, in block order, unlinked ones not yet compacted out
+	audit    []*block            // superseded blocks, oldest first (bounded by Manager.auditMax)
 	pl       agentPlace
 }
 
+// addLink counts l among its agent's links on its source.
+func (ag *agentState) addLink(l *link) {
+	ag.srcRefs[l.src]++
+	if ag.bySrc == nil {
+		ag.bySrc = map[*source][]*link{}
+	}
+	ag.bySrc[l.src] = append(ag.bySrc[l.src], l)
+}
+
+// linksOn returns the agent's live links on s, compacting out unlinked ones.
+func (ag *agentState) linksOn(s *source) []*link {
+	ls := ag.bySrc[s]
+	if len(ls) == ag.srcRefs[s] {
+		return ls
+	}
+	live := ls[:0]
+	for _, l := range ls {
+		if l.src == s {
+			live = append(live, l)
+		}
+	}
+	clear(ls[len(live):])
+	if len(live) == 0 {
+		delete(ag.bySrc, s)
+		return nil
+	}
+	ag.bySrc[s] = live
+	return live
+}
+
 // supersede retires older blocks of the same agent whose every link lies
-// inside a link of b. Caller holds Manager.mu.
+// inside a link of b. Only the agent's own links on b's sources are looked
+// at (other agents' reads never compete). Caller holds Manager.mu.
 func (ix *index) supersede(b *block) []string {
 	cands := map[*block]struct{}{}
 	seen := make(map[*source]bool, 1)
@@ -276,9 +331,9 @@ func (ix *index) supersede(b *block) []string {
 			continue // a grep block links one source many times: scan it once
 		}
 		seen[l.src] = true
-		for ol := range l.src.links {
+		for _, ol := range b.agent.linksOn(l.src) {
 			ob := ol.block
-			if ob != b && ob.agent == b.agent && ob.seq < b.seq && ob.stage == stageLive {
+			if ob != b && ob.seq < b.seq && ob.stage == stageLive && linkInside(ol, b) {
 				cands[ob] = struct{}{}
 			}
 		}
@@ -307,18 +362,21 @@ func (ix *index) supersede(b *block) []string {
 
 func contained(ob, nb *block) bool {
 	for _, ol := range ob.links {
-		in := false
-		for _, nl := range nb.links {
-			if nl.src == ol.src && (nl.whole || !ol.whole && nl.rng.Start <= ol.rng.Start && ol.rng.End <= nl.rng.End) {
-				in = true
-				break
-			}
-		}
-		if !in {
+		if !linkInside(ol, nb) {
 			return false
 		}
 	}
 	return true
+}
+
+// linkInside reports whether ol lies inside a link of nb.
+func linkInside(ol *link, nb *block) bool {
+	for _, nl := range nb.links {
+		if nl.src == ol.src && (nl.whole || !ol.whole && nl.rng.Start <= ol.rng.Start && ol.rng.End <= nl.rng.End) {
+			return true
+		}
+	}
+	return false
 }
 
 // unlink removes b's links from the source index, keeping a small audit
@@ -437,8 +495,8 @@ func (ix *index) newBlock(ag *agentState, anchor string, turn int) *block {
 // (addAnchor), after the anchor's earlier blocks are replaced.
 func (ix *index) addBlock(b *block) {
 	for _, l := range b.links {
-		l.src.links[l] = struct{}{}
-		b.agent.srcRefs[l.src]++
+		l.src.addLink(l)
+		b.agent.addLink(l)
 	}
 	ix.blocks[b.id] = b
 	b.agent.blocks[b] = struct{}{}

@@ -124,6 +124,7 @@ type reconciler struct {
 	oldKnown bool
 	newLines []string
 	edit     *locator.Edit
+	memo     map[Range]locator.Result // Locate's verdict per distinct old range, for this change
 	pre, suf int
 	regionOK bool
 	prefix   string // reason prefix ("raced read: ")
@@ -170,20 +171,13 @@ func (rc *reconciler) finish(registered bool) []*block {
 	return rc.order
 }
 
-// sortedLinks returns a source's links in block order, so results never
-// depend on map order.
+// sortedLinks returns a source's links in block order (block seq, then
+// link index), so results never depend on map order. The source keeps them
+// in that order as they are added (a new block has the highest seq), so
+// this is a filter of the ones since unlinked, not a sort: on a file with
+// tens of thousands of links the sort was most of a change's cost.
 func sortedLinks(s *source) []*link {
-	ls := make([]*link, 0, len(s.links))
-	for l := range s.links {
-		ls = append(ls, l)
-	}
-	sort.Slice(ls, func(i, j int) bool {
-		if ls[i].block.seq != ls[j].block.seq {
-			return ls[i].block.seq < ls[j].block.seq
-		}
-		return ls[i].idx < ls[j].idx
-	})
-	return ls
+	return s.ordered()
 }
 
 // link reconciles one link against the source's new text.
@@ -255,7 +249,17 @@ func (rc *reconciler) locate(r Range, text string) locator.Result {
 	if rc.edit == nil {
 		rc.edit = locator.Diff(rc.oldText, rc.src.text, rc.m.params)
 	}
-	return rc.edit.Locate(r)
+	// Many agents read the same spans: judge each distinct span once per
+	// change (the text at r is the old text's, the same for every link).
+	if res, ok := rc.memo[r]; ok {
+		return res
+	}
+	res := rc.edit.Locate(r)
+	if rc.memo == nil {
+		rc.memo = map[Range]locator.Result{}
+	}
+	rc.memo[r] = res
+	return res
 }
 
 // relocate finds a span whose old surroundings are unknown (keyed source
