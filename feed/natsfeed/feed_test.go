@@ -1,0 +1,244 @@
+//go:build feed
+
+package natsfeed_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/concord-ctx/concord/feed"
+	"github.com/concord-ctx/concord/feed/natsfeed"
+	"github.com/concord-ctx/concord/rpc/protocol"
+)
+
+// hosts starts one instance per host name on the cluster, each with its
+// own root over w's shared directory, and waits until every feed is live
+// (a consumer created later would not see earlier changes).
+func hosts(tb testing.TB, c *cluster, w *workspace, names ...string) []*instance {
+	tb.Helper()
+	ins := make([]*instance, len(names))
+	for i, h := range names {
+		ins[i] = startInstance(tb, w, c.url(), h)
+	}
+	for _, in := range ins {
+		in.waitLive()
+	}
+	return ins
+}
+
+func ptr(s string) *string { return &s }
+
+// TestFeedWriteInvalidatesOtherHosts: three instances over one shared
+// directory, no watcher. hostA's agent edits a file and a keyed resource;
+// hostB and hostC hear of both through the feed (blocksChanged arrives with
+// no sync of theirs), and their next sync shows the file repaired and the
+// resource's read marked changed on hostA.
+func TestFeedWriteInvalidatesOtherHosts(t *testing.T) {
+	c := startCluster(t, 3)
+	w := newWorkspace(t)
+	w.write(t, "app.py", "import os\n\ndef main():\n    return 1\n")
+	ins := hosts(t, c, w, "hostA", "hostB", "hostC")
+	a, others := ins[0], ins[1:]
+
+	blocks := map[*instance][2]string{}
+	for _, in := range others {
+		fb := in.observe("main", "call_1", in.fileURI("app.py"), "import os\n\ndef main():\n    return 1\n", "")
+		kb := in.observe("main", "call_2", "res://issues/7", "title: crash on start\nstate: open", "v1")
+		blocks[in] = [2]string{fb, kb}
+	}
+	before := map[*instance]int{}
+	for _, in := range others {
+		before[in] = in.notifications()
+	}
+
+	w.write(t, "app.py", "import os\n\ndef main():\n    return 2\n")
+	a.sourceChanged("writer", a.fileURI("app.py"), "", nil)
+	a.sourceChanged("writer", "res://issues/7", "v2", ptr("title: crash on start\nstate: closed"))
+
+	for _, in := range others {
+		waitFor(t, 10*time.Second, in.host+"'s blocksChanged from the feed", func() bool { return in.notifications() >= before[in]+1 })
+		views := in.collect("main", 10*time.Second, "both blocks changed", func(v map[string]protocol.BlockView) bool {
+			return len(v) == 2
+		})
+		fv, kv := views[blocks[in][0]], views[blocks[in][1]]
+		if fv.Status != protocol.Patched || len(fv.Sources) != 1 || !strings.Contains(fv.Sources[0].Text, "return 2") {
+			t.Errorf("%s: file block %+v, want patched with the new text", in.host, fv)
+		}
+		if kv.Status != protocol.Invalid || !strings.Contains(kv.Notice, "changed on host hostA by agent writer") {
+			t.Errorf("%s: keyed block %+v, want invalid with a notice naming hostA", in.host, kv)
+		}
+	}
+	// The writer's own instance is not told its own change again.
+	if got := a.sync("writer"); len(got.Blocks) != 0 || got.Feed == nil || got.Feed.State != protocol.FeedLive {
+		t.Errorf("hostA sync = %+v, want nothing and a live feed", got)
+	}
+}
+
+// TestFeedNodeKilled: one of three NATS servers dies while hostA publishes
+// 30 changes; the stream has three replicas, so hostB and hostC still see
+// every one of them.
+func TestFeedNodeKilled(t *testing.T) {
+	c := startCluster(t, 3)
+	ins := hosts(t, c, nil, "hostA", "hostB", "hostC")
+	a, others := ins[0], ins[1:]
+	const n = 30
+	ids := map[*instance]map[string]bool{}
+	for _, in := range others {
+		ids[in] = map[string]bool{}
+		for i := 0; i < n; i++ {
+			ids[in][in.observe("main", fmt.Sprintf("call_%d", i), fmt.Sprintf("res://k/%d", i), "old", "v1")] = true
+		}
+	}
+	for i := 0; i < n; i++ {
+		if i == n/2 {
+			c.servers[0].Shutdown() // mid-run; instances connected to it move to another
+		}
+		a.sourceChanged("writer", fmt.Sprintf("res://k/%d", i), "v2", nil)
+	}
+	for _, in := range others {
+		views := in.collect("main", 60*time.Second, "every change despite the dead node", func(v map[string]protocol.BlockView) bool {
+			return len(v) == n
+		})
+		for id, v := range views {
+			if !ids[in][id] || v.Status != protocol.Invalid || !strings.Contains(v.Notice, "hostA") {
+				t.Errorf("%s: %s = %+v, want one of its blocks, invalid, naming hostA", in.host, id, v)
+			}
+		}
+	}
+}
+
+// TestFeedReconnectCatchesUp: hostB loses its connection (a proxy cuts
+// it). Its syncs go on and say the feed is behind; hostA's changes made
+// meanwhile reach it when it reconnects, through its durable consumer.
+func TestFeedReconnectCatchesUp(t *testing.T) {
+	c := startCluster(t, 3)
+	p := newProxy(t, strings.TrimPrefix(c.urls[1], "nats://"))
+	a := startInstance(t, nil, c.url(), "hostA")
+	b := startInstance(t, nil, p.url(), "hostB")
+	a.waitLive()
+	b.waitLive()
+	const n = 5
+	for i := 0; i < n; i++ {
+		b.observe("main", fmt.Sprintf("call_%d", i), fmt.Sprintf("res://r/%d", i), "old", "v1")
+	}
+
+	p.down()
+	var st *protocol.FeedStatus
+	waitFor(t, 10*time.Second, "hostB's sync to say the feed is behind", func() bool {
+		st = b.sync("main").Feed
+		return st != nil && st.State == protocol.FeedBehind
+	})
+	if st.Since == "" || !strings.Contains(st.Notice, "unreachable") {
+		t.Errorf("behind status %+v, want since and a notice", st)
+	}
+	for i := 0; i < n; i++ {
+		a.sourceChanged("writer", fmt.Sprintf("res://r/%d", i), "v2", nil)
+	}
+	// A sync while cut off answers at once, with nothing new.
+	start := time.Now()
+	if res := b.sync("main"); len(res.Blocks) != 0 || res.Feed.State != protocol.FeedBehind {
+		t.Errorf("sync while disconnected = %+v, want no blocks, feed behind", res)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("sync while disconnected took %v", d)
+	}
+
+	p.up(t)
+	views := b.collect("main", 30*time.Second, "the changes missed while disconnected", func(v map[string]protocol.BlockView) bool {
+		return len(v) == n
+	})
+	for _, v := range views {
+		if v.Status != protocol.Invalid || !strings.Contains(v.Notice, "changed on host hostA") {
+			t.Errorf("after reconnecting: %+v, want invalid naming hostA", v)
+		}
+	}
+	b.waitLive()
+}
+
+// TestFeedIgnoresForeignAndMalformed: garbage on the feed's subject, and a
+// well-formed message claiming another workspace, are ignored and logged;
+// the message after them is applied.
+func TestFeedIgnoresForeignAndMalformed(t *testing.T) {
+	c := startCluster(t, 3)
+	b := hosts(t, c, nil, "hostB")[0]
+	foreign := b.observe("main", "call_1", "res://m/foreign", "old", "v1")
+	good := b.observe("main", "call_2", "res://m/good", "old", "v1")
+
+	nc, js := c.connect(t)
+	defer nc.Close()
+	msg := func(workspace, uri string) []byte {
+		data, err := feed.Encode(feed.Message{Workspace: workspace, Origin: "tester", Host: "hostX", URI: uri, Version: "v2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	for _, data := range [][]byte{
+		[]byte("not json at all"),
+		[]byte(`{"v":1,"workspace":"ws","origin":"tester","host":"hostX","path":"../../etc/passwd"}`),
+		msg("another-ws", "res://m/foreign"),
+		msg(feedName, "res://m/good"),
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, err := js.Publish(ctx, natsfeed.Subject(feedName), data); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	views := b.collect("main", 10*time.Second, "the good message applied", func(v map[string]protocol.BlockView) bool {
+		_, ok := v[good]
+		return ok
+	})
+	if v := views[good]; v.Status != protocol.Invalid || !strings.Contains(v.Notice, "hostX") {
+		t.Errorf("good message: %+v, want invalid naming hostX", v)
+	}
+	if v, ok := views[foreign]; ok {
+		t.Errorf("a message of another workspace changed %+v", v)
+	}
+	logs := b.logs.String()
+	if got := strings.Count(logs, "feed: malformed message ignored"); got != 2 {
+		t.Errorf("%d malformed messages logged, want 2:\n%s", got, logs)
+	}
+	if !strings.Contains(logs, "feed: message for another workspace ignored") || !strings.Contains(logs, "workspace=another-ws") {
+		t.Errorf("the foreign message was not logged:\n%s", logs)
+	}
+}
+
+// BenchmarkFeedPublishToSync: the latency from hostA's sourceChanged (the
+// publish) to a sync of hostB that shows the change, over a 3-node cluster
+// with three instances. hostB syncs once its blocksChanged arrives, as a
+// binding would before the next model call.
+func BenchmarkFeedPublishToSync(b *testing.B) {
+	c := startCluster(b, 3)
+	ins := hosts(b, c, nil, "hostA", "hostB", "hostC")
+	a, rb := ins[0], ins[1]
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		uri := fmt.Sprintf("res://bench/%d", i)
+		blk := rb.observe("main", fmt.Sprintf("call_%d", i), uri, "old", "v1")
+		ins[2].observe("main", fmt.Sprintf("call_%d", i), uri, "old", "v1")
+		seen := rb.notifications()
+		b.StartTimer()
+		start := time.Now()
+		a.sourceChanged("writer", uri, "v2", nil)
+		waitFor(b, 10*time.Second, "hostB's blocksChanged", func() bool { return rb.notifications() > seen })
+		shown := false
+		for !shown {
+			for _, v := range rb.sync("main").Blocks {
+				shown = shown || v.Block == blk && v.Status == protocol.Invalid
+			}
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(0.50), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+}
