@@ -93,9 +93,12 @@ func TestFeedNodeKilled(t *testing.T) {
 			ids[in][in.observe("main", fmt.Sprintf("call_%d", i), fmt.Sprintf("res://k/%d", i), "old", "v1")] = true
 		}
 	}
+	victim := c.streamLeader(t)
 	for i := 0; i < n; i++ {
 		if i == n/2 {
-			c.servers[0].Shutdown() // mid-run; instances connected to it move to another
+			// Mid-run, the server leading the stream: a new leader is
+			// elected and instances connected to it move to another.
+			victim.Shutdown()
 		}
 		a.sourceChanged("writer", fmt.Sprintf("res://k/%d", i), "v2", nil)
 	}

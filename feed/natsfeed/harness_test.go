@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/concord-ctx/concord/feed/natsfeed"
 	"github.com/concord-ctx/concord/rpc/client"
 	"github.com/concord-ctx/concord/rpc/protocol"
 )
@@ -124,6 +125,30 @@ func startCluster(tb testing.TB, n int) *cluster {
 		return err == nil
 	})
 	return c
+}
+
+// streamLeader is the server that leads the feed's stream.
+func (c *cluster) streamLeader(tb testing.TB) *server.Server {
+	tb.Helper()
+	nc, js := c.connect(tb)
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, natsfeed.Stream(feedName))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	info := st.CachedInfo()
+	if info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+		tb.Fatalf("stream cluster %+v, want a leader and 2 replicas", info.Cluster)
+	}
+	for _, s := range c.servers {
+		if s.Name() == info.Cluster.Leader {
+			return s
+		}
+	}
+	tb.Fatalf("no server named %q", info.Cluster.Leader)
+	return nil
 }
 
 func (c *cluster) url() string { return strings.Join(c.urls, ",") }
