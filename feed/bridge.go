@@ -148,8 +148,22 @@ func (b *Bridge) Start() {
 	b.cfg.Transport.Start(b.receive)
 }
 
-// Close stops the bridge and its transport.
+// drainFor bounds how long Close waits for the changes still queued: an
+// agent's last edit before the session ends must reach the other hosts.
+const drainFor = 2 * time.Second
+
+// Close publishes what is queued (while connected, for a moment), then
+// stops the bridge and its transport.
 func (b *Bridge) Close() error {
+	for deadline := time.Now().Add(drainFor); time.Now().Before(deadline); {
+		b.mu.Lock()
+		n := len(b.out)
+		b.mu.Unlock()
+		if connected, _ := b.cfg.Transport.State(); n == 0 || !connected {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	b.cancel()
 	<-b.done
 	if err := b.cfg.Transport.Close(); err != nil {
@@ -237,6 +251,9 @@ func (b *Bridge) publishLoop() {
 		b.mu.Lock()
 		if len(b.out) > 0 && b.out[0] == p {
 			b.out = b.out[1:]
+		}
+		if len(b.out) == 0 {
+			b.dropped = 0 // caught up: the loss was reported while behind
 		}
 		b.mu.Unlock()
 	}

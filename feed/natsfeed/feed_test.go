@@ -78,6 +78,29 @@ func TestFeedWriteInvalidatesOtherHosts(t *testing.T) {
 	}
 }
 
+// TestFeedPublishesWatcherChanges: a file written on hostA by something
+// that reports nothing (an editor, git) is seen by hostA's poller, and the
+// feed brings it to hostB, which watches nothing.
+func TestFeedPublishesWatcherChanges(t *testing.T) {
+	c := startCluster(t, 3)
+	w := newWorkspace(t)
+	w.write(t, "notes.md", "# notes\nfirst\n")
+	a := startInstance(t, w, c.url(), "hostA", "--poll-interval", "20ms")
+	b := startInstance(t, w, c.url(), "hostB")
+	a.waitLive()
+	b.waitLive()
+	a.observe("main", "call_1", a.fileURI("notes.md"), "# notes\nfirst\n", "") // hostA watches what it tracks
+	blk := b.observe("main", "call_1", b.fileURI("notes.md"), "# notes\nfirst\n", "")
+	seen := b.notifications()
+
+	w.write(t, "notes.md", "# notes\nsecond line, longer\n")
+	waitFor(t, 10*time.Second, "hostB's blocksChanged from hostA's watcher", func() bool { return b.notifications() > seen })
+	v := b.collect("main", 10*time.Second, "the file's block", func(v map[string]protocol.BlockView) bool { return len(v) == 1 })[blk]
+	if v.Status != protocol.Patched || len(v.Sources) != 1 || !strings.Contains(v.Sources[0].Text, "second line") {
+		t.Errorf("hostB's view %+v, want patched with the new text", v)
+	}
+}
+
 // TestFeedNodeKilled: one of three NATS servers dies while hostA publishes
 // 30 changes; the stream has three replicas, so hostB and hostC still see
 // every one of them.

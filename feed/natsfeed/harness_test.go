@@ -243,16 +243,17 @@ type instance struct {
 
 // startInstance launches concord serve for host with its own root (watch
 // hooks: no fsnotify, no polling; only the feed, sourceChanged and the
-// verify pass see changes).
-func startInstance(tb testing.TB, w *workspace, natsURL, host string) *instance {
+// verify pass see changes; with --poll-interval in extra, watch poll).
+func startInstance(tb testing.TB, w *workspace, natsURL, host string, extra ...string) *instance {
 	tb.Helper()
 	in := &instance{tb: tb, host: host, logs: &syncBuffer{}}
 	if w != nil {
 		in.root = w.root(tb, host)
 	}
 	ctx := context.Background()
-	c, err := client.Options{Stderr: in.logs}.Start(ctx, concordBin, "serve", "--log-level", "debug",
-		"--feed", natsURL, "--feed-name", feedName, "--feed-host", host, "--feed-replicas", "3")
+	args := append([]string{"serve", "--log-level", "debug", "--feed", natsURL, "--feed-name", feedName,
+		"--feed-host", host, "--feed-replicas", "3"}, extra...)
+	c, err := client.Options{Stderr: in.logs}.Start(ctx, concordBin, args...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -275,9 +276,15 @@ func startInstance(tb testing.TB, w *workspace, natsURL, host string) *instance 
 	if in.root != "" {
 		roots = []string{in.root}
 	}
+	watch := protocol.WatchHooks
+	for _, a := range extra {
+		if strings.HasPrefix(a, "--poll-interval") {
+			watch = protocol.WatchPoll // a host whose own watcher reports changes
+		}
+	}
 	var res protocol.InitializeResult
 	if err := c.Call(ctx, protocol.MethodInitialize, protocol.InitializeParams{ProtocolVersion: protocol.Version,
-		Roots: roots, Watch: protocol.WatchHooks, Placement: protocol.PlacementInplace}, &res); err != nil {
+		Roots: roots, Watch: watch, Placement: protocol.PlacementInplace}, &res); err != nil {
 		tb.Fatalf("%s initialize: %v", host, err)
 	}
 	return in
