@@ -151,6 +151,7 @@ func TestFeedReconnectCatchesUp(t *testing.T) {
 	for i := 0; i < n; i++ {
 		b.observe("main", fmt.Sprintf("call_%d", i), fmt.Sprintf("res://r/%d", i), "old", "v1")
 	}
+	fromB := a.observe("main", "call_b", "res://b/1", "old", "v1")
 
 	p.down()
 	var st *protocol.FeedStatus
@@ -164,8 +165,14 @@ func TestFeedReconnectCatchesUp(t *testing.T) {
 	for i := 0; i < n; i++ {
 		a.sourceChanged("writer", fmt.Sprintf("res://r/%d", i), "v2", nil)
 	}
-	// A sync while cut off answers at once, with nothing new.
+	// hostB's own change while cut off is queued, not waited for.
 	start := time.Now()
+	b.sourceChanged("main", "res://b/1", "v2", nil)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("sourceChanged while disconnected took %v", d)
+	}
+	// A sync while cut off answers at once, with nothing new.
+	start = time.Now()
 	if res := b.sync("main"); len(res.Blocks) != 0 || res.Feed.State != protocol.FeedBehind {
 		t.Errorf("sync while disconnected = %+v, want no blocks, feed behind", res)
 	}
@@ -183,6 +190,14 @@ func TestFeedReconnectCatchesUp(t *testing.T) {
 		}
 	}
 	b.waitLive()
+	// And hostB's queued change reached hostA.
+	v := a.collect("main", 30*time.Second, "hostB's change made while it was cut off", func(v map[string]protocol.BlockView) bool {
+		_, ok := v[fromB]
+		return ok
+	})[fromB]
+	if v.Status != protocol.Invalid || !strings.Contains(v.Notice, "changed on host hostB by agent main") {
+		t.Errorf("hostA's view of hostB's change: %+v", v)
+	}
 }
 
 // TestFeedIgnoresForeignAndMalformed: garbage on the feed's subject, and a
