@@ -49,6 +49,7 @@ type Transport struct {
 
 	mu      sync.Mutex
 	ready   bool      // stream and consumer set up
+	opened  time.Time // when Open was called: not joined since then
 	down    time.Time // when the connection was lost (zero while connected)
 	consume jetstream.ConsumeContext
 	handle  func(context.Context, []byte)
@@ -78,7 +79,8 @@ func Open(ctx context.Context, cfg feed.TransportConfig) (feed.Transport, error)
 		return nil, errors.New("natsfeed: no consumer name")
 	}
 	cfg.Consumer = consumerName(cfg.Consumer)
-	t := &Transport{cfg: cfg, log: log, subj: Subject(cfg.Name), down: time.Now(), done: make(chan struct{})}
+	now := time.Now()
+	t := &Transport{cfg: cfg, log: log, subj: Subject(cfg.Name), opened: now, down: now, done: make(chan struct{})}
 	opts := []nats.Option{
 		nats.Name("concord " + cfg.Host),
 		nats.MaxReconnects(-1),
@@ -88,6 +90,15 @@ func Open(ctx context.Context, cfg feed.TransportConfig) (feed.Transport, error)
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			log.Info("feed: reconnected", "server", c.ConnectedUrlRedacted())
 			t.setDown(false)
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			log.Warn("feed: connection error", "err", err)
+		}),
+		nats.ClosedHandler(func(c *nats.Conn) {
+			if err := c.LastError(); err != nil {
+				log.Warn("feed: connection closed; the feed stays behind", "err", err)
+			}
+			t.setDown(true)
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			log.Warn("feed: disconnected; local work goes on", "err", err)
@@ -156,7 +167,7 @@ func (t *Transport) State() (bool, time.Time) {
 		return true, time.Time{}
 	}
 	if t.down.IsZero() {
-		return false, time.Now()
+		return false, t.opened // connected, not joined yet
 	}
 	return false, t.down
 }
