@@ -238,7 +238,8 @@ type instance struct {
 	c     *client.Client
 	logs  *syncBuffer
 	mu    sync.Mutex
-	notes int // blocksChanged notifications received
+	notes int           // blocksChanged notifications received
+	kick  chan struct{} // a blocksChanged arrived (at most one pending)
 }
 
 // startInstance launches concord serve for host with its own root (watch
@@ -246,7 +247,7 @@ type instance struct {
 // verify pass see changes; with --poll-interval in extra, watch poll).
 func startInstance(tb testing.TB, w *workspace, natsURL, host string, extra ...string) *instance {
 	tb.Helper()
-	in := &instance{tb: tb, host: host, logs: &syncBuffer{}}
+	in := &instance{tb: tb, host: host, logs: &syncBuffer{}, kick: make(chan struct{}, 1)}
 	if w != nil {
 		in.root = w.root(tb, host)
 	}
@@ -268,6 +269,10 @@ func startInstance(tb testing.TB, w *workspace, natsURL, host string, extra ...s
 		in.mu.Lock()
 		in.notes++
 		in.mu.Unlock()
+		select {
+		case in.kick <- struct{}{}:
+		default:
+		}
 	})
 	c.HandleReadSource(func(context.Context, protocol.ReadSourceParams) (protocol.ReadSourceResult, error) {
 		return protocol.ReadSourceResult{}, errors.New("this host's client cannot read it")
