@@ -252,34 +252,75 @@ func TestFeedIgnoresForeignAndMalformed(t *testing.T) {
 // BenchmarkFeedPublishToSync: the latency from hostA's sourceChanged (the
 // publish) to a sync of hostB that shows the change, over a 3-node cluster
 // with three instances. hostB syncs once its blocksChanged arrives, as a
-// binding would before the next model call.
+// binding would before the next model call. keyed: a resource hostB cannot
+// read is marked changed on hostA; file: a file of the shared directory,
+// which hostB (watching nothing) re-reads.
 func BenchmarkFeedPublishToSync(b *testing.B) {
 	c := startCluster(b, 3)
-	ins := hosts(b, c, nil, "hostA", "hostB", "hostC")
+	w := newWorkspace(b)
+	w.write(b, "bench.txt", "line -1\n")
+	ins := hosts(b, c, w, "hostA", "hostB", "hostC")
 	a, rb := ins[0], ins[1]
+	b.Run("keyed", func(b *testing.B) {
+		measure(b, rb, func(i int) (func(), func(protocol.BlockView) bool) {
+			uri := fmt.Sprintf("res://bench/%d", i) // i counts across runs: every change is new
+			blk := rb.observe("main", fmt.Sprintf("call_%d", i), uri, "old", "v1")
+			ins[2].observe("main", fmt.Sprintf("call_%d", i), uri, "old", "v1")
+			return func() { a.sourceChanged("writer", uri, "v2", nil) },
+				func(v protocol.BlockView) bool { return v.Block == blk && v.Status == protocol.Invalid }
+		})
+	})
+	fileBlocks := map[*instance]string{}
+	for _, in := range ins[1:] {
+		fileBlocks[in] = in.observe("files", "call_f", in.fileURI("bench.txt"), "line -1\n", "")
+	}
+	b.Run("file", func(b *testing.B) {
+		measure(b, rb, func(i int) (func(), func(protocol.BlockView) bool) {
+			text := fmt.Sprintf("line %d", i)
+			return func() {
+					w.write(b, "bench.txt", text+"\n")
+					a.sourceChanged("writer", a.fileURI("bench.txt"), "", nil)
+				}, func(v protocol.BlockView) bool {
+					return v.Block == fileBlocks[rb] && len(v.Sources) == 1 && v.Sources[0].Text == text
+				}
+		})
+	})
+}
+
+// changes numbers the benchmark's changes across its runs (b.N grows).
+var changes int
+
+// measure runs b.N changes: prepare(i) sets one up untimed and returns the
+// change and the view of hostB's sync that shows it; it reports p50 and p99.
+func measure(b *testing.B, rb *instance, prepare func(i int) (change func(), shows func(protocol.BlockView) bool)) {
+	agent := "main"
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		uri := fmt.Sprintf("res://bench/%d", i)
-		blk := rb.observe("main", fmt.Sprintf("call_%d", i), uri, "old", "v1")
-		ins[2].observe("main", fmt.Sprintf("call_%d", i), uri, "old", "v1")
-		select { // a notification of the observation itself, if any, is not the change
+		changes++
+		change, shows := prepare(changes)
+		select { // a notification of the preparation is not the change
 		case <-rb.kick:
 		default:
 		}
 		b.StartTimer()
 		start := time.Now()
-		a.sourceChanged("writer", uri, "v2", nil)
+		change()
 		select {
 		case <-rb.kick:
 		case <-time.After(10 * time.Second):
 			b.Fatal("no blocksChanged on hostB")
 		}
-		shown := false
-		for !shown {
-			for _, v := range rb.sync("main").Blocks {
-				shown = shown || v.Block == blk && v.Status == protocol.Invalid
+		deadline := time.Now().Add(10 * time.Second)
+		for shown := false; !shown; {
+			if time.Now().After(deadline) {
+				b.Fatal("hostB's syncs never showed the change")
+			}
+			for _, a := range []string{agent, "files"} {
+				for _, v := range rb.sync(a).Blocks {
+					shown = shown || shows(v)
+				}
 			}
 		}
 		lat = append(lat, time.Since(start))
