@@ -50,7 +50,7 @@ bench:
 
 # The change feed's latency, publish on one host to a sync that shows it on another (p50-ms, p99-ms).
 bench-feed:
-	$(GO) test -tags $(FEED_TAGS) -run '^$$' -bench FeedPublishToSync -benchtime 300x -count 1 ./feed/natsfeed
+	$(GO) test -tags $(FEED_TAGS) -run '^$$' -bench FeedPublishToSync -benchtime 1000x -count 1 ./feed/natsfeed
 
 # Each fuzz target for a short while; FUZZTIME=5m for a longer hunt. Every
 # target runs even when one fails; the failures are listed at the end.
