@@ -73,9 +73,7 @@ func New(o Options) rpc.NewSessionFunc {
 		if err != nil {
 			return nil, "", err
 		}
-		if fc, ok := core.(*feedCore); ok {
-			hint.b.Store(fc.b)
-		}
+		hint.attach(core)
 		return core, fa.Mode(), nil
 	}
 }
