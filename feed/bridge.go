@@ -58,7 +58,7 @@ type TransportConfig struct {
 type OpenFunc func(ctx context.Context, cfg TransportConfig) (Transport, error)
 
 // ErrNotBuilt says how to get a build with the feed.
-var ErrNotBuilt = errors.New("this concord was built without the change feed (it would add 3 MB to every plugin binary): " +
+var ErrNotBuilt = errors.New("this concord was built without the change feed (it would add 5 MB to every plugin binary): " +
 	"build it with `go build -tags feed ./cmd/concord` or `make build-feed`")
 
 // Core is what the bridge needs of the context manager.
