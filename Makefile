@@ -38,8 +38,13 @@ go-test-feed:
 	$(GO) test -race -count=1 -tags $(FEED_TAGS) ./feed/...
 	$(GO) test -race -count=1 -tags $(FEED_TAGS) -run 'Feed' ./cmd/concord
 
+# The Python terminal tests run rg as agents do; the pinned ripgrep comes with the TypeScript
+# binding's npm packages (@vscode/ripgrep), so it is installed first and put on PATH.
+RG_DIR = $(CURDIR)/bindings/ts/node_modules/@vscode/ripgrep-$(shell node -p 'process.platform + "-" + process.arch' 2>/dev/null)/bin
+
 py-test: build
-	$(MAKE) -C bindings/python test CONCORD_BIN=$(BIN)
+	$(MAKE) -C bindings/ts deps
+	PATH="$(RG_DIR):$$PATH" $(MAKE) -C bindings/python test CONCORD_BIN=$(BIN)
 
 ts-test: build
 	$(MAKE) -C bindings/ts test CONCORD_BIN=$(BIN)

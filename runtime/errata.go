@@ -72,12 +72,12 @@ func erratum(b *block) ([]clause, holds) {
 		if l.text == l.shown && (l.whole || l.rng == l.shownRng) {
 			continue
 		}
-		c, lh := linkErratum(b.anchor, l, b.pl.noted)
+		c, lh := linkErratum(b.anchor, l, b.pl.note != noteNone)
 		cs = append(cs, c)
 		h = min(h, lh)
 	}
 	if len(cs) == 0 {
-		if b.pl.noted {
+		if b.pl.note != noteNone {
 			// An earlier erratum said otherwise; the copy in place is true again.
 			return []clause{{anchor: b.anchor, raw: "[concord] The output of " + b.anchor + " is current again."}}, holdsNow
 		}
@@ -131,8 +131,13 @@ func thatRead(notice string) string {
 func linkErratum(anchor string, l *link, noted bool) (clause, holds) {
 	c := newClause(anchor, l)
 	now := ""
-	if !l.whole && l.rng != l.shownRng {
+	switch {
+	case !l.whole && l.rng != l.shownRng:
 		now = ", now " + linesOf(l.rng)
+	case l.whole && lineCount(l.text) != lineCount(l.shown):
+		// A whole read names no lines: the new length tells an insertion
+		// from a replacement of the same lines.
+		now = fmt.Sprintf(", now %d lines", lineCount(l.text))
 	}
 	own := len(l.pl.edits) > 0 && l.pl.outside == 0
 	switch {
@@ -266,8 +271,9 @@ func renderErrata(cs []clause, owner []int, nviews int) []string {
 // hunk lists the lines that differ between the copy in place and the
 // current text, change by change: "+N: new" at the new line numbers, and
 // "-N: old" at the old ones unless each old line of that change has a new
-// one in its place (the copy in place shows them). It fails beyond
-// MaxHunkBytes.
+// one in its place (the copy in place shows them); a pure insertion is
+// headed "(inserted after line N)" in the copy's numbering. It fails
+// beyond MaxHunkBytes.
 func hunk(l *link) (string, bool) {
 	var old, cur []string
 	oldStart, curStart := 1, 1
@@ -279,6 +285,15 @@ func hunk(l *link) (string, bool) {
 	}
 	var b strings.Builder
 	for _, h := range locator.Hunks(old, cur, locator.DefaultParams()) {
+		if h.OldEnd == h.OldStart {
+			// Pure insertion: with no "-" line it would read as a
+			// replacement of the lines now at these numbers.
+			if h.NewStart == 0 {
+				fmt.Fprintf(&b, "(inserted before line %d)\n", oldStart)
+			} else {
+				fmt.Fprintf(&b, "(inserted after line %d)\n", oldStart+h.OldStart-1)
+			}
+		}
 		if h.OldEnd-h.OldStart != h.NewEnd-h.NewStart {
 			for i := h.OldStart; i < h.OldEnd; i++ {
 				fmt.Fprintf(&b, "-%d: %s\n", oldStart+i, old[i])

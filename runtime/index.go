@@ -3,6 +3,7 @@ package runtime
 import (
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/concord-ctx/concord/locator"
@@ -10,8 +11,10 @@ import (
 
 // index is the manager's state: sources with their links, blocks, agents,
 // and the block lifecycle (register, supersede, unlink, retire, forget,
-// trim the audit trail). It has no lock and does no I/O: Manager.mu guards
-// it, so its methods are plain data-structure operations.
+// trim the audit trail). It has no lock of its own and does no I/O: its
+// guard is Manager.mu, held by every caller of every method, so the methods
+// are plain data-structure operations. The Manager changes it only through
+// them.
 type index struct {
 	sources  map[string]*source
 	blocks   map[string]*block
@@ -129,7 +132,7 @@ func (ix *index) replaceAnchor(ag *agentState, anchor string) bool {
 func (ix *index) drop(b *block, why string) {
 	ix.unlink(b)
 	ix.retireSuperseded(b)
-	b.status = Released
+	ix.enter(b, stageReleased)
 	ix.forget(b)
 	ix.count(why)
 }
@@ -246,7 +249,7 @@ type block struct {
 	notice       string
 	reason       string
 	supersededBy string
-	orphaned     bool // superseded, then the newer read left the context: invalid for good
+	stage        stage // the block's lifecycle stage (lifecycle.go); status follows it
 	aged         bool
 	ageNotice    string
 	pl           blockPlace
@@ -264,7 +267,7 @@ type agentState struct {
 }
 
 // supersede retires older blocks of the same agent whose every link lies
-// inside a link of b. Caller holds ix.mu.
+// inside a link of b. Caller holds Manager.mu.
 func (ix *index) supersede(b *block) []string {
 	cands := map[*block]struct{}{}
 	seen := make(map[*source]bool, 1)
@@ -275,7 +278,7 @@ func (ix *index) supersede(b *block) []string {
 		seen[l.src] = true
 		for ol := range l.src.links {
 			ob := ol.block
-			if ob != b && ob.agent == b.agent && ob.seq < b.seq && ob.status != Superseded {
+			if ob != b && ob.agent == b.agent && ob.seq < b.seq && ob.stage == stageLive {
 				cands[ob] = struct{}{}
 			}
 		}
@@ -290,7 +293,8 @@ func (ix *index) supersede(b *block) []string {
 	ids := make([]string, 0, len(old))
 	for _, ob := range old {
 		ob.notice = noticeSuperseded(ob, b)
-		ob.status, ob.supersededBy, ob.reason = Superseded, b.id, "superseded by "+b.id
+		ix.enter(ob, stageSuperseded)
+		ob.supersededBy, ob.reason = b.id, "superseded by "+b.id
 		ix.unlink(ob)
 		ix.count("superseded")
 		ix.markDirty(ob)
@@ -318,7 +322,7 @@ func contained(ob, nb *block) bool {
 }
 
 // unlink removes b's links from the source index, keeping a small audit
-// record (uri, lines, version) and dropping texts. Caller holds ix.mu; the
+// record (uri, lines, version) and dropping texts. Caller holds Manager.mu; the
 // caller syncs watches afterwards.
 func (ix *index) unlink(b *block) {
 	for _, l := range b.links {
@@ -343,21 +347,23 @@ func (ix *index) unlink(b *block) {
 // "a newer read is in the context": if b was itself superseded, the newer
 // read that replaced b covers them too; otherwise nothing covers them any
 // more and they become invalid, asking for a re-read (their text is gone).
-// Caller holds ix.mu, before changing b's status.
+// Caller holds Manager.mu, before changing b's status.
 func (ix *index) retireSuperseded(b *block) {
 	var by *block
-	if b.status == Superseded {
+	if b.stage == stageSuperseded {
 		by = ix.blocks[b.supersededBy]
 	}
 	for _, s := range b.agent.audit {
-		if s == nil || s.status != Superseded || s.supersededBy != b.id {
+		if s == nil || s.stage != stageSuperseded || s.supersededBy != b.id {
 			continue
 		}
 		if by != nil {
+			ix.enter(s, stageSuperseded) // re-pointed to the read that covers b
 			s.supersededBy, s.reason = by.id, "superseded by "+by.id
 			s.notice = noticeSuperseded(s, by)
 		} else {
-			s.status, s.supersededBy, s.orphaned = Invalid, "", true
+			ix.enter(s, stageOrphaned)
+			s.supersededBy = ""
 			s.notice = noticeOrphaned(s)
 			s.reason = "the newer read " + b.id + " left the context"
 			ix.count("orphaned")
@@ -367,7 +373,7 @@ func (ix *index) retireSuperseded(b *block) {
 	}
 }
 
-// forget drops a block from every index. Caller holds ix.mu and has unlinked it.
+// forget drops a block from every index. Caller holds Manager.mu and has unlinked it.
 func (ix *index) forget(b *block) {
 	delete(ix.blocks, b.id)
 	ag := b.agent
@@ -389,11 +395,11 @@ func (ix *index) forget(b *block) {
 // trimAudit keeps an agent's audit trail of superseded blocks within
 // ix.auditMax. Only blocks a sync already reported are forgotten: an
 // unreported one still owes its agent the notice that hides the old read.
-// Caller holds ix.mu.
+// Caller holds Manager.mu.
 func (ix *index) trimAudit(ag *agentState) {
 	for len(ag.audit) > ix.auditMax {
 		b := ag.audit[0]
-		if b.status == Superseded || b.orphaned {
+		if b.stage == stageSuperseded || b.stage == stageOrphaned {
 			if _, owed := ag.dirty[b]; owed {
 				return
 			}
@@ -416,3 +422,104 @@ func (ix *index) markDirty(b *block) {
 }
 
 func (ix *index) count(k string) { ix.recon[k]++ }
+
+// countN adds n to counter k.
+func (ix *index) countN(k string, n int) { ix.recon[k] += n }
+
+// newBlock makes the agent's next block (not yet indexed: addBlock).
+func (ix *index) newBlock(ag *agentState, anchor string, turn int) *block {
+	ix.seq++
+	return &block{id: "b" + strconv.FormatUint(ix.seq, 10), seq: ix.seq, agent: ag, anchor: anchor, turn: turn, status: Valid}
+}
+
+// addBlock indexes b: by id, for its agent, and each link in its source
+// (source -> blocks, across agents). Its anchor is indexed apart
+// (addAnchor), after the anchor's earlier blocks are replaced.
+func (ix *index) addBlock(b *block) {
+	for _, l := range b.links {
+		l.src.links[l] = struct{}{}
+		b.agent.srcRefs[l.src]++
+	}
+	ix.blocks[b.id] = b
+	b.agent.blocks[b] = struct{}{}
+}
+
+// addAnchor indexes b under its agent's anchor.
+func (ix *index) addAnchor(b *block) {
+	b.agent.byAnchor[b.anchor] = append(b.agent.byAnchor[b.anchor], b)
+}
+
+// known returns the source with canonical id, nil when none is indexed.
+func (ix *index) known(id string) *source { return ix.sources[id] }
+
+// aging reports whether any policy layer sets an age limit.
+func (ix *index) aging() bool { return ix.ageUsed }
+
+// block returns the block with id, nil when unknown or forgotten.
+func (ix *index) block(id string) *block { return ix.blocks[id] }
+
+// useAge records that some policy layer sets an age limit, so syncs age blocks.
+func (ix *index) useAge(p *Policy) {
+	ix.ageUsed = ix.ageUsed || p.MaxAgeTurns != nil && *p.MaxAgeTurns > 0
+}
+
+// bump moves the generation: the model-visible projection changed.
+func (ix *index) bump() { ix.gen++ }
+
+// generation is the current projection generation.
+func (ix *index) generation() uint64 { return ix.gen }
+
+// verified counts a verify pass (one per projected sync).
+func (ix *index) verified() { ix.verifies++ }
+
+// notified drops agent from the agents owed an OnChange call: its sync
+// just gave it the projection.
+func (ix *index) notified(agent string) { delete(ix.notify, agent) }
+
+// takeNotify returns the agents owed an OnChange call (but exclude),
+// clearing the set.
+func (ix *index) takeNotify(exclude string) []string {
+	if len(ix.notify) == 0 {
+		return nil
+	}
+	agents := make([]string, 0, len(ix.notify))
+	for a := range ix.notify {
+		if a != exclude {
+			agents = append(agents, a)
+		}
+	}
+	ix.notify = map[string]struct{}{}
+	return agents
+}
+
+// takeUnwatch returns the sources that lost links since the last call, for
+// watch syncing outside the lock.
+func (ix *index) takeUnwatch() []*source {
+	srcs := ix.unwatch
+	ix.unwatch = nil
+	return srcs
+}
+
+// stats counts the index for Stats.
+func (ix *index) stats() Stats {
+	st := Stats{Blocks: map[Status]int{}, Reconciliations: map[string]int{}, VerifyPasses: ix.verifies, Agents: len(ix.agents)}
+	for k, v := range ix.recon {
+		st.Reconciliations[k] = v
+	}
+	for _, b := range ix.blocks {
+		st.Blocks[b.status]++
+		for _, l := range b.links {
+			if l.src != nil && l.whole && sameString(l.text, l.src.text) {
+				continue // shares the source's copy
+			}
+			st.BytesHeld += int64(len(l.text))
+		}
+	}
+	for _, s := range ix.sources {
+		if len(s.links) > 0 {
+			st.Sources++
+		}
+		st.BytesHeld += int64(len(s.text))
+	}
+	return st
+}

@@ -172,10 +172,13 @@ func TestFileSourceErrors(t *testing.T) {
 	}{
 		{"file://" + filepath.Join(outside, "secret"), runtime.ErrOutsideRoots},
 		{"file://" + e.path("link"), runtime.ErrOutsideRoots},
+		// Over the size cap nothing tells whether an untouched file's read
+		// is still true: refused, never a false "changed" (issue 19).
+		{"file://" + e.path("big.txt"), runtime.ErrTooLarge},
 	}
 	for _, tc := range tests {
 		_, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Anchor: "c",
-			Sources: []runtime.SourceRef{{URI: tc.uri, Text: "x"}}})
+			Sources: []runtime.SourceRef{{URI: tc.uri, Range: &protocol.Range{Start: 1, End: 1}, Text: "x"}}})
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.uri, err, tc.want)
 		}
@@ -187,7 +190,6 @@ func TestFileSourceErrors(t *testing.T) {
 	// an invalid block whose notice the next sync carries (issue 10 bug 4).
 	for i, tc := range []struct{ uri, notice string }{
 		{"file://" + e.path("bin.dat"), "(binary)"},
-		{"file://" + e.path("big.txt"), "(too large)"},
 		{"file://" + e.path("missing.txt"), "was deleted"},
 		{"file://" + e.root, "could not be re-read"},
 	} {
@@ -205,18 +207,26 @@ func TestFileSourceErrors(t *testing.T) {
 	}
 }
 
-// TestFileBecomesBinary: a tracked file that turns binary invalidates its
-// blocks with a notice instead of failing the sync.
-func TestFileBecomesBinary(t *testing.T) {
-	e := newFileEnv(t, fileadapter.ModeHooks, runtime.PolicyConfig{})
-	writeFile(t, e.path("f.txt"), "a\nb\n")
-	if _, err := e.observe("main", "c1", "f.txt", 1, 1, "a"); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, e.path("f.txt"), "a\x00\nb\n")
-	r := e.sync("main")
-	if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || !strings.Contains(r.Blocks[0].Notice, "could not be re-read (binary)") {
-		t.Fatalf("sync %+v", r)
+// TestFileBecomesUnreadable: a tracked file that turns binary or grows
+// over the size cap did change: its blocks go invalid with a notice
+// instead of failing the sync.
+func TestFileBecomesUnreadable(t *testing.T) {
+	for _, tc := range []struct{ name, content, notice string }{
+		{"binary", "a\x00\nb\n", "could not be re-read (binary)"},
+		{"too large", "a\n" + strings.Repeat("x", 1<<16+1), "could not be re-read (too large)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newFileEnv(t, fileadapter.ModeHooks, runtime.PolicyConfig{})
+			writeFile(t, e.path("f.txt"), "a\nb\n")
+			if _, err := e.observe("main", "c1", "f.txt", 1, 1, "a"); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, e.path("f.txt"), tc.content)
+			r := e.sync("main")
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || !strings.Contains(r.Blocks[0].Notice, tc.notice) {
+				t.Fatalf("sync %+v", r)
+			}
+		})
 	}
 }
 

@@ -192,6 +192,7 @@ type invRun struct {
 
 	placement string
 	clk       *fakeClock
+	tally     func(violation string) // set: a violation is counted, not fatal
 }
 
 // placementAutoPriced is auto with cache prices (a script variant, not a
@@ -218,6 +219,10 @@ func (r *invRun) logf(format string, args ...any) {
 
 func (r *invRun) fail(format string, args ...any) {
 	r.t.Helper()
+	if r.tally != nil {
+		r.tally(fmt.Sprintf(format, args...)) // the session model counts them instead
+		return
+	}
 	r.t.Fatalf("invariant violated: %s\nscript:\n  %s", fmt.Sprintf(format, args...), strings.Join(r.log, "\n  "))
 }
 
@@ -883,15 +888,21 @@ func (r *invRun) check(ag *invAgent) {
 	for _, a := range slices.Sorted(maps.Keys(ag.anchors)) {
 		h := ag.anchors[a]
 		if r.tailing() && h.superseded && !h.orphaned {
-			// Kept as the model saw it, or with an older note: the newer
-			// read of the same lines follows it in the prompt.
-			if r.byBlock(ag, h.by) == nil {
-				r.fail("anchor %s: superseded by %s, which the agent no longer holds", a, h.by)
-			}
+			r.checkSupersededCopy(ag, h)
 			continue
 		}
 		if h.note != nil && warning(h.note.Erratum) {
-			continue // the latest statement says the copy is outdated: it cannot look current
+			// The latest statement says the copy is outdated: it cannot look
+			// current. A deletion notice must not outlive the deletion,
+			// though: back as it was, the copy is true and the note is not.
+			if strings.Contains(h.note.Erratum, "was deleted after that read") {
+				for _, ref := range h.refs {
+					if _, back := r.content[ref.URI]; back && strings.Contains(h.note.Erratum, strings.TrimPrefix(ref.URI, "mem:/")+" was deleted") {
+						r.fail("anchor %s: the latest erratum says %s was deleted, but it is back: %q", a, ref.URI, h.note.Erratum)
+					}
+				}
+			}
+			continue
 		}
 		if h.note != nil && allTextUnchanged(h.note.Erratum) {
 			r.checkTextUnchanged(h)
@@ -909,25 +920,7 @@ func (r *invRun) check(ag *invAgent) {
 			if h.superseded || h.orphaned {
 				r.fail("anchor %s: superseded at observe but no sync delivered the notice", a)
 			}
-			for _, ref := range h.refs {
-				cur, ok := r.content[ref.URI]
-				if !ok {
-					r.fail("anchor %s: original output of %s still shown (valid, no delta), but the source is deleted", a, ref.URI)
-				}
-				if ref.Range == nil {
-					// The same lines; a final newline may differ (tools differ about it).
-					// Under tail and auto the server compares the model-visible
-					// texts: "" for an empty file and for one blank line alike.
-					same := r.tailing() && strings.TrimSuffix(normalizeText(ref.Text), "\n") == strings.TrimSuffix(normalizeText(cur), "\n")
-					if cl := locator.SplitLines(cur); !same && !slices.Equal(locator.SplitLines(ref.Text), cl) && !slices.Equal(locator.SplitLines(ref.Text+"\n"), cl) {
-						r.fail("anchor %s: original whole output of %s still shown (no delta) but the source is now %q", a, ref.URI, cur)
-					}
-					continue
-				}
-				if want, ok := at(cur, Range(*ref.Range)); !ok || want != ref.Text {
-					r.fail("anchor %s: original output %q of %s lines %d-%d still shown (no delta) but those lines are now %q", a, ref.Text, ref.URI, ref.Range.Start, ref.Range.End, want)
-				}
-			}
+			r.checkOriginal(h)
 			continue
 		}
 		if h.superseded != (v.Status == Superseded) || h.orphaned && v.Status != Invalid {
@@ -958,6 +951,63 @@ func (r *invRun) check(ag *invAgent) {
 		default:
 			r.fail("anchor %s: view status %q", a, v.Status)
 		}
+	}
+}
+
+// checkOriginal: the tool's original output is still what the model has of
+// the anchor, with nothing after it that corrects it, so it must be current.
+func (r *invRun) checkOriginal(h *heldBlock) {
+	for _, ref := range h.refs {
+		cur, ok := r.content[ref.URI]
+		if !ok {
+			r.fail("anchor %s: original output of %s still shown (valid, no delta), but the source is deleted", h.anchor, ref.URI)
+		}
+		if ref.Range == nil {
+			// The same lines; a final newline may differ (tools differ about it).
+			// Under tail and auto the server compares the model-visible
+			// texts: "" for an empty file and for one blank line alike.
+			same := r.tailing() && strings.TrimSuffix(normalizeText(ref.Text), "\n") == strings.TrimSuffix(normalizeText(cur), "\n")
+			if cl := locator.SplitLines(cur); !same && !slices.Equal(locator.SplitLines(ref.Text), cl) && !slices.Equal(locator.SplitLines(ref.Text+"\n"), cl) {
+				r.fail("anchor %s: original whole output of %s still shown (no delta) but the source is now %q", h.anchor, ref.URI, cur)
+			}
+			continue
+		}
+		if want, ok := at(cur, Range(*ref.Range)); !ok || want != normalizeText(ref.Text) {
+			r.fail("anchor %s: original output %q of %s lines %d-%d still shown (no delta) but those lines are now %q", h.anchor, ref.Text, ref.URI, ref.Range.Start, ref.Range.End, want)
+		}
+	}
+}
+
+// checkSupersededCopy: under tail and auto a superseded read stays in the
+// prompt as the model last had it, and the newer read follows it. That is
+// no correction by itself (a reader may take either copy): the copy must
+// still be true, or the latest statement about it must hold, a pointer to
+// the newer read included (the newer read is checked as an anchor of its
+// own).
+func (r *invRun) checkSupersededCopy(ag *invAgent, h *heldBlock) {
+	if r.byBlock(ag, h.by) == nil {
+		r.fail("anchor %s: superseded by %s, which the agent no longer holds", h.anchor, h.by)
+	}
+	if n := h.note; n != nil {
+		switch {
+		case n.Status == Superseded, warning(n.Erratum):
+			// A pointer (checkErratum read it) or a warning: both stay true.
+		case allTextUnchanged(n.Erratum):
+			r.checkTextUnchanged(h)
+		case n.Status == Valid || n.Status == Patched:
+			r.checkSources(h, n, true)
+		default:
+			r.fail("anchor %s: superseded, latest erratum %q (%s) neither points nor warns", h.anchor, n.Erratum, n.Status)
+		}
+		return
+	}
+	switch v := h.view; {
+	case v == nil:
+		r.checkOriginal(h)
+	case len(v.Sources) == 0, v.Status == Stale:
+		// In place it shows a notice, or text marked as possibly outdated.
+	default:
+		r.checkSources(h, v, true)
 	}
 }
 
@@ -1105,6 +1155,9 @@ func sameSourceView(a, b SourceView) bool {
 // script holds.
 func (r *invRun) checkStats() {
 	st := r.h.m.Stats()
+	if n := st.Reconciliations["illegalTransition"]; n > 0 {
+		r.fail("%d illegal block lifecycle transitions", n)
+	}
 	held, sup := 0, 0
 	linked := map[string]bool{}
 	for _, ag := range r.agents {

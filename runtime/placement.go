@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/concord-ctx/concord/locator"
 	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
@@ -87,11 +88,33 @@ type blockPlace struct {
 	at        int    // the agent's reported prompt size then: where its message starts, at the earliest
 	reset     bool   // a new result for its anchor: the view goes in place whatever the placement
 	deferred  bool   // the in-place view lags the current state (a tail erratum or nothing was sent)
-	noted     bool   // an erratum for it was delivered since its last in-place view
-	warned    bool   // that erratum says the copy is outdated and claims no text: later changes add nothing
-	sameText  bool   // that erratum claims only that the text is unchanged: later moves add nothing
-	pointed   bool   // superseded, and an erratum pointed from it to the newer read
+	note      note   // what the latest erratum since its last in-place view says (noteNone: none was sent)
 	inplace   Status // status of the last in-place view ("" = the tool's original output)
+}
+
+// note is what the latest erratum about a block says, which decides when a
+// later change needs a new one (decide) and whether a superseded read's
+// copy still holds (copyHolds). Placement keeps it as data, one value per
+// block, rather than a flag per kind.
+type note uint8
+
+const (
+	noteNone     note = iota // no erratum since the copy in place
+	noteClaim                // claims current lines or text: any later change may falsify it
+	noteSameText             // claims only that the text in place is unchanged: true while it is
+	noteWarning              // only warns that the copy is outdated: true whatever changes next
+	notePointer              // a superseded read's pointer to the newer read: claims no text
+)
+
+// noteFor is the note an erratum that holds as h leaves.
+func noteFor(h holds) note {
+	switch h {
+	case holdsSameText:
+		return noteSameText
+	case holdsAlways:
+		return noteWarning
+	}
+	return noteClaim
 }
 
 // linkPlace says who changed a link since the model's in-place copy.
@@ -102,6 +125,8 @@ type linkPlace struct {
 	// Since the latest erratum for the link (a later one may only add to it).
 	lastOutside, prevOutside uint64 // the latest outside change, and the one before it
 	notedAt                  uint64 // the source's transitions when that erratum went out
+	notedVersion             string // the source version that erratum speaks of: it holds while the source is there
+	goneNoted                cause  // that erratum says the source is deleted, emptied or unreadable: true until that changes
 	ownSince                 bool   // the agent's own edits changed it since
 }
 
@@ -205,24 +230,28 @@ func (m *Manager) flushDue(ag *agentState, req SyncRequest, now time.Time) bool 
 
 // decide places one changed block. Caller holds m.mu.
 func (m *Manager) decide(b *block, flush bool) where {
+
 	p := m.placement
 	switch {
 	case p == PlacementInplace || flush || b.pl.reset:
 		return inPlace
 	case b.anchor == "":
 		return inPlace // an erratum could not name it
-	case b.status == Superseded && !b.orphaned:
+	case b.stage == stageSuperseded:
 		// The newer read follows it in the prompt, and a reader takes the
 		// latest copy: rewriting the old one for that alone only costs.
-		if p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && !b.pl.noted {
+		if p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && b.pl.note == noteNone {
 			return inPlace // never sent: the pointer is free and shorter
 		}
 		return nowhere
-	case b.pl.warned && !b.orphaned:
-		return nowhere // an erratum already says the copy is outdated; it stays true
-	case b.pl.sameText && !b.orphaned && b.status != Superseded && textUnchanged(b):
+	case b.pl.note == noteWarning && b.stage != stageOrphaned && !copyCurrent(b) && !goneEnded(b):
+		// An erratum already says the copy is outdated; it stays true. Once
+		// the copy is current again (a change reverted), or the source it
+		// said was gone is back, the next erratum says what holds now.
+		return nowhere
+	case b.pl.note == noteSameText && b.stage == stageLive && textUnchanged(b):
 		return nowhere // an erratum already says its lines moved, text unchanged; still true
-	case p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && !b.pl.noted:
+	case p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && b.pl.note == noteNone:
 		return inPlace // never sent: not in any cached prefix
 	}
 	return atTail
@@ -244,9 +273,9 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 			}
 		}
 		sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
-		m.count("flushes")
+		m.ix.count("flushes")
 		if len(bs) > 0 {
-			m.gen++
+			m.ix.bump()
 		}
 	}
 	if req.PromptChars > 0 {
@@ -270,14 +299,21 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 				if cut < 0 {
 					cut = b.pl.at
 				}
-				m.count("pricedRewrites")
+				m.ix.count("pricedRewrites")
 				out = append(out, placeInPlace(b))
 				continue
 			}
-			b.pl.noted, b.pl.warned, b.pl.sameText = true, h == holdsAlways, h == holdsSameText
+			b.pl.note = noteFor(h)
 			for _, l := range b.links {
 				if l.src != nil {
 					l.pl.notedAt, l.pl.ownSince = l.src.pl.trans, false
+					l.pl.notedVersion, l.pl.goneNoted = "", causeNone
+					if h == holdsAlways && linkGone(l) {
+						l.pl.goneNoted = l.cause
+					}
+					if l.state == linkOK {
+						l.pl.notedVersion = l.version
+					}
 				}
 			}
 			out = tail.add(out, v, cs)
@@ -289,7 +325,7 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 		out = m.pointers(ag, bs, &tail, out)
 	}
 	if len(tail.views) > 0 {
-		m.recon["errata"] += len(tail.views)
+		m.ix.countN("errata", len(tail.views))
 	}
 	tail.render(out)
 	ag.pl.calls++
@@ -330,7 +366,7 @@ func placeInPlace(b *block) BlockView {
 // after the copy, and could contradict it. Caller holds m.mu.
 func (m *Manager) rewritePays(b *block, v BlockView, cs []clause, cut int) bool {
 	p, ag := m.price, b.agent
-	if p == nil || m.placement != PlacementAuto || ag.pl.prompt == 0 || b.pl.noted || b.status == Superseded {
+	if p == nil || m.placement != PlacementAuto || ag.pl.prompt == 0 || b.pl.note != noteNone || b.stage != stageLive {
 		return false
 	}
 	oldLen, newLen := 0, len(v.Notice)
@@ -347,6 +383,38 @@ func (m *Manager) rewritePays(b *block, v BlockView, cs []clause, cut int) bool 
 	}
 	h := float64(max(ag.pl.calls, 1))
 	return (p.Write-p.Read)*float64(inval)+(p.Write+p.Read*h)*float64(newLen-oldLen-e) < 0
+}
+
+// copyCurrent reports whether b's copy in place is, line for line and at the
+// same lines, its current state: nothing about it needs correcting.
+func copyCurrent(b *block) bool {
+	if b.status != Valid && b.status != Patched {
+		return false
+	}
+	for _, l := range b.links {
+		if l.state != linkOK || l.text != l.shown || !l.whole && l.rng != l.shownRng {
+			return false
+		}
+	}
+	return true
+}
+
+// linkGone reports whether l is out because its source was deleted,
+// emptied or unreadable (not by a policy's verdict on a change).
+func linkGone(l *link) bool {
+	return l.state != linkOK && l.cause != causeNone && l.cause != causePolicy
+}
+
+// goneEnded reports whether a source the latest erratum about b said was
+// gone is back, or gone another way (deleted, now emptied): that warning
+// no longer holds.
+func goneEnded(b *block) bool {
+	for _, l := range b.links {
+		if l.pl.goneNoted != causeNone && (!linkGone(l) || l.cause != l.pl.goneNoted) {
+			return true
+		}
+	}
+	return false
 }
 
 // stillShown reports whether every text s shows is still, line for line,
@@ -380,21 +448,23 @@ func containsLines(text, part string) bool {
 	return false
 }
 
-// cover returns the live read that covers superseded s: its superseding
-// read, or the one that superseded that, and so on.
-func (m *Manager) cover(s *block) *block {
-	b := s
+// coverOf returns the live read that covers superseded s: its superseding
+// read, or the one that superseded that, and so on; and whether s or a
+// read on that chain is in set.
+func (m *Manager) coverOf(s *block, set map[*block]bool) (*block, bool) {
+	b, in := s, set[s]
 	for range 64 { // chains are short; the bound only guards against a cycle
-		next := m.blocks[b.supersededBy]
+		next := m.ix.block(b.supersededBy)
 		if next == nil {
-			return nil
+			return nil, in
 		}
+		in = in || set[next]
 		if next.status != Superseded {
-			return next
+			return next, in
 		}
 		b = next
 	}
-	return nil
+	return nil, in
 }
 
 // tailErrata collects one sync's views placed at the tail and the clauses
@@ -424,23 +494,98 @@ func (t *tailErrata) render(out []BlockView) {
 	}
 }
 
-// pointers: a read superseded without a rewrite keeps its text, which goes
-// stale when the lines it showed change; the newer read that covers them
-// changed too (it is among bs). A clause per such read points from it to
-// the newer read, so the stale copy never looks current. Caller holds m.mu.
+// pointers: a read superseded without a rewrite stays in the prompt as the
+// model had it, and a reader may take that copy rather than the newer read
+// after it. Whenever the copy (or the latest erratum about it) stops being
+// true, one clause points from it to the newer read that covers it, which
+// carries its own corrections; the pointer claims no text, so it stays true
+// and is sent once. A superseded read is looked at when it, its cover or a
+// read between them is among bs (superseded or changed in this sync):
+// nothing else can falsify its copy. Caller holds m.mu.
 func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []BlockView) []BlockView {
-	for _, by := range bs {
-		if by.status == Valid || by.status == Superseded {
+	inSync := make(map[*block]bool, len(bs))
+	for _, b := range bs {
+		inSync[b] = true
+	}
+	for _, s := range ag.audit {
+		if s == nil || s.stage != stageSuperseded || s.anchor == "" || s.pl.note == notePointer || s.pl.note == noteWarning || !s.pl.deferred {
 			continue
 		}
-		for _, s := range ag.audit {
-			if s == nil || s.status != Superseded || s.anchor == "" || s.pl.pointed || s.pl.warned ||
-				!s.pl.deferred || s.pl.inplace == Superseded || s.pl.inplace == Invalid || m.cover(s) != by || stillShown(s, by) {
-				continue
+		switch s.pl.inplace {
+		case Superseded, Invalid, Stale:
+			if s.pl.note == noteNone {
+				continue // in place it shows a notice, or text already marked as possibly outdated
 			}
-			s.pl.pointed, s.pl.noted = true, true
-			out = tail.add(out, view(s), erratumSuperseded(s, by))
 		}
+		by, touched := m.coverOf(s, inSync)
+		if by == nil || !touched || copyHolds(s, by) {
+			continue
+		}
+		s.pl.note = notePointer
+		out = tail.add(out, view(s), erratumSuperseded(s, by))
 	}
 	return out
+}
+
+// copyHolds reports whether what the model has of superseded s is still
+// true, judged against by, the live read that covers it.
+func copyHolds(s, by *block) bool {
+	switch {
+	case s.pl.note == noteSameText:
+		return stillShown(s, by) // its erratum claims only that the text is unchanged
+	case s.pl.note != noteNone:
+		// Its erratum claimed the lines and text of one version of the
+		// source: true while the source is still at that version.
+		for _, sl := range s.links {
+			if !versionHeld(sl, by) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, sl := range s.links {
+		if !shownAt(sl, by) {
+			return false
+		}
+	}
+	return true
+}
+
+// versionHeld reports whether the latest erratum about sl spoke of the
+// version of the source a live link of by is at now.
+func versionHeld(sl *link, by *block) bool {
+	for _, bl := range by.links {
+		if bl.uri == sl.uri && bl.state == linkOK && sl.pl.notedVersion != "" && bl.version == sl.pl.notedVersion {
+			return true
+		}
+	}
+	return false
+}
+
+// shownAt reports whether a live link of by has, at the lines sl's copy
+// names, exactly the text that copy shows.
+func shownAt(sl *link, by *block) bool {
+	for _, bl := range by.links {
+		if bl.uri != sl.uri || bl.state != linkOK || !bl.tracked {
+			continue
+		}
+		switch {
+		case sl.whole:
+			if bl.whole && bl.text == sl.shown {
+				return true
+			}
+		case bl.whole:
+			cur := locator.SplitLines(bl.text)
+			if r := sl.shownRng; r.End <= len(cur) && slices.Equal(cur[r.Start-1:r.End], spanLines(sl.shown, r)) {
+				return true
+			}
+		case bl.rng.Start <= sl.shownRng.Start && sl.shownRng.End <= bl.rng.End:
+			cur := spanLines(bl.text, bl.rng)
+			from, to := sl.shownRng.Start-bl.rng.Start, sl.shownRng.End-bl.rng.Start+1
+			if to <= len(cur) && slices.Equal(cur[from:to], spanLines(sl.shown, sl.shownRng)) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -76,6 +77,19 @@ func TestPlacement(t *testing.T) {
 		}
 	}
 
+	// readNow observes lines a-b of the file as it is now (an edit's
+	// snippet, a newer view).
+	readNow := func(anchor string, a, b int) step {
+		return func(h *harness, _ *fakeClock) {
+			h.mem.mu.Lock()
+			cur := h.mem.files[fid]
+			h.mem.mu.Unlock()
+			h.observe("main", 2, anchor, SourceRef{URI: fid, Range: rng(a, b), Text: span(strings.Split(strings.TrimSuffix(cur, "\n"), "\n"), a, b)})
+		}
+	}
+	movedThenEdited := append([]string{"// a", "// b"}, edited...)
+	const pointer = "[concord] Outdated in /proj/main.go: call_1 (lines 3-5) was read again in call_2."
+
 	tests := []struct {
 		name      string
 		placement string
@@ -83,6 +97,27 @@ func TestPlacement(t *testing.T) {
 		want      placed
 		rebuilt   bool
 	}{
+		// Issue 19: a read's lines change, then a newer read of them
+		// supersedes it before the next sync; the stale copy needs the pointer.
+		{"tail: lines changed, then read again: the pointer", PlacementTail, []step{sent, ownEdit(text(edited), "call_7"), readNow("call_2", 1, 9)},
+			placed{errata: []string{pointer}}, false},
+		{"auto: lines changed, then read again: the pointer", PlacementAuto, []step{sent, ownEdit(text(edited), "call_7"), readNow("call_2", 1, 9)},
+			placed{errata: []string{pointer}}, false},
+		{"auto: lines moved, then read again at their new place: the pointer", PlacementAuto, []step{sent, write(text(inserted)), readNow("call_2", 1, 9)},
+			placed{errata: []string{pointer}}, false},
+		{"auto: read again, the copy still true: nothing", PlacementAuto, []step{sent, readNow("call_2", 1, 9)},
+			placed{}, false},
+		// "moved with your edit, text unchanged" must not stand once the text
+		// changes, even when a newer read supersedes the call.
+		{"auto: 'text unchanged' falsified, then read again: the pointer", PlacementAuto, []step{sent, ownEdit(text(inserted), "call_7"), sent, ownEdit(text(movedThenEdited), "call_8"), readNow("call_2", 4, 8)},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) was read again in call_2."}}, false},
+		{"tail: 'text unchanged' falsified, then read again: the pointer", PlacementTail, []step{sent, ownEdit(text(inserted), "call_7"), sent, ownEdit(text(movedThenEdited), "call_8"), readNow("call_2", 4, 8)},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) was read again in call_2."}}, false},
+		// A "deleted" erratum is withdrawn when the file comes back as it was.
+		{"auto: deleted, then back unchanged: current again", PlacementAuto, []step{sent, func(h *harness, _ *fakeClock) { h.mem.remove(fid) }, sent, write(text(ls))},
+			placed{errata: []string{"[concord] The output of call_1 is current again."}}, false},
+		{"tail: deleted, then back unchanged: current again", PlacementTail, []step{sent, func(h *harness, _ *fakeClock) { h.mem.remove(fid) }, sent, write(text(ls))},
+			placed{errata: []string{"[concord] The output of call_1 is current again."}}, false},
 		{"inplace rewrites a sent message", PlacementInplace, []step{sent, write(text(inserted))},
 			placed{inplace: []string{"call_1 patched"}}, false},
 		{"tail: a move is one line", PlacementTail, []step{sent, write(text(inserted))},
@@ -125,6 +160,8 @@ func TestPlacement(t *testing.T) {
 			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) changed. Re-read /proj/main.go lines 3-5 before relying on it."}}, false},
 		{"deleted: the notice, naming the call", PlacementAuto, []step{sent, func(h *harness, _ *fakeClock) { h.mem.remove(fid) }},
 			placed{errata: []string{"[concord] About the output of call_1: /proj/main.go was deleted after that read; the content shown earlier (lines 3-5) is no longer accurate. Re-read /proj/main.go lines 3-5 (check whether it still exists) before relying on it."}}, false},
+		{"deleted, then back with other text: the deletion warning ends", PlacementAuto, []step{sent, func(h *harness, _ *fakeClock) { h.mem.remove(fid) }, sent, write(text(edited))},
+			placed{errata: []string{"[concord] Outdated in /proj/main.go: call_1 (lines 3-5) changed:\n+4: func f4() { return 42 }"}}, false},
 		{"auto: supersession alone rewrites nothing", PlacementAuto, []step{sent, reread},
 			placed{}, false},
 		{"tail: supersession alone rewrites nothing", PlacementTail, []step{sent, reread},
@@ -361,5 +398,45 @@ func TestPricedPlacement(t *testing.T) {
 				t.Fatalf("pricedRewrites = %d", n)
 			}
 		})
+	}
+}
+
+// TestErrataInsertionVsReplacement (issue 19): ten lines inserted after
+// line 5 of a whole-file read, and lines 6-15 replaced by the same ten
+// lines, must not give the same erratum: the first says where the lines
+// went in and that the file grew.
+func TestErrataInsertionVsReplacement(t *testing.T) {
+	ls := numbered(60)
+	var added []string
+	for i := range 10 {
+		added = append(added, fmt.Sprintf("Inserted %d", i+1))
+	}
+	inserted := slices.Concat(ls[:5], added, ls[5:])
+	replaced := slices.Concat(ls[:5], added, ls[15:])
+	body := ""
+	for i, a := range added {
+		body += fmt.Sprintf("\n+%d: %s", 6+i, a)
+	}
+	for _, p := range []string{PlacementTail, PlacementAuto} {
+		for _, tc := range []struct {
+			name    string
+			content []string
+			want    string
+		}{
+			{"insertion", inserted, "[concord] Outdated in /proj/main.go: call_1 changed, now 70 lines:\n(inserted after line 5)" + body},
+			{"replacement", replaced, "[concord] Outdated in /proj/main.go: call_1 changed:" + body},
+		} {
+			t.Run(p+" "+tc.name, func(t *testing.T) {
+				h := newHarness(t, Config{Placement: p})
+				h.mem.set(fid, text(ls))
+				h.observe("main", 1, "call_1", SourceRef{URI: fid, Text: text(ls)})
+				h.sync("main", 1)
+				h.mem.set(fid, text(tc.content))
+				got := placedOf(t, h.sync("main", 2))
+				if len(got.errata) != 1 || got.errata[0] != tc.want {
+					t.Fatalf("errata %q\nwant %q", got.errata, tc.want)
+				}
+			})
+		}
 	}
 }

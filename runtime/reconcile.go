@@ -164,7 +164,7 @@ func (rc *reconciler) finish(registered bool) []*block {
 		}
 		rc.m.recompute(b)
 		if registered {
-			rc.m.markDirty(b)
+			rc.m.ix.markDirty(b)
 		}
 	}
 	return rc.order
@@ -188,15 +188,27 @@ func sortedLinks(s *source) []*link {
 
 // link reconciles one link against the source's new text.
 func (rc *reconciler) link(l *link) {
-	if l.state != linkOK && l.cause == causePolicy {
-		if l.whole && isListing(rc.src) {
-			rc.listing(l) // keep naming every entry that changed since the listing shown
-		}
-		return // the model was told; the block waits for a re-read
-	}
 	if l.whole && isListing(rc.src) {
-		rc.listing(l)
+		rc.listing(l) // (out by policy too: keep naming every entry that changed since the listing shown)
 		return
+	}
+	if (l.state != linkOK || len(rc.newLines) == 0) && rc.shownCurrent(l) {
+		// Back to what the model has (a change reverted, a deleted file
+		// restored, a file read empty and emptied again): its copy is true
+		// again, whatever happened between.
+		l.rng = l.shownRng
+		if l.whole {
+			l.text = wholeText(rc.src.text)
+		} else {
+			l.text = locator.JoinLines(rc.newLines[l.rng.Start-1 : l.rng.End])
+		}
+		rc.restore(l)
+		rc.touch(l, "restored: the text shown is current again")
+		rc.extendTail(l)
+		return
+	}
+	if l.state != linkOK && l.cause == causePolicy {
+		return // the model was told; the block waits for a re-read
 	}
 	if len(rc.newLines) == 0 && rc.src.state == statePresent && rc.src.known {
 		// Emptied: most often a writer between truncate and write. Like a
@@ -278,7 +290,7 @@ func (rc *reconciler) apply(l *link, res locator.Result) {
 	m := rc.m
 	src := rc.src
 	wasOK := l.state == linkOK
-	m.count(string(res.Status))
+	m.ix.count(string(res.Status))
 	switch res.Status {
 	case locator.Unchanged, locator.Moved:
 		if l.whole {
@@ -300,6 +312,12 @@ func (rc *reconciler) apply(l *link, res locator.Result) {
 		}
 		l.version = src.version
 	case locator.Patched:
+		if !l.whole && rc.readsWholeFile(l) {
+			// A read of lines 1 to the end showed the whole file: patched,
+			// it still shows the whole file, or a line moved to its other
+			// end would fall out of the read.
+			res.Range, res.Text = Range{Start: 1, End: len(rc.newLines)}, locator.JoinLines(rc.newLines)
+		}
 		rc.act(l, m.resolve(l.block, src).local, res, true)
 	default:
 		pol := m.resolve(l.block, src)
@@ -328,6 +346,19 @@ const MaxWholeRefreshBytes = 16 << 10
 func (rc *reconciler) readsWholeFile(l *link) bool {
 	covers := l.whole || l.tail && l.rng.Start == 1 && l.tracked && l.state == linkOK
 	return covers && rc.src.scheme == "file" && len(rc.src.text) <= MaxWholeRefreshBytes && len(rc.newLines) > 0
+}
+
+// shownCurrent reports whether the source's new text has, at the lines the
+// model's copy of l names, exactly that copy.
+func (rc *reconciler) shownCurrent(l *link) bool {
+	if rc.src.state != statePresent || !rc.src.known {
+		return false
+	}
+	if l.whole {
+		return l.shown == wholeText(rc.src.text)
+	}
+	r := l.shownRng
+	return r.Start >= 1 && r.End <= len(rc.newLines) && slices.Equal(rc.newLines[r.Start-1:r.End], spanLines(l.shown, r))
 }
 
 func (rc *reconciler) restore(l *link) {
@@ -373,7 +404,7 @@ func (rc *reconciler) act(l *link, a Action, res locator.Result, local bool) {
 		}
 		l.patched = true
 		rc.restore(l)
-		rc.m.count("refreshed")
+		rc.m.ix.count("refreshed")
 		rc.touch(l, fmt.Sprintf("refreshed: %s (%s)", rc.whichLines(l), res.Reason))
 	default:
 		rc.drop(l, a, res, res.Reason)
@@ -396,10 +427,10 @@ func (rc *reconciler) drop(l *link, a Action, res locator.Result, reason string)
 	if a == Annotate {
 		l.keepShown()
 		l.state, l.notice = linkStale, noticeAnnotate(l, w)
-		rc.m.count("annotated")
+		rc.m.ix.count("annotated")
 	} else {
 		l.state, l.notice = linkInvalid, noticeChanged(l, w)
-		rc.m.count("suppressed")
+		rc.m.ix.count("suppressed")
 	}
 	rc.touch(l, reason)
 }
@@ -437,13 +468,13 @@ func (rc *reconciler) gone(l *link, c cause, readErr string) {
 	if l.whole && isListing(rc.src) {
 		l.notice = noticeListingGone(l, c == causeDeleted, readErr)
 	}
-	rc.m.count(reason[:strings.IndexByte(reason+":", ':')])
+	rc.m.ix.count(reason[:strings.IndexByte(reason+":", ':')])
 	rc.touch(l, reason)
 }
 
 // recompute derives a block's status and notice from its links.
 func (m *Manager) recompute(b *block) {
-	if b.status == Superseded || b.status == Released || b.orphaned {
+	if b.stage != stageLive {
 		return
 	}
 	st := Valid

@@ -9,6 +9,7 @@ no SDK; `ConcordCondenser` is loaded from the SDK side on first access.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .rpc import RpcClient, RpcError, ServerUnavailable
@@ -18,6 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ConcordCondenser",
+    "ConcordNotOnServer",
     "ConcordSession",
     "RpcClient",
     "RpcError",
@@ -27,9 +29,16 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "ConcordCondenser":
-        from .condenser import ConcordCondenser
+if "openhands.sdk" in sys.modules:
+    # The SDK is loaded (an agent server run with `--import-modules
+    # concord_openhands`): define the condenser now, so its `kind` resolves
+    # when the server validates an agent that names it.
+    from .condenser import ConcordCondenser, ConcordNotOnServer  # noqa: E402
 
-        return ConcordCondenser
+
+def __getattr__(name: str) -> Any:
+    if name in ("ConcordCondenser", "ConcordNotOnServer"):
+        from . import condenser
+
+        return getattr(condenser, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,15 +32,19 @@ the SDK resolves the condenser's `kind` while loading the saved agent.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
 from typing import Any, Literal
 
+import httpx
 from pydantic import Field, PrivateAttr, field_validator
 
+from openhands.sdk.agent.base import AgentBase
 from openhands.sdk.context.condenser.base import CondenserBase
 from openhands.sdk.context.view import View
+from openhands.sdk.conversation.impl.remote_conversation import RemoteConversation
 from openhands.sdk.event import ActionEvent, MessageEvent, ObservationEvent
 from openhands.sdk.event.condenser import Condensation
 from openhands.sdk.llm import LLM, TextContent
@@ -205,12 +209,16 @@ class ConcordCondenser(CondenserBase):
             return st.session
 
     def close(self) -> None:
-        """Release this conversation's blocks now; the process's `concord serve`
-        stops when no conversation uses it (also when collected or at exit)."""
+        """Release this conversation's blocks; the process's `concord serve`
+        stops when no conversation uses it. `Conversation.close()` calls this
+        (through `Agent.close()`, see below). A later conversation with the
+        same agent starts a new session."""
         st = self._state
         with st.lock:
             if st.session is not None:
                 st.session.close()
+            st.session = None
+            st.reset(-1)
 
     def stats(self) -> dict[str, Any]:
         """What Concord did for this conversation, plus the server's own counters.
@@ -445,3 +453,68 @@ def _note_target(view: View) -> str | None:
         if isinstance(ev, (ObservationEvent, MessageEvent)):
             return ev.id
     return None
+
+
+# The SDK gives a condenser no close hook, but `LocalConversation.close()` (in
+# this process or in an agent server) calls `agent.close()`, a no-op by
+# default. Chaining onto it stops `concord serve` when the conversation
+# closes rather than when the condenser is garbage-collected.
+def _close_concord(condenser: Any) -> None:
+    if isinstance(condenser, ConcordCondenser):
+        condenser.close()
+    for inner in getattr(condenser, "condensers", None) or ():  # PipelineCondenser
+        _close_concord(inner)
+
+
+def _chain_agent_close(close: Any) -> Any:
+    @functools.wraps(close)
+    def agent_close(self: AgentBase) -> None:
+        try:
+            close(self)
+        finally:
+            _close_concord(getattr(self, "condenser", None))
+
+    agent_close.concord = True  # type: ignore[attr-defined]
+    return agent_close
+
+
+if not getattr(AgentBase.close, "concord", False):
+    AgentBase.close = _chain_agent_close(AgentBase.close)  # type: ignore[method-assign]
+
+
+SERVER_HINT = (
+    "the agent server at {host} has not imported concord_openhands, so it cannot "
+    "build an agent with ConcordCondenser. Start it with `--import-modules "
+    "concord_openhands`, with the package on its path (`--extra-python-path DIR` or "
+    "OH_EXTRA_PYTHON_PATH=DIR) and the concord binary next to the package or in "
+    "$CONCORD_BIN; or run the image of bindings/python/docker (README: 'Using it "
+    "with OpenHands')"
+)
+
+
+class ConcordNotOnServer(httpx.HTTPStatusError):
+    """The agent server refused ConcordCondenser (an HTTPStatusError, as before)."""
+
+
+def _explain_refusal(init: Any) -> Any:
+    # The server's answer ("Unknown kind 'ConcordCondenser'") reaches the
+    # caller only as "422 Unprocessable Entity": say what to do instead.
+    @functools.wraps(init)
+    def remote_init(self: RemoteConversation, agent: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            init(self, agent, *args, **kwargs)
+        except httpx.HTTPStatusError as exc:
+            body = exc.response.text
+            if "Unknown kind" not in body or "ConcordCondenser" not in body:
+                raise
+            host = getattr(kwargs.get("workspace"), "host", None) or str(exc.request.url)
+            raise ConcordNotOnServer(
+                SERVER_HINT.format(host=host), request=exc.request, response=exc.response
+            ) from exc
+
+    remote_init.concord = True  # type: ignore[attr-defined]
+    return remote_init
+
+
+if not getattr(RemoteConversation.__init__, "concord", False):
+    RemoteConversation.__init__ = _explain_refusal(RemoteConversation.__init__)  # type: ignore[method-assign]

@@ -5,9 +5,10 @@ protocol's calls in the binding's terms (paths, ranges, anchors).
 
 Server lifetime: sessions with the same configuration (binary, roots, watch,
 policy) share ONE `concord serve` per process, each under its own agent name;
-a session that closes (or is garbage-collected) releases its blocks, and the
-last one out stops the server. So conversations never pile up servers, even
-though the SDK has no close hook that reaches a condenser.
+a session that closes releases its blocks, and the last one out stops the
+server. ConcordCondenser closes its session when the conversation closes
+(condenser.py chains onto Agent.close()); garbage collection and interpreter
+exit are the fallback.
 
 Failures: if the binary is missing, every call returns None and ONE warning
 lists where it was looked for. If the server dies or hangs, it is restarted
@@ -423,12 +424,6 @@ class _Server:
 
 _SERVERS: dict[tuple[Any, ...], _Server] = {}
 _SERVERS_LOCK = threading.Lock()
-
-
-def live_servers() -> list[int]:
-    """Pids of the `concord serve` processes this process runs now."""
-    with _SERVERS_LOCK:
-        return [s.client.pid for s in _SERVERS.values() if s.client is not None and s.client.alive()]
 
 
 def _acquire(config: dict[str, Any], agent: str) -> tuple[_Server, str]:

@@ -735,8 +735,9 @@ def _dir(arg: str, cwd: str) -> str | None:
 
 
 def _is_dir(path: str) -> bool:
+    # lstat: a symlink is an entry, never followed, as in Concord's listing.
     try:
-        return stat.S_ISDIR(os.stat(path).st_mode)
+        return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
 

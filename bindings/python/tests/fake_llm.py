@@ -84,9 +84,13 @@ Step = Callable[[Request], Reply]
 class FakeLLM:
     """Serve `script` (one step per model call) until stopped."""
 
-    def __init__(self, script: list[Step]) -> None:
+    def __init__(self, script: list[Step], *, untooled: str | None = None) -> None:
         self.script = list(script)
         self.requests: list[Request] = []
+        # With `untooled`, a request that offers no tools (the agent server's
+        # conversation title) gets that text and does not take a script step.
+        self.untooled = untooled
+        self.side_requests: list[Request] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -151,6 +155,9 @@ class FakeLLM:
     def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             req = Request(body)
+            if self.untooled is not None and not body.get("tools"):
+                self.side_requests.append(req)
+                return self._completion(Reply(text=self.untooled), body.get("model", "fake"))
             self.requests.append(req)
             n = len(self.requests)
             if n > len(self.script):

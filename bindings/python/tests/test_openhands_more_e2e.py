@@ -21,7 +21,7 @@ from openhands.tools.file_editor import FileEditorTool  # noqa: E402
 from openhands.tools.terminal import TerminalTool  # noqa: E402
 
 from concord_openhands import ConcordCondenser  # noqa: E402
-from concord_openhands.session import ConcordSession, Source, live_servers  # noqa: E402
+from concord_openhands.session import ConcordSession, Source  # noqa: E402
 from fake_llm import FakeLLM, Reply, Request  # noqa: E402
 from test_listing import cat_n  # noqa: E402
 from test_openhands_e2e import (  # noqa: E402,F401 (fixtures)
@@ -408,30 +408,51 @@ def concord_children() -> list[int]:
     return out
 
 
-def test_three_conversations_leave_at_most_one_server(workspace, concord_bin):
+def test_conversation_close_stops_concord_serve(workspace, concord_bin):
+    """No condenser.close() and no garbage collection (each condenser stays
+    referenced): Conversation.close() alone stops the server. Two open
+    conversations share one server, as two agents; the last close stops it;
+    an agent reused after its conversation closed starts afresh."""
     before = set(concord_children())
     f = workspace / "config.txt"
     write(f, numbered(4))
-    condensers = []
-    for i in range(3):
-        c = ConcordCondenser(roots=[str(workspace)], placement="inplace", binary=concord_bin)
-        condensers.append(c)  # still referenced: no garbage collection helps
+    condensers = [ConcordCondenser(roots=[str(workspace)], placement="inplace", binary=concord_bin)
+                  for _ in range(2)]
+    convs = []
+    for i, c in enumerate(condensers):
         with FakeLLM(
             [lambda r, i=i: Reply.call(f"call_{i}", "file_editor", command="view", path=str(f)),
              lambda r: Reply.finish()]
         ) as fake:
             conv = make_conversation(fake, workspace, c)
             run(conv, fake)
-            conv.close()
-        # Each conversation is its own agent on the shared server.
-        assert c.session.agent == ("main" if i == 0 else f"main#{i + 1}")
-    alive = set(concord_children()) - before
-    assert len(alive) <= 1, alive
-    assert len(live_servers()) <= 1 + len(before)
-    for c in condensers:
-        c.close()
+            convs.append(conv)
+    assert [c.session.agent for c in condensers] == ["main", "main#2"]
+    assert len(set(concord_children()) - before) == 1
+    convs[0].close()
+    assert len(set(concord_children()) - before) == 1  # the other conversation still uses it
+    convs[1].close()
     time.sleep(0.2)
-    assert set(concord_children()) - before == set()  # the last one out stopped it
+    assert set(concord_children()) - before == set()  # the last close stopped it
+    # The first agent again, in a new conversation: a new session that works.
+    write(f, numbered(5))
+
+    def change(req: Request) -> Reply:
+        write(f, numbered(6))
+        return Reply.call("call_x", "think", thought="hm")
+
+    def check(req: Request) -> Reply:
+        assert req.tool_result("call_again") == cat_n(str(f), numbered(6))
+        return Reply.finish()
+
+    with FakeLLM([lambda r: Reply.call("call_again", "file_editor", command="view", path=str(f)),
+                  change, check]) as fake:
+        conv = make_conversation(fake, workspace, condensers[0])
+        run(conv, fake)
+        assert len(set(concord_children()) - before) == 1
+        conv.close()
+    time.sleep(0.2)
+    assert set(concord_children()) - before == set()
 
 
 def test_info_line_per_repair_batch_and_stats(workspace, condenser, caplog):

@@ -561,3 +561,29 @@ def test_listings_match_the_servers_canonical_listing(ws, concord_bin):
             assert res is not None and res["status"] == "valid", (command, read.uri, read.text, res)
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("command", ["ls", "ls -la", "find . -maxdepth 1"])
+def test_symlink_to_a_directory_is_an_entry_not_a_directory(tmp_path, concord_bin, command):
+    """Issue 19: `link -> sub` is listed as `link`, never `link/`. Concord's
+    listing does not follow symlinks (docs/protocol.md), so a parser that did
+    would register a listing the server finds changed on its first check."""
+    import subprocess
+
+    from concord_openhands.session import ConcordSession, Source
+
+    d = tmp_path.resolve()
+    (d / "sub").mkdir()
+    (d / "sub" / "x.txt").write_text("x\n")
+    (d / "f.txt").write_text("f\n")
+    (d / "link").symlink_to("sub")
+    out = subprocess.run(simple_argv(command), cwd=d, capture_output=True, text=True, check=True).stdout
+    read = parse_command(command, out, str(d))
+    assert read is not None and read.kind == "listing"
+    assert read.text == "f.txt\nlink\nsub/", read.text
+    s = ConcordSession([str(d)], binary=concord_bin, agent="symlink")
+    try:
+        res = s.observe("l1", [Source(read.path, read.text, uri=read.uri)], turn=1)
+        assert res is not None and res["status"] == "valid", res
+    finally:
+        s.close()

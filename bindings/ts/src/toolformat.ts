@@ -198,17 +198,11 @@ export function walkListing(dir: string, q: ListingQuery, limit = 20000): string
       if (!q.hidden && d.name.startsWith(".")) continue
       if (ignore.has(d.name)) continue
       const r = rel ? `${rel}/${d.name}` : d.name
-      let isDir = d.isDirectory()
-      if (d.isSymbolicLink()) {
-        try {
-          isDir = fs.statSync(path.join(dir, r)).isDirectory()
-        } catch {
-          isDir = false
-        }
-      }
-      if (isDir) {
+      // As the server lists (fileadapter/listing.go): a symlink is an entry, never followed, so a
+      // link to a directory has no "/" (following it made every such listing look out of date).
+      if (d.isDirectory()) {
         if (!match) out.push(`${r}/`)
-        if ((q.depth === 0 || level + 1 < q.depth) && !d.isSymbolicLink() && !visit(r, level + 1)) return false
+        if ((q.depth === 0 || level + 1 < q.depth) && !visit(r, level + 1)) return false
       } else if (!match || match.test(r)) out.push(r)
     }
     return true

@@ -211,3 +211,15 @@ describe("@file attachments (captured)", () => {
     assert.match(parts[call + 1].text, /^<path>\/PROJECT\/config\.yaml<\/path>\n<type>file<\/type>\n<content>\n1: name: demo\n/)
   })
 })
+
+describe("walkListing and symlinks", () => {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), "concord-walk-"))
+  after(() => fs.rmSync(base, { recursive: true, force: true }))
+  test("a symlink to a directory is an entry, never followed (as the server lists it)", () => {
+    fs.mkdirSync(path.join(base, "sub"))
+    fs.writeFileSync(path.join(base, "sub", "a.txt"), "a\n")
+    fs.symlinkSync("sub", path.join(base, "link"))
+    const got = walkListing(base, { depth: 0, hidden: true, ignore: [] })!
+    assert.deepEqual(canonicalListing(got), canonicalListing(["link", "sub/", "sub/a.txt"]))
+  })
+})
