@@ -80,7 +80,7 @@ func (m *Manager) tracked(uri string) (*source, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s := m.sources[id]; s != nil && len(s.links) > 0 {
+	if s := m.ix.known(id); s != nil && len(s.links) > 0 {
 		return s, nil
 	}
 	return nil, nil
@@ -113,7 +113,7 @@ func (m *Manager) applyRemote(src *source, stamp string, rc RemoteChange) []*blo
 		m.recompute(l.block)
 		if !seen[l.block] {
 			seen[l.block] = true
-			m.markDirty(l.block)
+			m.ix.markDirty(l.block)
 			changed = append(changed, l.block)
 		}
 	}
