@@ -332,3 +332,51 @@ func measure(b *testing.B, rb *instance, prepare func(i int) (change func(), sho
 	b.ReportMetric(q(0.50), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 }
+
+// TestFeedConsumerLost: hostB's durable consumer disappears from the server
+// (an operator deleted it, or it outlived InactiveThreshold); hostB
+// recreates it from the last message it handled, and misses nothing.
+func TestFeedConsumerLost(t *testing.T) {
+	c := startCluster(t, 3)
+	ins := hosts(t, c, nil, "hostA", "hostB")
+	a, b := ins[0], ins[1]
+	first := b.observe("main", "call_1", "res://lost/1", "old", "v1")
+	second := b.observe("main", "call_2", "res://lost/2", "old", "v1")
+	a.sourceChanged("writer", "res://lost/1", "v2", nil)
+	b.collect("main", 10*time.Second, "the first change", func(v map[string]protocol.BlockView) bool {
+		_, ok := v[first]
+		return ok
+	})
+
+	nc, js := c.connect(t)
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := js.Stream(ctx, natsfeed.Stream(feedName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := 0
+	for name := range stream.ConsumerNames(ctx).Name() {
+		if strings.HasPrefix(name, "hostB_") {
+			if err := stream.DeleteConsumer(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+			deleted++
+		}
+	}
+	if deleted != 1 {
+		t.Fatalf("deleted %d consumers of hostB, want 1", deleted)
+	}
+	a.sourceChanged("writer", "res://lost/2", "v2", nil)
+	v := b.collect("main", 30*time.Second, "the change made after the consumer was lost", func(v map[string]protocol.BlockView) bool {
+		_, ok := v[second]
+		return ok
+	})[second]
+	if v.Status != protocol.Invalid || !strings.Contains(v.Notice, "hostA") {
+		t.Errorf("after recovery: %+v", v)
+	}
+	if !strings.Contains(b.logs.String(), "feed: consumer lost; recreating it") {
+		t.Errorf("hostB did not say it recreated its consumer")
+	}
+}

@@ -47,16 +47,18 @@ type Transport struct {
 	js   jetstream.JetStream
 	subj string
 
-	mu      sync.Mutex
-	ready   bool      // stream and consumer set up
-	opened  time.Time // when Open was called: not joined since then
-	down    time.Time // when the connection was lost (zero while connected)
-	consume jetstream.ConsumeContext
-	handle  func(context.Context, []byte)
+	mu         sync.Mutex
+	ready      bool      // stream and consumer set up
+	lastSeen   time.Time // the stored time of the last message handled
+	recovering bool      // a lost consumer is being recreated
+	opened     time.Time // when Open was called: not joined since then
+	down       time.Time // when the connection was lost (zero while connected)
+	consume    jetstream.ConsumeContext
+	handle     func(context.Context, []byte)
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	done   chan struct{}
+	wg     sync.WaitGroup // setup and recovery goroutines
 }
 
 var _ feed.Transport = (*Transport)(nil)
@@ -80,7 +82,7 @@ func Open(ctx context.Context, cfg feed.TransportConfig) (feed.Transport, error)
 	}
 	cfg.Consumer = consumerName(cfg.Consumer)
 	now := time.Now()
-	t := &Transport{cfg: cfg, log: log, subj: Subject(cfg.Name), opened: now, down: now, done: make(chan struct{})}
+	t := &Transport{cfg: cfg, log: log, subj: Subject(cfg.Name), opened: now, down: now}
 	opts := []nats.Option{
 		nats.Name("concord " + cfg.Host),
 		nats.MaxReconnects(-1),
@@ -185,11 +187,12 @@ func (t *Transport) Publish(ctx context.Context, data []byte, id string) error {
 // until the servers answer) and delivers messages to handle.
 func (t *Transport) Start(handle func(context.Context, []byte)) {
 	t.handle = handle
+	t.wg.Add(1)
 	go t.setupLoop()
 }
 
 func (t *Transport) setupLoop() {
-	defer close(t.done)
+	defer t.wg.Done()
 	wait := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := t.setup()
@@ -228,15 +231,29 @@ func (t *Transport) setup() error {
 	} else if err != nil {
 		return fmt.Errorf("feed stream %s: %w", name, err)
 	}
-	cons, err := t.js.CreateOrUpdateConsumer(ctx, name, jetstream.ConsumerConfig{
+	cc := jetstream.ConsumerConfig{
 		Durable: t.cfg.Consumer, AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverNewPolicy,
 		FilterSubject: t.subj, AckWait: 30 * time.Second, InactiveThreshold: keepFor,
-	})
+	}
+	t.mu.Lock()
+	if !t.lastSeen.IsZero() {
+		// A consumer recreated after it was lost starts where the last one
+		// stopped (that message comes again: at least once).
+		since := t.lastSeen
+		cc.DeliverPolicy, cc.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	}
+	t.mu.Unlock()
+	cons, err := t.js.CreateOrUpdateConsumer(ctx, name, cc)
 	if err != nil {
 		return fmt.Errorf("feed consumer %s: %w", t.cfg.Consumer, err)
 	}
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
+	consume, err := cons.Consume(func(msg jetstream.Msg) {
 		t.handle(t.ctx, msg.Data())
+		if md, err := msg.Metadata(); err == nil {
+			t.mu.Lock()
+			t.lastSeen = md.Timestamp
+			t.mu.Unlock()
+		}
 		// Acked after it was applied: a message lost with a connection
 		// comes again.
 		if err := msg.Ack(); err != nil {
@@ -244,24 +261,66 @@ func (t *Transport) setup() error {
 		}
 	}, jetstream.PullExpiry(pullExpiry), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		t.log.Debug("feed: consumer", "err", err)
+		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrNoHeartbeat) {
+			t.recover()
+		}
 	}))
 	if err != nil {
 		return fmt.Errorf("feed consume %s: %w", t.cfg.Consumer, err)
 	}
 	t.mu.Lock()
-	t.consume, t.ready = cc, true
+	t.consume, t.ready = consume, true
 	t.mu.Unlock()
 	t.log.Info("feed: joined", "stream", name, "consumer", t.cfg.Consumer, "server", t.nc.ConnectedUrlRedacted())
 	return nil
 }
 
+// recover recreates the consumer when the server lost it (deleted by an
+// operator, or after InactiveThreshold), from the last message handled.
+// Missing heartbeats only make it check: a consumer that is still there
+// resumes by itself.
+func (t *Transport) recover() {
+	t.mu.Lock()
+	if t.recovering || t.ctx.Err() != nil {
+		t.mu.Unlock()
+		return
+	}
+	t.recovering = true
+	t.wg.Add(1)
+	t.mu.Unlock()
+	go func() {
+		defer t.wg.Done()
+		defer func() {
+			t.mu.Lock()
+			t.recovering = false
+			t.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
+		_, err := t.js.Consumer(ctx, Stream(t.cfg.Name), t.cfg.Consumer)
+		cancel()
+		if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return
+		}
+		t.log.Warn("feed: consumer lost; recreating it from the last message seen", "consumer", t.cfg.Consumer)
+		t.mu.Lock()
+		old := t.consume
+		t.consume, t.ready = nil, false
+		t.mu.Unlock()
+		if old != nil {
+			old.Stop()
+		}
+		t.wg.Add(1)
+		t.setupLoop()
+	}()
+}
+
 // Close stops consuming and closes the connection; the durable consumer
 // stays on the server until InactiveThreshold.
 func (t *Transport) Close() error {
+	t.mu.Lock() // no recovery starts once cancelled (recover checks under mu)
 	t.cancel()
-	if t.handle != nil {
-		<-t.done
-	}
+	t.mu.Unlock()
+	t.wg.Wait()
 	t.mu.Lock()
 	cc := t.consume
 	t.mu.Unlock()
