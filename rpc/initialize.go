@@ -45,6 +45,7 @@ func (s *Server) initialize(ctx context.Context, raw *json.RawMessage) (any, err
 
 		Placement: p.Placement,
 		CacheTTL:  runtime.CacheTTL(p.Cache),
+		Feed:      p.Feed,
 	}
 	if p.Cache != nil {
 		cfg.Price = p.Cache.Price

@@ -58,6 +58,8 @@ type SessionConfig struct {
 	Placement string
 	CacheTTL  time.Duration
 	Price     *protocol.CachePrice
+	// Feed is initialize's change-feed settings (nil: the operator's).
+	Feed *protocol.FeedParams
 }
 
 // NewSessionFunc builds a session's core for initialize and reports the

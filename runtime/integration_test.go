@@ -267,7 +267,8 @@ func TestImports(t *testing.T) {
 	}
 	const mod = "github.com/concord-ctx/concord/"
 	deps := list(mod+"runtime", "-deps")
-	for _, b := range []string{"github.com/fsnotify/fsnotify", "github.com/sourcegraph/jsonrpc2", mod + "fileadapter", mod + "rpc"} {
+	for _, b := range []string{"github.com/fsnotify/fsnotify", "github.com/sourcegraph/jsonrpc2", "github.com/nats-io/nats.go",
+		mod + "fileadapter", mod + "rpc", mod + "feed", mod + "feed/natsfeed"} {
 		if deps[b] {
 			t.Errorf("runtime depends on %s", b)
 		}

@@ -114,7 +114,37 @@ type InitializeParams struct {
 	// PlacementInplace, PlacementTail or PlacementAuto (default).
 	Placement string       `json:"placement,omitempty"`
 	Cache     *CacheParams `json:"cache,omitempty"` // hints for placement
+	// Feed joins the change feed shared by the instances of one workspace
+	// on several hosts (a build with the feed only; see docs/protocol.md).
+	Feed *FeedParams `json:"feed,omitempty"`
 }
+
+// FeedParams are initialize's change-feed settings; an omitted field keeps
+// the operator's (serve's --feed flags). Credentials are never here: they
+// are the operator's (--feed-creds, --feed-nkey).
+type FeedParams struct {
+	URL  string `json:"url,omitempty"`  // nats://host:4222[,nats://...]
+	Name string `json:"name,omitempty"` // the workspace's feed: the same on every host
+	Host string `json:"host,omitempty"` // this host's name in other hosts' notices (default: the hostname)
+	Root string `json:"root,omitempty"` // the shared workspace root source keys are relative to (default: roots[0])
+}
+
+// FeedStatus is the change feed's state, in every sync of a session with a
+// feed. State is FeedLive or FeedBehind: disconnected, or local changes not
+// yet published; Since is when it fell behind (RFC 3339), Unsent the local
+// changes waiting, Notice a sentence for the model.
+type FeedStatus struct {
+	State  string `json:"state"`
+	Since  string `json:"since,omitempty"`
+	Unsent int    `json:"unsent,omitempty"`
+	Notice string `json:"notice,omitempty"`
+}
+
+// Feed states.
+const (
+	FeedLive   = "live"
+	FeedBehind = "behind"
+)
 
 // Repair placements (initialize's placement).
 const (
@@ -267,6 +297,8 @@ type SyncResult struct {
 	// Flushed (placement tail or auto): every deferred repair is in Blocks,
 	// in place; drop every erratum note attached by earlier syncs.
 	Flushed bool `json:"flushed,omitempty"`
+	// Feed is the change feed's state; nil when the session has no feed.
+	Feed *FeedStatus `json:"feed,omitempty"`
 }
 
 // BlockView is what a binding needs to rewrite one tool result.

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/concord-ctx/concord/feed"
 	"github.com/concord-ctx/concord/fileadapter"
 	"github.com/concord-ctx/concord/rpc"
 	"github.com/concord-ctx/concord/rpc/protocol"
@@ -24,19 +25,31 @@ type Options struct {
 	PollInterval time.Duration
 	Debounce     time.Duration
 	MaxSource    int64 // largest file read as a source, bytes
+	// Feed is the operator's change feed (serve's --feed flags); initialize's
+	// feed overrides it field by field. OpenFeed opens its transport: nil in
+	// a build without one (then a feed asked for is refused).
+	Feed     FeedOptions
+	OpenFeed feed.OpenFunc
 }
 
 // New returns the rpc.NewSessionFunc that builds sessions with these options.
 func New(o Options) rpc.NewSessionFunc {
 	return func(ctx context.Context, cfg rpc.SessionConfig) (rpc.Core, string, error) {
+		fo, err := o.Feed.merge(cfg.Feed, o.OpenFeed)
+		if err != nil {
+			return nil, "", err
+		}
 		m := runtime.New(runtime.Config{Policy: cfg.Policy, Locator: cfg.Locator, OnChange: cfg.Notify, Logger: cfg.Logger,
 			Placement: cfg.Placement, CacheTTL: cfg.CacheTTL, Price: cfg.Price})
 		if len(cfg.Roots) == 0 {
 			// Keyed sources only: file URIs must be refused, not taken for keys.
 			m.AddAdapter(noFiles{})
-			m.AddAdapter(keyed.New(cfg.Fetch))
-			return m, protocol.WatchHooks, nil
+			ka := keyed.New(cfg.Fetch)
+			m.AddAdapter(ka)
+			core, err := withFeed(ctx, m, fo, o.OpenFeed, nil, ka, "", cfg.Logger)
+			return core, protocol.WatchHooks, err
 		}
+		hint := &feedHint{m: m}
 		fa, err := fileadapter.New(fileadapter.Config{
 			Roots:        cfg.Roots,
 			Mode:         cfg.Watch,
@@ -44,7 +57,7 @@ func New(o Options) rpc.NewSessionFunc {
 			Debounce:     o.Debounce,
 			MaxBytes:     o.MaxSource,
 			Logger:       cfg.Logger,
-		}, m.Hint)
+		}, hint.notify)
 		if err != nil {
 			m.Close()
 			var re *fileadapter.RootError
@@ -54,8 +67,14 @@ func New(o Options) rpc.NewSessionFunc {
 			return nil, "", fmt.Errorf("start file watching: %w", err)
 		}
 		m.AddAdapter(fa)
-		m.AddAdapter(keyed.New(cfg.Fetch))
-		return m, fa.Mode(), nil
+		ka := keyed.New(cfg.Fetch)
+		m.AddAdapter(ka)
+		core, err := withFeed(ctx, m, fo, o.OpenFeed, fa, ka, feedRoot(fo, cfg.Roots), cfg.Logger)
+		if err != nil {
+			return nil, "", err
+		}
+		hint.attach(core)
+		return core, fa.Mode(), nil
 	}
 }
 
