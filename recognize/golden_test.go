@@ -34,13 +34,13 @@ type corpus struct {
 
 // outcome is one call's recognition as the golden files hold it.
 type outcome struct {
-	Name   string             `json:"name"`
-	Shows  string             `json:"shows"`
-	Kind   recognize.Kind     `json:"kind"`
-	Format string             `json:"format,omitempty"`
-	Parts  []recognize.Part   `json:"parts,omitempty"`
-	Writes []string           `json:"writes,omitempty"`
-	Reason string             `json:"reason,omitempty"`
+	Name   string           `json:"name"`
+	Shows  string           `json:"shows"`
+	Kind   recognize.Kind   `json:"kind"`
+	Format string           `json:"format,omitempty"`
+	Parts  []recognize.Part `json:"parts,omitempty"`
+	Writes []string         `json:"writes,omitempty"`
+	Reason string           `json:"reason,omitempty"`
 }
 
 func corpora(t *testing.T) []string {

@@ -79,6 +79,9 @@ func numbered(line string, tab bool, screen bool) (n int, text string, ok bool) 
 		return 0, "", false
 	}
 	n, _ = strconv.Atoi(line[i:j])
+	if n < 1 {
+		return 0, "", false // numbering starts at 1
+	}
 	rest := line[j:]
 	switch {
 	case tab && strings.HasPrefix(rest, "\t"):

@@ -176,13 +176,13 @@ func (t term) read(prog string, args []string) Result {
 	if why != "" {
 		return event(format, why)
 	}
-	res := Result{Kind: KindRead, Format: format, Parts: []Part{part}}
 	numbered := s.numbered
-	res.render = func(ps []Part) string {
-		return t.render(decorate(ps[0], numbered), ends)
+	render := func(ps []Part) string { return t.render(decorate(ps[0], numbered), ends) }
+	if !t.shows(decorate(part, numbered)) {
+		return event(format, "the lines do not print back as the output")
 	}
 	_ = shown
-	return res
+	return Result{Kind: KindRead, Format: format, Parts: []Part{part}, render: render}
 }
 
 // decorate is a part's lines as cat -n / nl -ba or plain cat print them.

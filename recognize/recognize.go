@@ -173,7 +173,9 @@ type recognizer struct {
 	cache map[string][]string // file lines read so far (nil entry: unreadable)
 }
 
-func event(format, reason string) Result { return Result{Kind: KindEvent, Format: format, Reason: reason} }
+func event(format, reason string) Result {
+	return Result{Kind: KindEvent, Format: format, Reason: reason}
+}
 
 func (r *recognizer) str(name string) string {
 	s, _ := r.args[name].(string)
