@@ -56,7 +56,9 @@ func (f memFiles) ReadDir(p string) ([]fs.DirEntry, error) {
 
 func fuzzWorkspace() memFiles {
 	m := fstest.MapFS{}
-	add := func(name, text string) { m[name] = &fstest.MapFile{Data: []byte(text), Mode: 0o644, ModTime: time.Unix(0, 0)} }
+	add := func(name, text string) {
+		m[name] = &fstest.MapFile{Data: []byte(text), Mode: 0o644, ModTime: time.Unix(0, 0)}
+	}
 	add("a.txt", "alpha\nbeta\n\tgamma\nbeta\n\ndelta  \n")
 	add("src/main.go", "package main\n\nfunc main() {\n\t// TODO: x\n}\n")
 	add("src/b-1:2.txt", "x:1:y\nz-2-w\n")
