@@ -231,6 +231,11 @@ func (t term) grep(prog string, args []string, fs []filter) Result {
 		return event(format, "no hits")
 	}
 	filtered := len(fs) > 0
+	// head can cut grep's output right after a group separator.
+	trailing := filtered && g.context && len(lines) > 1 && lines[len(lines)-1] == "--"
+	if trailing {
+		lines = lines[:len(lines)-1]
+	}
 	var groups []*hitGroup
 	var why string
 	if heading {
@@ -255,8 +260,14 @@ func (t term) grep(prog string, args []string, fs []filter) Result {
 	for i, gr := range groups {
 		parts[i] = Part{Path: gr.path, Start: gr.start, End: gr.start + len(gr.texts) - 1, Text: join(gr.texts)}
 	}
-	render := func(ps []Part) string { return t.render(renderHits(groups, ps, numbers, heading), ends) }
-	if render(parts) != t.render(lines, ends) {
+	render := func(ps []Part) string {
+		out := renderHits(groups, ps, numbers, heading)
+		if trailing {
+			out = append(out, "--")
+		}
+		return t.render(out, ends)
+	}
+	if render(parts) != t.out && (!t.screen || render(parts) != t.render(mustLines(t.out), ends)) {
 		return event(format, "the hits do not print back as the output")
 	}
 	return Result{Kind: KindRead, Format: format, Parts: parts, render: render}

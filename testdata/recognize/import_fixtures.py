@@ -134,7 +134,8 @@ def shows(call):
         return "grep-names" if "|" in cmd or "-exec" in cmd else "listing"
     if prog in ("grep", "rg"):
         flags = " ".join(w for w in cmd.split() if w.startswith("-"))
-        if any(f in flags for f in ("-l", "-c", "-L")) and "--" not in flags:
+        letters = "".join(w[1:] for w in cmd.split() if w.startswith("-") and not w.startswith("--"))
+        if any(c in letters for c in "lcL"):
             return "grep-names"
         if "n" in flags.replace("--no-heading", "").replace("--context", "") or prog == "rg" and call["runtime"] == "openhands":
             return "grep-numbered"
