@@ -162,6 +162,9 @@ func Recognize(ctx context.Context, call Call, files Files) (Result, error) {
 	if res.Kind != KindRead && res.Kind != KindListing {
 		res.render = nil
 	}
+	// A result outlives its recognition (the server renders views with it):
+	// later renders read files afresh and keep nothing.
+	r.cache, r.frozen = nil, true
 	return res, nil
 }
 
@@ -171,6 +174,8 @@ type recognizer struct {
 	args  map[string]any
 	files Files
 	cache map[string][]string // file lines read so far (nil entry: unreadable)
+	// frozen: recognition is over; renders may still read files, uncached.
+	frozen bool
 }
 
 func event(format, reason string) Result {
@@ -191,24 +196,31 @@ func (r *recognizer) num(name string) (int, bool) {
 // last line for a final newline); nil, false when it cannot be read.
 func (r *recognizer) lines(path string) ([]string, bool) {
 	if r.cache == nil {
+		if r.frozen {
+			return r.read(path)
+		}
 		r.cache = map[string][]string{}
 	}
 	if l, ok := r.cache[path]; ok {
 		return l, l != nil
 	}
+	l, ok := r.read(path)
+	r.cache[path] = l
+	return l, ok
+}
+
+func (r *recognizer) read(path string) ([]string, bool) {
 	if r.files == nil {
 		return nil, false
 	}
 	data, err := r.files.ReadFile(path)
 	if err != nil {
-		r.cache[path] = nil
 		return nil, false
 	}
 	l := splitFile(string(data))
 	if l == nil {
 		l = []string{}
 	}
-	r.cache[path] = l
 	return l, true
 }
 

@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite the expected messages of testda
 // binary as well: the ones whose point is stdio, framing on a real pipe and
 // the exit status. Every transcript runs in-process in package rpc
 // (rpc/transcript_test.go), where coverage sees the handlers.
-var subprocessTranscripts = []string{"lifecycle", "exit-without-shutdown", "stdin-close", "newline"}
+var subprocessTranscripts = []string{"lifecycle", "exit-without-shutdown", "stdin-close", "newline", "recognize"}
 
 // TestGolden runs those transcripts (docs: internal/transcript) against a
 // fresh `concord serve` subprocess each.
