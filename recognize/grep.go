@@ -1,7 +1,6 @@
 package recognize
 
 import (
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -35,100 +34,113 @@ var grepValued = map[string]bool{"-e": true, "-m": true, "--regexp": true, "--ma
 	"--type": true, "-T": true, "--type-not": true, "-A": true, "-B": true, "-C": true}
 
 // parseGrepArgs reads grep (or rg) arguments; ok false for an option it
-// does not know (it might change what a line is).
+// does not know (it might change what a line is) or without a pattern.
 func parseGrepArgs(args []string, rg bool) (grepSpec, bool) {
 	g := grepSpec{rg: rg, recursive: rg}
 	pattern := false
-	letters := grepLetters
-	if rg {
-		letters = rgLetters
-	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if a == "--" {
+		var next int
+		var ok, pat bool
+		switch {
+		case a == "--":
 			rest := args[i+1:]
 			if !pattern && len(rest) > 0 {
 				rest, pattern = rest[1:], true
 			}
 			g.operands = append(g.operands, rest...)
-			break
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			if !pattern {
-				pattern = true
-			} else {
+			return g, pattern
+		case !strings.HasPrefix(a, "-") || a == "-":
+			if pattern {
 				g.operands = append(g.operands, a)
 			}
+			pattern = true
 			continue
+		case strings.HasPrefix(a, "--"):
+			next, pat, ok = g.long(args, i)
+		case grepValued[a]:
+			next, pat, ok = g.valued(args, i)
+		default:
+			next, pat, ok = g.cluster(args, i)
 		}
-		if strings.HasPrefix(a, "--") {
-			name, _, hasValue := strings.Cut(a, "=")
-			switch {
-			case grepValued[name] && !hasValue:
-				if i+1 >= len(args) {
-					return g, false
-				}
-				i++
-				pattern = pattern || name == "--regexp"
-			case hasValue && (grepValued[name] || name == "--context" || name == "--after-context" || name == "--before-context" || name == "--color" || name == "--colour"):
-				g.context = g.context || strings.Contains(name, "context")
-				pattern = pattern || name == "--regexp"
-			default:
-				if !g.longFlag(name) {
-					return g, false
-				}
-			}
-			continue
+		if !ok {
+			return g, false
 		}
-		if grepValued[a] {
-			if i+1 >= len(args) {
-				return g, false
-			}
-			if a == "-A" || a == "-B" || a == "-C" {
-				if _, ok := atoi(args[i+1]); !ok {
-					return g, false
-				}
-				g.context = true
-			}
-			pattern = pattern || a == "-e"
-			i++
-			continue
-		}
-		// A cluster of letters, perhaps ending in -A/-B/-C and its number (-rnC2).
-		body := a[1:]
-		if isDigits(body) && !rg {
-			g.context = true // GNU grep: -NUM is -C NUM
-			continue
-		}
-		if k := strings.IndexAny(body, "ABCem"); k >= 0 {
-			val := body[k+1:]
-			if val == "" {
-				if i+1 >= len(args) {
-					return g, false
-				}
-				i++
-				val = args[i]
-			}
-			switch body[k] {
-			case 'e':
-				pattern = true
-			case 'm':
-			default:
-				if _, ok := atoi(val); !ok {
-					return g, false
-				}
-				g.context = true
-			}
-			body = body[:k]
-		}
-		for _, c := range body {
-			if !strings.ContainsRune(letters, c) {
-				return g, false
-			}
-			g.letter(c)
-		}
+		i, pattern = next, pattern || pat
 	}
 	return g, pattern
+}
+
+// long reads a --name[=value] option at args[i]; it returns the index of
+// its last argument and whether it gave the pattern.
+func (g *grepSpec) long(args []string, i int) (int, bool, bool) {
+	name, _, hasValue := strings.Cut(args[i], "=")
+	switch {
+	case grepValued[name] && !hasValue:
+		return i + 1, name == "--regexp", i+1 < len(args)
+	case hasValue && (grepValued[name] || strings.HasSuffix(name, "context") || name == "--color" || name == "--colour"):
+		g.context = g.context || strings.Contains(name, "context")
+		return i, name == "--regexp", true
+	}
+	return i, false, g.longFlag(name)
+}
+
+// valued reads an option that takes the next argument (-e PAT, -A N).
+func (g *grepSpec) valued(args []string, i int) (int, bool, bool) {
+	a := args[i]
+	if i+1 >= len(args) {
+		return i, false, false
+	}
+	if a == "-A" || a == "-B" || a == "-C" {
+		if _, ok := atoi(args[i+1]); !ok {
+			return i, false, false
+		}
+		g.context = true
+	}
+	return i + 1, a == "-e", true
+}
+
+// cluster reads a cluster of letters, perhaps ending in -A/-B/-C/-e/-m and
+// its value (-rnC2, -rne PAT).
+func (g *grepSpec) cluster(args []string, i int) (int, bool, bool) {
+	body := args[i][1:]
+	if isDigits(body) && !g.rg {
+		g.context = true // GNU grep: -NUM is -C NUM
+		return i, false, true
+	}
+	pattern := false
+	if k := strings.IndexAny(body, "ABCem"); k >= 0 {
+		val := body[k+1:]
+		if val == "" {
+			if i+1 >= len(args) {
+				return i, false, false
+			}
+			i++
+			val = args[i]
+		}
+		switch body[k] {
+		case 'e':
+			pattern = true
+		case 'm':
+		default:
+			if _, ok := atoi(val); !ok {
+				return i, false, false
+			}
+			g.context = true
+		}
+		body = body[:k]
+	}
+	letters := grepLetters
+	if g.rg {
+		letters = rgLetters
+	}
+	for _, c := range body {
+		if !strings.ContainsRune(letters, c) {
+			return i, false, false
+		}
+		g.letter(c)
+	}
+	return i, pattern, true
 }
 
 func (g *grepSpec) letter(c rune) {
@@ -199,69 +211,46 @@ type hitGroup struct {
 
 // grep recognizes grep/rg output; fs are the filters it went through.
 func (t term) grep(prog string, args []string, fs []filter) Result {
-	rg := prog == "rg"
 	format := "terminal/" + prog
 	if len(fs) > 0 {
 		format += "-pipeline"
 	}
-	g, ok := parseGrepArgs(args, rg)
-	if !ok {
+	g, ok := parseGrepArgs(args, prog == "rg")
+	switch {
+	case !ok:
 		return event(format, "a "+prog+" option that changes what a line shows")
-	}
-	if g.names || g.count {
+	case g.names || g.count:
 		return Result{Kind: KindQuery, Format: format + "-l", Reason: "file names or counts (a query source)"}
-	}
-	if g.only {
+	case g.only:
 		return event(format, "parts of lines")
-	}
-	if len(g.operands) == 0 {
-		if !g.recursive {
-			return event(format, "grep of its standard input")
-		}
+	case len(g.operands) == 0 && !g.recursive:
+		return event(format, "grep of its standard input")
+	case len(g.operands) == 0:
 		g.operands = []string{"."}
 	}
-	numbers := g.numbers || rg && t.screen && !g.noNumbers // rg numbers lines on a terminal
-	single := len(g.operands) == 1 && !g.withFile && !t.r.isDir(t.resolve(g.operands[0]))
-	if g.noFile && !single {
+	sh := t.shape(g, len(fs) > 0)
+	if g.noFile && !sh.single {
 		return event(format, "several files without their names")
 	}
-	heading := rg && !single && !g.noHeading && (t.screen || g.heading)
 	lines, ends := splitOutput(t.out)
 	if len(lines) == 0 {
 		return event(format, "no hits")
 	}
-	filtered := len(fs) > 0
 	// head can cut grep's output right after a group separator.
-	trailing := filtered && g.context && len(lines) > 1 && lines[len(lines)-1] == "--"
+	trailing := sh.filtered && g.context && len(lines) > 1 && lines[len(lines)-1] == "--"
 	if trailing {
 		lines = lines[:len(lines)-1]
 	}
-	var groups []*hitGroup
-	var why string
-	if heading {
-		groups, why = t.headingGroups(lines, numbers, g.context, filtered)
-	} else {
-		groups, why = t.lineGroups(lines, g, numbers, single, filtered)
-	}
+	groups, why := t.hitGroups(lines, g, sh)
 	if why != "" {
 		return event(format, why)
-	}
-	if why := t.settle(groups, numbers); why != "" {
-		return event(format, why)
-	}
-	if !filtered && g.context {
-		for _, gr := range groups {
-			if !strings.ContainsRune(string(gr.seps), ':') {
-				return event(format, "a group without a match")
-			}
-		}
 	}
 	parts := make([]Part, len(groups))
 	for i, gr := range groups {
 		parts[i] = Part{Path: gr.path, Start: gr.start, End: gr.start + len(gr.texts) - 1, Text: join(gr.texts)}
 	}
 	render := func(ps []Part) string {
-		out := renderHits(groups, ps, numbers, heading)
+		out := renderHits(groups, ps, sh.numbers, sh.heading)
 		if trailing {
 			out = append(out, "--")
 		}
@@ -271,6 +260,47 @@ func (t term) grep(prog string, args []string, fs []filter) Result {
 		return event(format, "the hits do not print back as the output")
 	}
 	return Result{Kind: KindRead, Format: format, Parts: parts, render: render}
+}
+
+// grepShape is how a search prints its lines.
+type grepShape struct {
+	numbers  bool // N: before each line
+	single   bool // one file: no file names
+	heading  bool // rg's terminal format: a file name line, then its lines
+	filtered bool // piped through line filters: groups may be cut
+}
+
+func (t term) shape(g grepSpec, filtered bool) grepShape {
+	sh := grepShape{filtered: filtered}
+	sh.numbers = g.numbers || g.rg && t.screen && !g.noNumbers // rg numbers lines on a terminal
+	sh.single = len(g.operands) == 1 && !g.withFile && !t.r.isDir(t.resolve(g.operands[0]))
+	sh.heading = g.rg && !sh.single && !g.noHeading && (t.screen || g.heading)
+	return sh
+}
+
+// hitGroups reads the output's lines into placed groups.
+func (t term) hitGroups(lines []string, g grepSpec, sh grepShape) ([]*hitGroup, string) {
+	var groups []*hitGroup
+	var why string
+	if sh.heading {
+		groups, why = t.headingGroups(lines, sh.numbers, g.context, sh.filtered)
+	} else {
+		groups, why = t.lineGroups(lines, g, sh.numbers, sh.single, sh.filtered)
+	}
+	if why != "" {
+		return nil, why
+	}
+	if why := t.settle(groups, sh.numbers); why != "" {
+		return nil, why
+	}
+	if !sh.filtered && g.context {
+		for _, gr := range groups {
+			if !strings.ContainsRune(string(gr.seps), ':') {
+				return nil, "a group without a match"
+			}
+		}
+	}
+	return groups, ""
 }
 
 // renderHits prints groups with the parts' current lines and text.
@@ -399,58 +429,17 @@ func cutNumber(l string) (int, byte, string, bool) {
 // group fits is taken (a file gone since: the only split there is).
 func (t term) pathGroup(lines []string, numbers, filtered bool) ([]*hitGroup, string) {
 	first := lines[0]
-	var found [][]*hitGroup
-	var gone [][]*hitGroup
+	var found, gone [][]*hitGroup
 	for i := 1; i < len(first); i++ {
 		if first[i] != ':' && first[i] != '-' {
 			continue
 		}
-		shown := first[:i]
-		path := t.resolve(shown)
-		if !t.r.isFile(path) && t.r.exists(path) {
-			continue
-		}
-		var stripped []string
-		ok := true
-		for _, l := range lines {
-			rest, cut := strings.CutPrefix(l, shown)
-			if !cut || rest == "" || rest[0] != ':' && rest[0] != '-' {
-				ok = false
-				break
-			}
-			if numbers {
-				stripped = append(stripped, rest[1:])
-			} else {
-				stripped = append(stripped, rest[1:])
-			}
-		}
-		if !ok {
-			continue
-		}
-		var gs []*hitGroup
-		var why string
-		if numbers {
-			// the separator after the path repeats after the number
-			gs, why = t.bareGroup(stripped, path, true, filtered)
-			if why == "" && !sepsAgree(lines, shown, gs) {
-				why = "separators disagree"
-			}
-		} else {
-			g := &hitGroup{path: path}
-			for k, l := range lines {
-				g.seps, g.texts = append(g.seps, l[len(shown)]), append(g.texts, stripped[k])
-			}
-			gs = []*hitGroup{g}
-		}
-		if why != "" {
-			continue
-		}
-		for _, g := range gs {
-			g.shown = shown
-		}
-		if t.r.isFile(path) {
+		gs, ok := t.splitAt(lines, first[:i], numbers, filtered)
+		switch {
+		case !ok:
+		case t.r.isFile(gs[0].path):
 			found = append(found, gs)
-		} else {
+		default:
 			gone = append(gone, gs)
 		}
 	}
@@ -471,6 +460,41 @@ func (t term) pathGroup(lines []string, numbers, filtered bool) ([]*hitGroup, st
 		return gone[0], ""
 	}
 	return nil, "a line whose file cannot be told"
+}
+
+// splitAt reads the group with shown as every line's file name.
+func (t term) splitAt(lines []string, shown string, numbers, filtered bool) ([]*hitGroup, bool) {
+	path := t.resolve(shown)
+	if !t.r.isFile(path) && t.r.exists(path) {
+		return nil, false
+	}
+	stripped := make([]string, 0, len(lines))
+	for _, l := range lines {
+		rest, cut := strings.CutPrefix(l, shown)
+		if !cut || rest == "" || rest[0] != ':' && rest[0] != '-' {
+			return nil, false
+		}
+		stripped = append(stripped, rest[1:])
+	}
+	var gs []*hitGroup
+	if numbers {
+		// the separator after the path repeats after the number
+		var why string
+		gs, why = t.bareGroup(stripped, path, true, filtered)
+		if why != "" || !sepsAgree(lines, shown, gs) {
+			return nil, false
+		}
+	} else {
+		g := &hitGroup{path: path, texts: stripped}
+		for _, l := range lines {
+			g.seps = append(g.seps, l[len(shown)])
+		}
+		gs = []*hitGroup{g}
+	}
+	for _, g := range gs {
+		g.shown = shown
+	}
+	return gs, true
 }
 
 func sepsAgree(lines []string, shown string, gs []*hitGroup) bool {
@@ -595,5 +619,3 @@ func (t term) settle(groups []*hitGroup, numbers bool) string {
 	}
 	return ""
 }
-
-var _ = filepath.Base

@@ -224,50 +224,13 @@ var pruneRE = regexp.MustCompile(`^\*/([^/*?\[\]]+)/\*$`)
 // listing of DIR (find prints the starting point joined with each path).
 func (r *recognizer) find(args []string, out, cwd string) Result {
 	const format = "terminal/find"
-	start := "."
-	i := 0
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && args[0] != "!" && args[0] != "(" {
-		start, i = args[0], 1
-	}
-	q := listQuery{hidden: true}
-	filesOnly := false
-	name := ""
-	for i < len(args) {
-		a := args[i]
-		next := ""
-		if i+1 < len(args) {
-			next = args[i+1]
-		}
-		switch {
-		case a == "-maxdepth" && next != "":
-			n, ok := atoi(next)
-			if !ok || n < 1 {
-				return event(format, "a -maxdepth below 1")
-			}
-			q.depth, i = n, i+2
-		case a == "-type" && next == "f":
-			filesOnly, i = true, i+2
-		case a == "-name" && next != "" && name == "" && !strings.Contains(next, "/"):
-			name, i = next, i+2
-		case (a == "-not" || a == "!") && next == "-path" && i+2 < len(args):
-			m := pruneRE.FindStringSubmatch(args[i+2])
-			if m == nil {
-				return event(format, "a -path filter other than '*/X/*'")
-			}
-			q.ignore, i = append(q.ignore, m[1]), i+3
-		default:
-			return event(format, "a find expression other than -maxdepth/-type f/-name/-not -path")
-		}
+	start, q, why := parseFind(args)
+	if why != "" {
+		return event(format, why)
 	}
 	dir, ok := r.dirOf(start, cwd)
 	if !ok {
 		return event(format, "not a directory")
-	}
-	switch {
-	case name != "":
-		q.glob = "**/" + name
-	case filesOnly:
-		q.glob = "**"
 	}
 	prefix := start
 	if !strings.HasSuffix(prefix, "/") {
@@ -296,6 +259,50 @@ func (r *recognizer) find(args []string, out, cwd string) Result {
 		rel = append(rel, e)
 	}
 	return listingResult(format, dir, q, rel)
+}
+
+// parseFind reads find's starting point and the expression it accepts.
+func parseFind(args []string) (string, listQuery, string) {
+	start := "."
+	i := 0
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && args[0] != "!" && args[0] != "(" {
+		start, i = args[0], 1
+	}
+	q := listQuery{hidden: true}
+	filesOnly, name := false, ""
+	for i < len(args) {
+		a, next := args[i], ""
+		if i+1 < len(args) {
+			next = args[i+1]
+		}
+		switch {
+		case a == "-maxdepth" && next != "":
+			n, ok := atoi(next)
+			if !ok || n < 1 {
+				return "", q, "a -maxdepth below 1"
+			}
+			q.depth, i = n, i+2
+		case a == "-type" && next == "f":
+			filesOnly, i = true, i+2
+		case a == "-name" && next != "" && name == "" && !strings.Contains(next, "/"):
+			name, i = next, i+2
+		case (a == "-not" || a == "!") && next == "-path" && i+2 < len(args):
+			m := pruneRE.FindStringSubmatch(args[i+2])
+			if m == nil {
+				return "", q, "a -path filter other than '*/X/*'"
+			}
+			q.ignore, i = append(q.ignore, m[1]), i+3
+		default:
+			return "", q, "a find expression other than -maxdepth/-type f/-name/-not -path"
+		}
+	}
+	switch {
+	case name != "":
+		q.glob = "**/" + name
+	case filesOnly:
+		q.glob = "**"
+	}
+	return start, q, ""
 }
 
 func ignored(rel string, ignore []string) bool {

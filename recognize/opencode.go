@@ -65,13 +65,56 @@ func (r *recognizer) ocRead() Result {
 	if m == nil || m[2] != "file" {
 		return event(format, "not a text file read in a known format")
 	}
-	path := m[1]
-	rest := out[len(m[0]):]
+	w, why := parseOCWindow(out[len(m[0]):])
+	if why != "" {
+		return event(format, why)
+	}
+	w.path = m[1]
+	if d, ok := r.meta()["display"].(map[string]any); ok && d["type"] == "file" {
+		if why := w.display(d); why != "" {
+			return event(format, why)
+		}
+	}
+	if !filepath.IsAbs(w.path) {
+		w.path = resolve(r.call.Cwd, w.path)
+	}
+	for _, l := range w.lines {
+		if strings.HasSuffix(l, ocLineCut) && utf16Len(l) == ocMaxLine+len(ocLineCut) {
+			return event(format, "a line was cut at 2000 chars")
+		}
+	}
+	if !w.whole && len(w.lines) == 0 {
+		return event(format, "an empty window")
+	}
+	p := Part{Path: w.path, Text: join(w.lines)}
+	if !w.whole {
+		p.Start, p.End = w.start, w.start+len(w.lines)-1
+	}
+	shape := ocShape{contentNewline: m[3] == "\n", suffix: w.suffix, path: m[1]}
+	return Result{Kind: KindRead, Format: format, Parts: []Part{p}, render: func(ps []Part) string {
+		return shape.render(ps[0], r.total(ps[0]))
+	}}
+}
+
+// ocWindow is what a read showed of a file.
+type ocWindow struct {
+	path   string
+	start  int
+	lines  []string
+	whole  bool
+	suffix string // verbatim text after the closing tag
+}
+
+var ocEOF = regexp.MustCompile(`^\(End of file - total (\d+) lines?\)$`)
+
+// parseOCWindow reads the numbered lines and the footer after <content>.
+func parseOCWindow(rest string) (ocWindow, string) {
+	var w ocWindow
 	end := strings.Index(rest, "\n</content>")
 	if end < 0 {
-		return event(format, "no closing tag")
+		return w, "no closing tag"
 	}
-	suffix := rest[end+len("\n</content>"):]
+	w.suffix = rest[end+len("\n</content>"):]
 	rows := strings.Split(rest[:end], "\n")
 	footer := ""
 	if last := rows[len(rows)-1]; strings.HasPrefix(last, "(") && strings.HasSuffix(last, ")") {
@@ -80,65 +123,48 @@ func (r *recognizer) ocRead() Result {
 	for len(rows) > 0 && rows[len(rows)-1] == "" {
 		rows = rows[:len(rows)-1]
 	}
-	start := 0
-	var lines []string
 	for _, row := range rows {
 		lm := ocLine.FindStringSubmatch(row)
 		if lm == nil {
-			return event(format, "a line without its number")
+			return w, "a line without its number"
 		}
 		n, _ := atoi(lm[1])
-		if len(lines) == 0 {
-			start = n
-		} else if n != start+len(lines) {
-			return event(format, "numbers out of order")
+		if len(w.lines) == 0 {
+			w.start = n
+		} else if n != w.start+len(w.lines) {
+			return w, "numbers out of order"
 		}
-		lines = append(lines, lm[2])
+		w.lines = append(w.lines, lm[2])
 	}
 	total := -1
-	if fm := regexp.MustCompile(`^\(End of file - total (\d+) lines?\)$`).FindStringSubmatch(footer); fm != nil {
+	if fm := ocEOF.FindStringSubmatch(footer); fm != nil {
 		total, _ = atoi(fm[1])
 	}
-	whole := (start == 1 || len(lines) == 0) && total == len(lines)
-	if d, ok := r.meta()["display"].(map[string]any); ok && d["type"] == "file" {
-		// OpenCode >= 1.17 says exactly what it showed: raw lines, window, length.
-		text, _ := d["text"].(string)
-		ls, _ := d["lineStart"].(float64)
-		le, _ := d["lineEnd"].(float64)
-		tl, _ := d["totalLines"].(float64)
-		cut, _ := d["truncated"].(bool)
-		if p, _ := d["path"].(string); p != "" {
-			path = p
-		}
-		lines = nil
-		if !(text == "" && le < ls) {
-			lines = strings.Split(text, "\n")
-		}
-		if len(lines) != max(0, int(le-ls+1)) {
-			return event(format, "display metadata disagrees with itself")
-		}
-		start = int(ls)
-		whole = start == 1 && !cut && int(le) >= int(tl)
+	w.whole = (w.start == 1 || len(w.lines) == 0) && total == len(w.lines)
+	return w, ""
+}
+
+// display takes the window from metadata.display: OpenCode >= 1.17 says
+// exactly what it showed (raw lines, window, file length).
+func (w *ocWindow) display(d map[string]any) string {
+	text, _ := d["text"].(string)
+	ls, _ := d["lineStart"].(float64)
+	le, _ := d["lineEnd"].(float64)
+	tl, _ := d["totalLines"].(float64)
+	cut, _ := d["truncated"].(bool)
+	if p, _ := d["path"].(string); p != "" {
+		w.path = p
 	}
-	if !filepath.IsAbs(path) {
-		path = resolve(r.call.Cwd, path)
+	w.lines = nil
+	if text != "" || le >= ls {
+		w.lines = strings.Split(text, "\n")
 	}
-	for _, l := range lines {
-		if strings.HasSuffix(l, ocLineCut) && utf16Len(l) == ocMaxLine+len(ocLineCut) {
-			return event(format, "a line was cut at 2000 chars")
-		}
+	if len(w.lines) != max(0, int(le-ls+1)) {
+		return "display metadata disagrees with itself"
 	}
-	if !whole && len(lines) == 0 {
-		return event(format, "an empty window")
-	}
-	p := Part{Path: path, Text: join(lines)}
-	if !whole {
-		p.Start, p.End = start, start+len(lines)-1
-	}
-	shape := ocShape{contentNewline: m[3] == "\n", suffix: suffix, path: m[1]}
-	return Result{Kind: KindRead, Format: format, Parts: []Part{p}, render: func(ps []Part) string {
-		return shape.render(ps[0], r.total(ps[0]))
-	}}
+	w.start = int(ls)
+	w.whole = w.start == 1 && !cut && int(le) >= int(tl)
+	return ""
 }
 
 // total is a file's line count, for a re-rendered read's footer: the
@@ -270,13 +296,27 @@ func (r *recognizer) ocGlob() Result {
 	return r.fitListing(format, base, rel, listQuery{depth: 0, hidden: true, ignore: []string{".git"}, glob: g})
 }
 
+// ocHit is one hit of the grep tool.
+type ocHit struct {
+	file    string
+	line    int
+	text    string
+	newline bool // the tool showed the line with its terminator (a blank row follows)
+	cut     bool // the tool cut the line: shown, not tracked
+}
+
+var (
+	ocFound  = regexp.MustCompile(`^Found \d+ match`)
+	ocHitRow = regexp.MustCompile(`^  Line (\d+): ([\s\S]*)$`)
+)
+
 // ocGrep is the grep tool: "Found N matches", then per file "PATH:" and
 // "  Line N: text" rows (each followed by a blank row: rg keeps the line's
 // terminator).
 func (r *recognizer) ocGrep() Result {
 	const format = "opencode/grep"
 	out := r.call.Output
-	if !regexp.MustCompile(`^Found \d+ match`).MatchString(out) {
+	if !ocFound.MatchString(out) {
 		return event(format, "no hits")
 	}
 	body, tail := out, ""
@@ -285,43 +325,8 @@ func (r *recognizer) ocGrep() Result {
 	}
 	rows := strings.Split(body, "\n")
 	head := rows[0]
-	type hit struct {
-		file    string
-		line    int
-		text    string
-		newline bool
-		cut     bool
-	}
-	var hits []hit
-	file := ""
-	hitRE := regexp.MustCompile(`^  Line (\d+): ([\s\S]*)$`)
-	for i := 1; i < len(rows); i++ {
-		row := rows[i]
-		if m := hitRE.FindStringSubmatch(row); m != nil && file != "" {
-			next, after := "", ""
-			hasNext, hasAfter := i+1 < len(rows), i+2 < len(rows)
-			if hasNext {
-				next = rows[i+1]
-			}
-			if hasAfter {
-				after = rows[i+2]
-			}
-			nl := hasNext && next == "" && (!hasAfter || after == "" || hitRE.MatchString(after))
-			if nl {
-				i++
-			}
-			n, _ := atoi(m[1])
-			cut := utf16Len(m[2]) == ocGrepMaxLine+3 && strings.HasSuffix(m[2], "...")
-			hits = append(hits, hit{file, n, m[2], nl, cut})
-			continue
-		}
-		if row == "" {
-			continue
-		}
-		if p, ok := strings.CutSuffix(row, ":"); ok && filepath.IsAbs(p) {
-			file = p
-			continue
-		}
+	hits, ok := ocHits(rows[1:])
+	if !ok {
 		return event(format, "a row in no known shape")
 	}
 	var idx []int
@@ -333,28 +338,12 @@ func (r *recognizer) ocGrep() Result {
 		}
 	}
 	render := func(ps []Part) string {
-		now := append([]hit(nil), hits...)
+		now := append([]ocHit(nil), hits...)
 		for k, p := range ps {
 			now[idx[k]].line = max(p.Start, 1)
 			now[idx[k]].text, _, _ = strings.Cut(p.Text, "\n")
 		}
-		out := []string{head}
-		file := ""
-		for _, h := range now {
-			if h.file != file {
-				if file != "" {
-					out = append(out, "")
-				}
-				file = h.file
-				out = append(out, h.file+":")
-			}
-			nl := ""
-			if h.newline {
-				nl = "\n"
-			}
-			out = append(out, "  Line "+strconv.Itoa(h.line)+": "+h.text+nl)
-		}
-		return strings.Join(out, "\n") + tail
+		return renderOCGrep(head, now) + tail
 	}
 	if len(parts) == 0 {
 		return event(format, "every hit was cut at 2000 chars")
@@ -364,6 +353,53 @@ func (r *recognizer) ocGrep() Result {
 		return event(format, "the hits do not print back as the output")
 	}
 	return Result{Kind: KindRead, Format: format, Parts: parts, render: render}
+}
+
+func ocHits(rows []string) ([]ocHit, bool) {
+	var hits []ocHit
+	file := ""
+	for i := 0; i < len(rows); i++ {
+		row := rows[i]
+		if m := ocHitRow.FindStringSubmatch(row); m != nil && file != "" {
+			nl := i+1 < len(rows) && rows[i+1] == "" && (i+2 >= len(rows) || rows[i+2] == "" || ocHitRow.MatchString(rows[i+2]))
+			if nl {
+				i++
+			}
+			n, _ := atoi(m[1])
+			cut := utf16Len(m[2]) == ocGrepMaxLine+3 && strings.HasSuffix(m[2], "...")
+			hits = append(hits, ocHit{file, n, m[2], nl, cut})
+			continue
+		}
+		if row == "" {
+			continue
+		}
+		p, ok := strings.CutSuffix(row, ":")
+		if !ok || !filepath.IsAbs(p) {
+			return nil, false
+		}
+		file = p
+	}
+	return hits, true
+}
+
+func renderOCGrep(head string, hits []ocHit) string {
+	out := []string{head}
+	file := ""
+	for _, h := range hits {
+		if h.file != file {
+			if file != "" {
+				out = append(out, "")
+			}
+			file = h.file
+			out = append(out, h.file+":")
+		}
+		nl := ""
+		if h.newline {
+			nl = "\n"
+		}
+		out = append(out, "  Line "+strconv.Itoa(h.line)+": "+h.text+nl)
+	}
+	return strings.Join(out, "\n")
 }
 
 func (r *recognizer) ocBash() Result {

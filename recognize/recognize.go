@@ -187,11 +187,6 @@ func (r *recognizer) str(name string) string {
 	return s
 }
 
-func (r *recognizer) num(name string) (int, bool) {
-	f, ok := r.args[name].(float64)
-	return int(f), ok && f == float64(int(f))
-}
-
 // lines is a file's lines as Concord reads them (UTF-8, CRLF as LF, no empty
 // last line for a final newline); nil, false when it cannot be read.
 func (r *recognizer) lines(path string) ([]string, bool) {
