@@ -99,7 +99,9 @@ func (s *Server) recognize(ctx context.Context, raw *json.RawMessage) (any, erro
 		out.Superseded = reg.Superseded
 	}
 	if obs.Kind == protocol.Snapshot {
-		out.Sources = obs.Sources
+		for _, src := range obs.Sources {
+			out.Sources = append(out.Sources, protocol.SourceRef{URI: src.URI, Range: src.Range})
+		}
 	}
 	if reg.Block != "" && res.Renders() {
 		s.rec.put(reg.Block, res)

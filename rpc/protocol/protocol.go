@@ -329,6 +329,12 @@ const (
 	RecognizedEvent   = "event"   // an action's result: acknowledged, never tracked
 )
 
+// SourceRef names a registered source without its text.
+type SourceRef struct {
+	URI   string `json:"uri"`
+	Range *Range `json:"range,omitempty"`
+}
+
 // RecognizeResult answers recognize: what the call was and what the server
 // did with it.
 type RecognizeResult struct {
@@ -337,12 +343,12 @@ type RecognizeResult struct {
 	Reason string `json:"reason,omitempty"` // why a call is not tracked
 	// Block registered for what the call showed ("" when none); Status and
 	// Superseded as observe answers them (no status for a write).
-	Block      string   `json:"block"`
-	Status     Status   `json:"status,omitempty"`
-	Superseded []string `json:"superseded"`
-	Sources    []Source `json:"sources,omitempty"` // what was registered, in order
-	Writes     []string `json:"writes,omitempty"`  // file URIs reported changed by this call
-	Changed    []string `json:"changed,omitempty"` // blocks whose state those writes changed
+	Block      string      `json:"block"`
+	Status     Status      `json:"status,omitempty"`
+	Superseded []string    `json:"superseded"`
+	Sources    []SourceRef `json:"sources,omitempty"` // what was registered, in order (the text is the call's)
+	Writes     []string    `json:"writes,omitempty"`  // file URIs reported changed by this call
+	Changed    []string    `json:"changed,omitempty"` // blocks whose state those writes changed
 }
 
 // ReleaseParams drop blocks by id, or by anchor within Agent.

@@ -502,7 +502,7 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
     assert.ok(batches(r.result.stderr).includes("concord: 1 read repaired"), r.result.stderr.split("\n").filter((l) => l.includes("concord")).join("\n"))
   })
 
-  test("bash file reads (cat -n, sed -n) are repaired in the command's own format; a pipeline is left alone", { skip: skipPlugin }, async () => {
+  test("bash file reads (cat -n, sed -n, a pipeline of one file, grep without -n) are repaired in the command's own format; echo is left alone", { skip: skipPlugin }, async () => {
     // sed runs a step after cat: OpenCode runs the tools of one step at once, and a sed
     // registered before cat -n would be a read that cat's newer read supersedes.
     const r = await play({
@@ -517,9 +517,15 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
               { name: "bash", args: { command: "cat config.yaml | head -n 3", description: "pipe" } },
             ],
           }),
-          () => ({ tools: [{ name: "bash", args: { command: "sed -n '2,4p' config.yaml", description: "sed" } }] }),
+          () => ({
+            tools: [
+              { name: "bash", args: { command: "sed -n '2,4p' config.yaml", description: "sed" } },
+              { name: "bash", args: { command: "grep 'debug\\|mode' config.yaml", description: "grep" } },
+            ],
+          }),
           (req, m) => {
             m.expect(text(req, "call_3") === "port: 8080\ndebug: false\nlevel: info\n", `sed ran: ${text(req, "call_3")}`)
+            m.expect(text(req, "call_4") === "debug: false\nmode: fast\n", `grep ran: ${text(req, "call_4")}`)
             fs.writeFileSync(file, CONFIG.replace("debug: false", "debug: true"))
             return { tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] }
           },
@@ -527,7 +533,9 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
             const lines = CONFIG.replace("debug: false", "debug: true").trimEnd().split("\n")
             m.expect(text(req, "call_1") === lines.map((l, i) => `${String(i + 1).padStart(6)}\t${l}`).join("\n") + "\n", `cat -n repaired; got:\n${text(req, "call_1")}`)
             m.expect(text(req, "call_3") === "port: 8080\ndebug: true\nlevel: info\n", `sed -n repaired; got:\n${text(req, "call_3")}`)
-            m.expect(text(req, "call_2") === "name: demo\nport: 8080\ndebug: false\n", "the pipeline's output is untouched")
+            m.expect(text(req, "call_2") === "name: demo\nport: 8080\ndebug: true\n", `the pipeline (cat | head) repaired; got:\n${text(req, "call_2")}`)
+            m.expect(text(req, "call_4") === "debug: true\nmode: fast\n", `grep without -n repaired; got:\n${text(req, "call_4")}`)
+            m.expect(text(req, "call_5") === "step\n", `echo untouched; got:\n${text(req, "call_5")}`)
             return { text: "done" }
           },
         ]
@@ -653,7 +661,12 @@ function rpcTrace(log: string): { recv: any[]; sent: any[]; result: (id: unknown
   const pick = (dir: string) =>
     lines.flatMap((line) => {
       const m = new RegExp(`msg="rpc ${dir}" json=(".*")$`).exec(line)
-      return m ? [JSON.parse(JSON.parse(m[1]!))] : []
+      if (!m) return []
+      try {
+        return [JSON.parse(JSON.parse(m[1]!))]
+      } catch {
+        return [] // a message over the trace's 64 KB clip (a large result sent to recognize)
+      }
     })
   const sent = pick("send")
   return { recv: pick("recv"), sent, result: (id) => sent.find((m) => m.id === id)?.result }
