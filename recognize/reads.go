@@ -373,6 +373,9 @@ func (t term) filteredRead(prog string, args []string, fs []filter) Result {
 		}
 		shown = append(shown, g)
 	}
+	if len(file)*len(shown) > 1<<24 {
+		return event(format, "too many lines to place")
+	}
 	starts, why := place(file, a, b, shown, t.screen)
 	if why != "" {
 		return event(format, why)
