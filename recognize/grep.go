@@ -600,9 +600,6 @@ func (t term) settle(groups []*hitGroup, numbers bool) string {
 		if !ok {
 			return "lines without numbers in a file that cannot be read now"
 		}
-		if len(file)*(j-i) > 1<<24 {
-			return "too many lines to place"
-		}
 		shown := make([][]string, 0, j-i)
 		for _, g := range groups[i:j] {
 			shown = append(shown, g.texts)

@@ -373,9 +373,6 @@ func (t term) filteredRead(prog string, args []string, fs []filter) Result {
 		}
 		shown = append(shown, g)
 	}
-	if len(file)*len(shown) > 1<<24 {
-		return event(format, "too many lines to place")
-	}
 	starts, why := place(file, a, b, shown, t.screen)
 	if why != "" {
 		return event(format, why)
@@ -432,6 +429,13 @@ func place(file []string, a, b int, groups [][]string, screen bool) ([]int, stri
 	n := len(groups)
 	if n == 0 {
 		return nil, ""
+	}
+	total := 0
+	for _, g := range groups {
+		total += len(g)
+	}
+	if len(file)*total > 1<<24 {
+		return nil, "too many lines to place" // each placement scans the file
 	}
 	if b > len(file) {
 		b = len(file)
