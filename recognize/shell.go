@@ -1,7 +1,9 @@
 package recognize
 
 import (
+	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -44,7 +46,7 @@ func (r *recognizer) parseShell(src, cwd string) (pipeline, string) {
 		stmts = stmts[1:]
 	}
 	var why string
-	p.stages, why = stages(stmts[0])
+	p.stages, why = stages(stmts[0], r.globber(p.cwd))
 	if why != "" {
 		return pipeline{}, why
 	}
@@ -99,7 +101,7 @@ func (r *recognizer) resolveCd(cwd, dir string, last bool) (string, string) {
 }
 
 // stages is the argv of each stage of a plain pipeline.
-func stages(s *syntax.Stmt) ([][]string, string) {
+func stages(s *syntax.Stmt, glob func(string) ([]string, bool)) ([][]string, string) {
 	if s.Negated || s.Background || s.Coprocess {
 		return nil, "not a plain command"
 	}
@@ -111,7 +113,7 @@ func stages(s *syntax.Stmt) ([][]string, string) {
 		if len(c.Assigns) > 0 {
 			return nil, "variable assignment"
 		}
-		argv, ok := words(c.Args)
+		argv, ok := expand(c.Args, glob)
 		if !ok {
 			return nil, "a word the shell would expand"
 		}
@@ -123,11 +125,11 @@ func stages(s *syntax.Stmt) ([][]string, string) {
 		if c.Op != syntax.Pipe {
 			return nil, "a list other than a pipeline"
 		}
-		x, why := stages(c.X)
+		x, why := stages(c.X, glob)
 		if why != "" {
 			return nil, why
 		}
-		y, why := stages(c.Y)
+		y, why := stages(c.Y, glob)
 		if why != "" {
 			return nil, why
 		}
@@ -148,6 +150,77 @@ func okRedirs(rs []*syntax.Redirect) string {
 		}
 	}
 	return ""
+}
+
+// expand is the argv of ws: literal words as they are, and a word that is
+// one unquoted glob in its last path segment (src/*.py) expanded against
+// the files now, as bash would (sorted, dot files only for a pattern that
+// starts with a dot; no match: refused). The files may have changed since
+// the command ran: every recognized read must still print back as the
+// output, which a different expansion would not.
+func expand(ws []*syntax.Word, glob func(string) ([]string, bool)) ([]string, bool) {
+	var out []string
+	for i, w := range ws {
+		if s, ok := word(w); ok {
+			out = append(out, s)
+			continue
+		}
+		pat, ok := globWord(w)
+		if !ok || i == 0 || glob == nil {
+			return nil, false
+		}
+		names, ok := glob(pat)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, names...)
+	}
+	return out, true
+}
+
+// globWord is a word that is a plain unquoted literal holding *, ? or [.
+func globWord(w *syntax.Word) (string, bool) {
+	if len(w.Parts) != 1 {
+		return "", false
+	}
+	lit, ok := w.Parts[0].(*syntax.Lit)
+	if !ok || strings.ContainsAny(lit.Value, "\\{~") || !strings.ContainsAny(lit.Value, "*?[") {
+		return "", false
+	}
+	if strings.ContainsAny(path.Dir(lit.Value), "*?[") {
+		return "", false // a glob in a directory segment
+	}
+	return lit.Value, true
+}
+
+// globber expands a pattern relative to cwd through the recognizer's files.
+func (r *recognizer) globber(cwd string) func(string) ([]string, bool) {
+	if r.files == nil {
+		return nil
+	}
+	return func(pat string) ([]string, bool) {
+		dir, base := path.Split(pat)
+		at := cwd
+		if dir != "" {
+			at = resolve(cwd, dir)
+		}
+		des, err := r.files.ReadDir(at)
+		if err != nil {
+			return nil, false
+		}
+		var out []string
+		for _, de := range des {
+			name := de.Name()
+			if strings.HasPrefix(name, ".") && !strings.HasPrefix(base, ".") {
+				continue
+			}
+			if ok, err := path.Match(base, name); err == nil && ok {
+				out = append(out, dir+name)
+			}
+		}
+		sort.Strings(out)
+		return out, len(out) > 0
+	}
 }
 
 func words(ws []*syntax.Word) ([]string, bool) {

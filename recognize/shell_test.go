@@ -1,6 +1,8 @@
 package recognize
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -129,4 +131,44 @@ func equalSpec(a, b grepSpec) bool {
 		a.noNumbers == b.noNumbers && a.recursive == b.recursive && a.context == b.context &&
 		a.names == b.names && a.count == b.count && a.only == b.only && a.withFile == b.withFile &&
 		a.noFile == b.noFile && a.noHeading == b.noHeading && a.heading == b.heading
+}
+
+// TestGlobExpansion: an unquoted glob in the last path segment expands
+// against the files now, sorted, without dot files; others are refused.
+func TestGlobExpansion(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"b.txt", "a.txt", ".h.txt", "c.md", "sub/d.txt"} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		cmd  string
+		want []string
+		why  string
+	}{
+		{"cat *.txt", []string{"cat", "a.txt", "b.txt"}, ""},
+		{"cat sub/*.txt c.md", []string{"cat", "sub/d.txt", "c.md"}, ""},
+		{"cat .*.txt", []string{"cat", ".h.txt"}, ""},
+		{"cat ?.md", []string{"cat", "c.md"}, ""},
+		{"cat '*.txt'", []string{"cat", "*.txt"}, ""},
+		{"cat *.go", nil, "a word the shell would expand"},
+		{"cat */d.txt", nil, "a word the shell would expand"},
+		{"*.txt", nil, "a word the shell would expand"},
+	}
+	r := &recognizer{call: Call{Runtime: OpenCode}, files: OS{}}
+	for _, tt := range tests {
+		p, why := r.parseShell(tt.cmd, dir)
+		if why != tt.why {
+			t.Errorf("%s: reason %q, want %q", tt.cmd, why, tt.why)
+			continue
+		}
+		if why == "" && !slices.Equal(p.stages[0], tt.want) {
+			t.Errorf("%s: argv %q, want %q", tt.cmd, p.stages[0], tt.want)
+		}
+	}
 }
