@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/runtime"
 )
 

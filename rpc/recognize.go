@@ -7,8 +7,8 @@ import (
 	"net/url"
 	"sync"
 
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/recognize"
-	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // recognized keeps, per block registered by recognize, how its tool showed

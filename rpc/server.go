@@ -1,7 +1,7 @@
 // Package rpc is Concord's JSON-RPC 2.0 server: the lifecycle, dispatch of
 // each wire method to the core (a table, methods.go), per-agent ordering,
 // blocksChanged notifications and the mapping of core errors to wire codes
-// (errors.go). The wire types are package rpc/protocol, the framing is
+// (errors.go). The wire types are package protocol, the framing is
 // rpc/internal/frame, and the Go client is rpc/client. docs/protocol.md is
 // the contract this package implements.
 package rpc
@@ -20,8 +20,8 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc/internal/frame"
-	"github.com/concord-ctx/concord/rpc/protocol"
 	"github.com/concord-ctx/concord/runtime"
 )
 

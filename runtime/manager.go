@@ -10,7 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/concord-ctx/concord/locator"
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // Config configures a Manager.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/concord-ctx/concord/locator"
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // Cache-aware placement of repairs (docs/protocol.md, "Placement").

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/concord-ctx/concord/fileadapter"
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/runtime"
 	"github.com/concord-ctx/concord/runtime/keyed"
 )

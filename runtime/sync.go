@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // verify brings src up to date: a cheap Stamp, and a Read only when the stamp

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc/client"
-	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // TestServeFeedNotBuilt: a build without -tags feed refuses a feed, from

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc/client"
-	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // TestServeFeedSettings: a build with the feed checks initialize's feed

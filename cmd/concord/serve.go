@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/concord-ctx/concord/feed"
-	"github.com/concord-ctx/concord/rpc/protocol"
-	"github.com/concord-ctx/concord/rpc/session"
+	"github.com/concord-ctx/concord/protocol"
+	"github.com/concord-ctx/concord/session"
 
 	"github.com/spf13/pflag"
 

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // TestFeedAuthentication: NATS's own credentials reach the server as given

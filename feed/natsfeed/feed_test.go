@@ -12,7 +12,7 @@ import (
 
 	"github.com/concord-ctx/concord/feed"
 	"github.com/concord-ctx/concord/feed/natsfeed"
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // hosts starts one instance per host name on the cluster, each with its

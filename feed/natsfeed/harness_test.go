@@ -23,8 +23,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/concord-ctx/concord/feed/natsfeed"
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc/client"
-	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // concordBin is the real binary built with -tags feed by TestMain: the

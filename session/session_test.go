@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc"
-	"github.com/concord-ctx/concord/rpc/protocol"
 	"github.com/concord-ctx/concord/runtime"
 )
 

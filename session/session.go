@@ -13,8 +13,8 @@ import (
 
 	"github.com/concord-ctx/concord/feed"
 	"github.com/concord-ctx/concord/fileadapter"
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc"
-	"github.com/concord-ctx/concord/rpc/protocol"
 	"github.com/concord-ctx/concord/runtime"
 	"github.com/concord-ctx/concord/runtime/keyed"
 )

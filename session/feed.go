@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/concord-ctx/concord/feed"
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc"
-	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // FeedOptions are the operator's change-feed settings (serve's --feed
