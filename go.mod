@@ -1,6 +1,6 @@
 module github.com/concord-ctx/concord
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/fsnotify/fsnotify v1.10.1
@@ -14,5 +14,6 @@ require (
 require (
 	github.com/dlclark/regexp2 v1.10.0 // indirect
 	github.com/google/uuid v1.3.0 // indirect
-	golang.org/x/sys v0.13.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	mvdan.cc/sh/v3 v3.14.1 // indirect
 )

@@ -118,6 +118,8 @@ type Server struct {
 	endInput context.CancelFunc
 
 	nextID atomic.Uint64 // ids of server-to-client requests
+
+	rec recognized // how recognize's blocks were shown, to render their views
 }
 
 // Serve runs the protocol on in/out until exit or the end of in. It returns

@@ -21,6 +21,7 @@ const (
 	MethodSync          = "sync"
 	MethodRelease       = "release"
 	MethodStats         = "stats"
+	MethodRecognize     = "recognize"
 	MethodShutdown      = "shutdown"
 	MethodExit          = "exit"            // notification
 	MethodCancelRequest = "$/cancelRequest" // notification
@@ -288,6 +289,60 @@ type BlockView struct {
 	// describe the current truth, for information. "" means in place.
 	Placement string `json:"placement,omitempty"`
 	Erratum   string `json:"erratum,omitempty"`
+	// View (blocks registered by recognize, in place, with Sources): the
+	// tool result as the tool would show the sources now, in its own format;
+	// the binding shows it instead of the old result.
+	View string `json:"view,omitempty"`
+}
+
+// ToolCall is one finished tool call as the runtime has it (recognize).
+type ToolCall struct {
+	Runtime   string          `json:"runtime"`             // "openhands" or "opencode"
+	Tool      string          `json:"tool"`                // the tool's name in that runtime
+	Arguments json.RawMessage `json:"arguments,omitempty"` // the call's arguments object
+	Output    string          `json:"output"`              // exactly the text the model was shown
+	ExitCode  *int            `json:"exitCode,omitempty"`  // a command's exit status
+	// Cwd: the working directory the runtime reported (OpenHands: after the
+	// command; OpenCode: where it started); relative paths resolve against it.
+	Cwd       string          `json:"cwd,omitempty"`
+	Truncated bool            `json:"truncated,omitempty"` // the runtime cut the output
+	Error     bool            `json:"error,omitempty"`     // the runtime marked the result an error
+	Metadata  json.RawMessage `json:"metadata,omitempty"`  // the runtime's metadata (OpenCode's display)
+}
+
+// RecognizeParams ask the server to decide what a tool call showed and to
+// register it: observe for what it showed, sourceChanged for what it wrote.
+type RecognizeParams struct {
+	Agent  string   `json:"agent"`
+	Turn   int      `json:"turn"`
+	Anchor string   `json:"anchor"`
+	Call   ToolCall `json:"call"`
+	Policy *Policy  `json:"policy,omitempty"`
+}
+
+// What recognize found a call to be.
+const (
+	RecognizedRead    = "read"    // parts of files: a block
+	RecognizedListing = "listing" // a directory listing: a block
+	RecognizedWrite   = "write"   // the tool wrote files: reported as sourceChanged
+	RecognizedQuery   = "query"   // a function of many files (grep -l, find | grep): acknowledged as an event
+	RecognizedEvent   = "event"   // an action's result: acknowledged, never tracked
+)
+
+// RecognizeResult answers recognize: what the call was and what the server
+// did with it.
+type RecognizeResult struct {
+	Kind   string `json:"kind"`             // one of the Recognized* values
+	Format string `json:"format,omitempty"` // the recognizer, e.g. "terminal/grep"
+	Reason string `json:"reason,omitempty"` // why a call is not tracked
+	// Block registered for what the call showed ("" when none); Status and
+	// Superseded as observe answers them (no status for a write).
+	Block      string   `json:"block"`
+	Status     Status   `json:"status,omitempty"`
+	Superseded []string `json:"superseded"`
+	Sources    []Source `json:"sources,omitempty"` // what was registered, in order
+	Writes     []string `json:"writes,omitempty"`  // file URIs reported changed by this call
+	Changed    []string `json:"changed,omitempty"` // blocks whose state those writes changed
 }
 
 // ReleaseParams drop blocks by id, or by anchor within Agent.

@@ -140,6 +140,38 @@ export interface BlockView {
   /** "tail": leave the anchor's message alone and attach `erratum` after the newest message. */
   placement?: string
   erratum?: string
+  /** Blocks registered by recognize, in place: the result as its tool would show the sources now. */
+  view?: string
+}
+
+/** A finished tool call as OpenCode has it, for recognize (docs/protocol.md#recognize). */
+export interface ToolCall {
+  runtime: "opencode"
+  tool: string
+  arguments?: unknown
+  output: string
+  cwd?: string
+  metadata?: unknown
+}
+
+export interface RecognizeParams {
+  agent: string
+  turn: number
+  anchor: string
+  call: ToolCall
+}
+
+export interface RecognizeResult {
+  /** read | listing | write | query | event */
+  kind: string
+  format?: string
+  /** Why the call is not tracked. */
+  reason?: string
+  /** The block registered ("" when none). */
+  block: string
+  status?: string
+  sources?: SourceLink[]
+  writes?: string[]
 }
 
 export interface SyncResult {
@@ -255,6 +287,10 @@ export class ConcordClient {
 
   observe(params: ObserveParams): Promise<ObserveResult> {
     return this.request("observe", params)
+  }
+
+  recognize(params: RecognizeParams): Promise<RecognizeResult> {
+    return this.request("recognize", params)
   }
 
   sourceChanged(params: { uri: string; agent: string; text?: string; version?: string; anchor?: string }): Promise<{ blocks: string[] }> {

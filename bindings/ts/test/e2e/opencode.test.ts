@@ -7,6 +7,7 @@ import { test, describe, before } from "node:test"
 import assert from "node:assert/strict"
 import fs from "node:fs"
 import path from "node:path"
+import { pathToFileURL } from "node:url"
 import { FakeModel, type Step } from "./fakemodel.js"
 import {
   OPENCODE_VERSION,
@@ -163,14 +164,12 @@ async function serverHasListings(): Promise<false | string> {
   const bin = concordBin()
   if (!bin) return skipPlugin || "no concord"
   const { ConcordClient, PROTOCOL_VERSION } = await import("../../src/client.js")
-  const { canonicalListing, listingUri, walkListing } = await import("../../src/toolformat.js")
   const dir = fs.mkdtempSync(path.join(PKG_ROOT, ".e2e-probe-"))
   fs.writeFileSync(path.join(dir, "a.txt"), "a\n")
   const c = new ConcordClient({ bin, args: ["serve"] })
   try {
     await c.initialize({ protocolVersion: PROTOCOL_VERSION, clientInfo: { name: "probe", version: "0" }, roots: [dir] })
-    const q = { depth: 1, hidden: true, ignore: [] as string[] }
-    const res = await c.observe({ agent: "main", turn: 0, anchor: "p", sources: [{ uri: listingUri(dir, q), text: canonicalListing(walkListing(dir, q)!) }] })
+    const res = await c.observe({ agent: "main", turn: 0, anchor: "p", sources: [{ uri: `${pathToFileURL(dir).href}?depth=1&hidden=1`, text: "a.txt" }] })
     return res.status === "valid" ? false : `SKIPPED: this concord does not track listing sources yet (observe of a directory URI gave status ${res.status}; needs the "fs" core feature)`
   } catch (err) {
     return `SKIPPED: this concord does not track listing sources yet (${(err as Error).message}; needs the "fs" core feature)`

@@ -1,4 +1,4 @@
-// OpenCode's `read` tool output: parsing it back into lines and rendering repaired lines in the
+// OpenCode's `read` tool output, for the tests (the binding itself leaves formats to concord's recognize): parsing it back into lines and rendering lines in the
 // same shape. Everything that depends on how a given OpenCode version formats a read lives here,
 // because that format changes between versions (tests: test/unit/readformat.test.ts, with outputs
 // captured from the pinned opencode-ai).
