@@ -14,7 +14,7 @@ import pytest
 if sys.version_info < (3, 12):
     pytest.skip("the OpenHands SDK needs Python >= 3.12", allow_module_level=True)
 
-from concord_openhands.terminal import screen_line, simple_argv  # noqa: E402
+from formats import screen_line, simple_argv  # noqa: E402
 from fake_llm import FakeLLM, Reply, Request  # noqa: E402
 from test_openhands_e2e import (  # noqa: E402,F401 (fixtures)
     _close_conversations,
