@@ -488,10 +488,8 @@ def _render(call: tuple[str, dict[str, Any], fallback.ReadFile | None] | None, b
         tool, args, reader = call
         if reader is not None:
             out = reader.render(bv.sources[0])
-        elif out is not None and "path" in args:  # file_editor
-            out = fallback.fix_clipped(out)
-            if args.get("command") == "view":
-                out = fallback.fix_past_eof(out, args, bv.sources)
+        elif out is not None:
+            out = fallback.fix_view(tool, args, out, bv.sources)
     if out is not None and bv.status in ("patched", "stale"):
         if bv.status == "stale" and bv.notice:
             out = (out if not out or out.endswith("\n") else out + "\n") + bv.notice

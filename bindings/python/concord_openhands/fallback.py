@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 READ_FILE = "read_file"
+FILE_EDITORS = frozenset({"file_editor", "planning_file_editor", "str_replace_editor"})
 WRITE_TOOLS = frozenset({"write_file", "edit", "apply_patch"})
 _LINE = re.compile(r" *(\d+)  (.*)\Z", re.S)
 _SHOWING = re.compile(
@@ -121,3 +122,11 @@ def fix_clipped(view: str) -> str:
         return view
     line = view.rfind("\n", 0, mark) + 1
     return view[:line] + view[mark:close + len(_NOTE_END)] + "\n"
+
+
+def fix_view(tool: str, args: dict[str, Any], view: str, sources: list[dict[str, Any]]) -> str:
+    """The server's view of a file_editor result with the two fixes above applied."""
+    if tool not in FILE_EDITORS:
+        return view
+    view = fix_clipped(view)
+    return fix_past_eof(view, args, sources) if args.get("command") == "view" else view
