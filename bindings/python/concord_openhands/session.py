@@ -205,6 +205,8 @@ class BlockView:
     # is and attach `erratum` after the newest message; "" means in place.
     placement: str = ""
     erratum: str = ""
+    # A block registered by `recognize`: the result re-rendered in its tool's format.
+    view: str | None = None
 
     @staticmethod
     def from_wire(raw: dict[str, Any]) -> BlockView:
@@ -217,6 +219,7 @@ class BlockView:
             reason=str(raw.get("reason") or ""),
             placement=str(raw.get("placement") or ""),
             erratum=str(raw.get("erratum") or ""),
+            view=raw["view"] if isinstance(raw.get("view"), str) else None,
         )
 
     @property
@@ -235,7 +238,7 @@ class BlockView:
             )
             for s in self.sources
         )
-        return (self.status, srcs, self.notice)
+        return (self.status, srcs, self.notice, self.view)
 
 
 @dataclass
@@ -584,16 +587,14 @@ class ConcordSession:
             self._anchors.add(anchor)
         return result
 
-    def event(self, anchor: str, *, turn: int) -> dict[str, Any] | None:
-        """Register an action result (a command run): acknowledged, never rewritten."""
-        params = {
-            "agent": self.agent,
-            "turn": turn,
-            "anchor": anchor,
-            "kind": "event",
-            "sources": [],  # an event links no source (docs/protocol.md: observe)
-        }
-        return self._call("observe", params)
+    def recognize(self, anchor: str, call: dict[str, Any], *, turn: int) -> dict[str, Any] | None:
+        """Forward one finished tool call; the server decides what it showed,
+        reports its writes and registers its block (docs/protocol.md, `recognize`)."""
+        params = {"agent": self.agent, "turn": turn, "anchor": anchor, "call": call}
+        result = self._call("recognize", params)
+        if isinstance(result, dict) and result.get("block"):
+            self._anchors.add(anchor)
+        return result
 
     def source_changed(self, path: str, anchor: str | None = None) -> list[str] | None:
         """Report a write by the agent's own tool; `anchor` is that tool call's id
