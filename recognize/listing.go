@@ -1,6 +1,7 @@
 package recognize
 
 import (
+	"io/fs"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -171,7 +172,7 @@ func (r *recognizer) entries(dir string, names []string) ([]string, string) {
 
 func (r *recognizer) isSymlink(p string) bool {
 	st, err := r.files.Lstat(p)
-	return err == nil && st.Mode()&0o170000 == 0o120000
+	return err == nil && st.Mode()&fs.ModeSymlink != 0
 }
 
 func listingResult(format, dir string, q listQuery, rel []string) Result {

@@ -1,6 +1,7 @@
 package recognize
 
 import (
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -182,7 +183,7 @@ func (r *recognizer) dirView(path, out string) Result {
 		}
 		full := filepath.Join(root, name)
 		if st, err := r.files.Lstat(full); err == nil {
-			if st.Mode()&0o170000 == 0o120000 { // a symlink: Concord lists it as a plain entry
+			if st.Mode()&fs.ModeSymlink != 0 { // a symlink: Concord lists it as a plain entry
 				if dir && len(segs) == 1 {
 					return event(format, "a symlinked directory entry")
 				}

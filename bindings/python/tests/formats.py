@@ -44,3 +44,17 @@ def screen_line(line: str) -> str:
 
 def simple_argv(command: str) -> list[str]:
     return shlex.split(command)
+
+
+def with_texts(s, res: dict) -> dict:
+    """recognize names the sources it registered without their text (the call
+    carries what was shown); a full sync's view of the block gives the text
+    the server holds for each, which is what these tests compare."""
+    if not res.get("block"):
+        return res
+    r = s.sync(1, full=True)
+    assert r is not None, "sync failed"
+    (view,) = [b for b in r.blocks if b.block == res["block"]]
+    for src, held in zip(res.get("sources") or [], view.sources):
+        src["text"] = held.get("text")
+    return res

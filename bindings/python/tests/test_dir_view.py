@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from concord_openhands.session import ConcordSession
+from formats import with_texts
 
 DIR_VIEW_HEADER = "Here's the files and directories up to 2 levels deep in "
 
@@ -28,7 +29,7 @@ def recognize(s: ConcordSession, anchor: str, path: Path, text: str) -> dict:
     res = s.recognize(anchor, call, turn=1)
     if res is None:
         pytest.skip("server unavailable")
-    return res
+    return with_texts(s, res)
 
 
 def sdk_view(path: Path) -> str:
@@ -69,10 +70,7 @@ CASES = [
     ("file symlink", {"t.txt": "", "l": ("->", "t.txt")}, "l\nt.txt"),
     ("dir symlink deep", {"d": {"e": {}, "ln": ("->", "e")}}, "d/\nd/e/\nd/ln"),
     # The tool enters a symlinked directory; Concord's listing never would.
-    # The server's dirView misses the symlink (fs.FileMode against Unix mode
-    # bits, recognize/openhands.go) and registers a listing that is invalid at once.
-    pytest.param("dir symlink top", {"d": {"x": ""}, "ln": ("->", "d")}, None,
-                 marks=pytest.mark.xfail(strict=True, reason="server misses the symlinked directory")),
+    ("dir symlink top", {"d": {"x": ""}, "ln": ("->", "d")}, None),
 ]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from concord_openhands.session import ConcordSession
-from formats import simple_argv
+from formats import with_texts, simple_argv
 
 HERE = Path(__file__).resolve().parent
 CAPTURE = json.loads((HERE / "testdata" / "terminal.json").read_text())
@@ -43,7 +43,7 @@ def recognize(s: ConcordSession, anchor: str, command: str, text: str, cwd: str,
     res = s.recognize(anchor, call, turn=1)
     if res is None:
         pytest.skip("server unavailable")
-    return res
+    return with_texts(s, res)
 
 
 @pytest.fixture(scope="module")
@@ -106,13 +106,6 @@ def test_listings_from_real_output_match_the_servers_listing(ws, session, comman
     assert src["text"] == listing
 
 
-# The server's isSymlink tests Go's fs.FileMode against Unix st_mode bits
-# (recognize/listing.go: `st.Mode()&0o170000 == 0o120000`), so it never sees a
-# symlink and lists `link/`: the block is invalid at once. Reported, not fixed here.
-SYMLINK_BUG = "server lists a symlink to a directory as `link/` (recognize isSymlink mode bits)"
-
-
-@pytest.mark.xfail(strict=True, reason=SYMLINK_BUG)
 @pytest.mark.parametrize("command", ["ls", "ls -la", "find . -maxdepth 1"])
 def test_symlink_to_a_directory_is_an_entry_not_a_directory(tmp_path, concord_bin, command):
     """Issue 19: `link -> sub` is listed as `link`, never `link/`: Concord's
