@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/concord-ctx/concord/fileadapter"
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/runtime"
 )
 

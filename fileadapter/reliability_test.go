@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/runtime"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/concord-ctx/concord/runtime"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 func raw(s string) *json.RawMessage { r := json.RawMessage(s); return &r }

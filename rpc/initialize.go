@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/runtime"
 )
 
@@ -45,6 +45,7 @@ func (s *Server) initialize(ctx context.Context, raw *json.RawMessage) (any, err
 
 		Placement: p.Placement,
 		CacheTTL:  runtime.CacheTTL(p.Cache),
+		Feed:      p.Feed,
 	}
 	if p.Cache != nil {
 		cfg.Price = p.Cache.Price

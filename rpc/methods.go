@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // handler runs one wire method: params in, result out.
@@ -35,7 +35,8 @@ var methods = map[string]method{
 	protocol.MethodInitialize:    {(*Server).initialize, barrier},
 	protocol.MethodObserve:       {onCore(Core.Observe, requireText), byAgent},
 	protocol.MethodSourceChanged: {onCore(Core.SourceChanged, nil), barrier},
-	protocol.MethodSync:          {onCore(syncNonNil, nil), byAgent},
+	protocol.MethodSync:          {(*Server).syncViews, byAgent},
+	protocol.MethodRecognize:     {(*Server).recognize, byAgent},
 	protocol.MethodRelease:       {onCore(Core.Release, nil), byAgent}, // barrier when it names no agent
 	protocol.MethodStats:         {onCore(stats, nil), barrier},
 	protocol.MethodShutdown:      {(*Server).shutdown, barrier},

@@ -3,7 +3,7 @@ package rpc
 import (
 	"testing"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // TestMethodSpecsMatchDispatch: protocol.Methods (what the bindings' types are

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // notifier turns the core's change callbacks into blocksChanged

@@ -1,7 +1,7 @@
 // Package rpc is Concord's JSON-RPC 2.0 server: the lifecycle, dispatch of
 // each wire method to the core (a table, methods.go), per-agent ordering,
 // blocksChanged notifications and the mapping of core errors to wire codes
-// (errors.go). The wire types are package rpc/protocol, the framing is
+// (errors.go). The wire types are package protocol, the framing is
 // rpc/internal/frame, and the Go client is rpc/client. docs/protocol.md is
 // the contract this package implements.
 package rpc
@@ -20,8 +20,8 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc/internal/frame"
-	"github.com/concord-ctx/concord/rpc/protocol"
 	"github.com/concord-ctx/concord/runtime"
 )
 
@@ -58,6 +58,8 @@ type SessionConfig struct {
 	Placement string
 	CacheTTL  time.Duration
 	Price     *protocol.CachePrice
+	// Feed is initialize's change-feed settings (nil: the operator's).
+	Feed *protocol.FeedParams
 }
 
 // NewSessionFunc builds a session's core for initialize and reports the
@@ -118,6 +120,8 @@ type Server struct {
 	endInput context.CancelFunc
 
 	nextID atomic.Uint64 // ids of server-to-client requests
+
+	rec recognized // how recognize's blocks were shown, to render their views
 }
 
 // Serve runs the protocol on in/out until exit or the end of in. It returns

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc/internal/frame"
-	"github.com/concord-ctx/concord/rpc/protocol"
 
 	"github.com/sourcegraph/jsonrpc2"
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/concord-ctx/concord/rpc"
-	"github.com/concord-ctx/concord/rpc/session"
 	"github.com/concord-ctx/concord/rpc/transcript"
+	"github.com/concord-ctx/concord/session"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected messages of testdata/rpc/*.jsonl")

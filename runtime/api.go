@@ -4,7 +4,7 @@
 // changes and projects, per agent, what the model must now be shown.
 //
 // It knows no file system and no agent runtime: sources are reached through
-// Adapters; its API is the wire types of package rpc/protocol, and the
+// Adapters; its API is the wire types of package protocol, and the
 // transport lives in package rpc.
 package runtime
 
@@ -12,7 +12,7 @@ import (
 	"context"
 
 	"github.com/concord-ctx/concord/locator"
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // The core's API speaks the wire types of package protocol (one set of

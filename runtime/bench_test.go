@@ -1,7 +1,7 @@
 package runtime
 
 import (
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 
 	"context"
 	"fmt"
@@ -221,5 +221,71 @@ func BenchmarkObserveGrepBlock(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/hit")
 		})
+	}
+}
+
+// manyLinksWorld is one file of 60,000 lines and agents x perAgent
+// one-line reads of distinct lines (issue 23's 50,000 links on one file).
+func manyLinksWorld(b *testing.B, agents, perAgent int) (*Manager, *memStore, []string, []Observation) {
+	b.Helper()
+	mem, fa := newMem()
+	ls := make([]string, 60000)
+	for i := range ls {
+		ls[i] = fmt.Sprintf("row %05d: value %d", i+1, i*7)
+	}
+	mem.set(fid, text(ls))
+	var obs []Observation
+	for k := range perAgent {
+		for a := range agents {
+			line := 1 + (a*perAgent+k)%len(ls)
+			obs = append(obs, Observation{Agent: fmt.Sprintf("agent-%d", a), Turn: 1, Anchor: fmt.Sprintf("call_%d", k),
+				Sources: []SourceRef{{URI: fid, Range: &protocol.Range{Start: line, End: line}, Text: ls[line-1]}}})
+		}
+	}
+	m := New(Config{})
+	m.AddAdapter(fa)
+	b.Cleanup(func() { m.Close() })
+	return m, mem, ls, obs
+}
+
+// BenchmarkObserveManyLinks: registering 10,000 one-line reads of one file
+// by 10 agents, per observation (supersession looks for older reads of the
+// same agent on the source at each one).
+func BenchmarkObserveManyLinks(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		m, _, _, obs := manyLinksWorld(b, 10, 1000)
+		ctx := context.Background()
+		b.StartTimer()
+		for _, o := range obs {
+			if _, err := m.Observe(ctx, o); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		m.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/observe")
+}
+
+// BenchmarkFirstSyncManyLinks: the first sync after a one-line edit in the
+// middle of a file that 20,000 one-line reads (20 agents) link.
+func BenchmarkFirstSyncManyLinks(b *testing.B) {
+	m, mem, ls, obs := manyLinksWorld(b, 20, 1000)
+	ctx := context.Background()
+	for _, o := range obs {
+		if _, err := m.Observe(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cur := append([]string(nil), ls...)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cur[30000] = fmt.Sprintf("row edited %d", i)
+		mem.set(fid, text(cur))
+		if _, err := m.Sync(ctx, SyncRequest{Agent: "agent-0", Turn: 2}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -72,12 +72,12 @@ func erratum(b *block) ([]clause, holds) {
 		if l.text == l.shown && (l.whole || l.rng == l.shownRng) {
 			continue
 		}
-		c, lh := linkErratum(b.anchor, l, b.pl.noted)
+		c, lh := linkErratum(b.anchor, l, b.pl.note != noteNone)
 		cs = append(cs, c)
 		h = min(h, lh)
 	}
 	if len(cs) == 0 {
-		if b.pl.noted {
+		if b.pl.note != noteNone {
 			// An earlier erratum said otherwise; the copy in place is true again.
 			return []clause{{anchor: b.anchor, raw: "[concord] The output of " + b.anchor + " is current again."}}, holdsNow
 		}

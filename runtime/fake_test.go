@@ -1,7 +1,7 @@
 package runtime
 
 import (
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 
 	"context"
 	"crypto/sha256"

@@ -1,7 +1,7 @@
 package runtime_test
 
 import (
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 
 	"bytes"
 	"context"

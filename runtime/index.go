@@ -3,6 +3,7 @@ package runtime
 import (
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/concord-ctx/concord/locator"
@@ -10,8 +11,10 @@ import (
 
 // index is the manager's state: sources with their links, blocks, agents,
 // and the block lifecycle (register, supersede, unlink, retire, forget,
-// trim the audit trail). It has no lock and does no I/O: Manager.mu guards
-// it, so its methods are plain data-structure operations.
+// trim the audit trail). It has no lock of its own and does no I/O: its
+// guard is Manager.mu, held by every caller of every method, so the methods
+// are plain data-structure operations. The Manager changes it only through
+// them.
 type index struct {
 	sources  map[string]*source
 	blocks   map[string]*block
@@ -129,7 +132,7 @@ func (ix *index) replaceAnchor(ag *agentState, anchor string) bool {
 func (ix *index) drop(b *block, why string) {
 	ix.unlink(b)
 	ix.retireSuperseded(b)
-	b.status = Released
+	ix.enter(b, stageReleased)
 	ix.forget(b)
 	ix.count(why)
 }
@@ -163,12 +166,35 @@ type source struct {
 	stamp   string
 	readErr string
 	links   map[*link]struct{}
-	pins    int // observations loading this source; keeps its text alive
+	order   []*link // links in block order, with unlinked ones not yet compacted out (ordered)
+	pins    int     // observations loading this source; keeps its text alive
 
 	pl srcPlace // guarded by Manager.mu
 
 	watchMu sync.Mutex // orders Watch/Unwatch calls
 	watched bool       // guarded by watchMu
+}
+
+// addLink indexes l in s, after every link already there.
+func (s *source) addLink(l *link) {
+	s.links[l] = struct{}{}
+	s.order = append(s.order, l)
+}
+
+// ordered returns s's live links in block order, compacting out the
+// unlinked ones.
+func (s *source) ordered() []*link {
+	if len(s.order) != len(s.links) {
+		live := s.order[:0]
+		for _, l := range s.order {
+			if l.src == s {
+				live = append(live, l)
+			}
+		}
+		clear(s.order[len(live):])
+		s.order = live
+	}
+	return slices.Clone(s.order)
 }
 
 func (s *source) getLines() []string {
@@ -246,7 +272,7 @@ type block struct {
 	notice       string
 	reason       string
 	supersededBy string
-	orphaned     bool // superseded, then the newer read left the context: invalid for good
+	stage        stage // the block's lifecycle stage (lifecycle.go); status follows it
 	aged         bool
 	ageNotice    string
 	pl           blockPlace
@@ -258,13 +284,45 @@ type agentState struct {
 	blocks   map[*block]struct{}
 	byAnchor map[string][]*block
 	dirty    map[*block]struct{}
-	srcRefs  map[*source]int // live links per source: the sources a sync must wait for
-	audit    []*block        // superseded blocks, oldest first (bounded by Manager.auditMax)
+	srcRefs  map[*source]int     // live links per source: the sources a sync must wait for
+	bySrc    map[*source][]*link // the agent's links per source, in block order, unlinked ones not yet compacted out
+	audit    []*block            // superseded blocks, oldest first (bounded by Manager.auditMax)
 	pl       agentPlace
 }
 
+// addLink counts l among its agent's links on its source.
+func (ag *agentState) addLink(l *link) {
+	ag.srcRefs[l.src]++
+	if ag.bySrc == nil {
+		ag.bySrc = map[*source][]*link{}
+	}
+	ag.bySrc[l.src] = append(ag.bySrc[l.src], l)
+}
+
+// linksOn returns the agent's live links on s, compacting out unlinked ones.
+func (ag *agentState) linksOn(s *source) []*link {
+	ls := ag.bySrc[s]
+	if len(ls) == ag.srcRefs[s] {
+		return ls
+	}
+	live := ls[:0]
+	for _, l := range ls {
+		if l.src == s {
+			live = append(live, l)
+		}
+	}
+	clear(ls[len(live):])
+	if len(live) == 0 {
+		delete(ag.bySrc, s)
+		return nil
+	}
+	ag.bySrc[s] = live
+	return live
+}
+
 // supersede retires older blocks of the same agent whose every link lies
-// inside a link of b. Caller holds ix.mu.
+// inside a link of b. Only the agent's own links on b's sources are looked
+// at (other agents' reads never compete). Caller holds Manager.mu.
 func (ix *index) supersede(b *block) []string {
 	cands := map[*block]struct{}{}
 	seen := make(map[*source]bool, 1)
@@ -273,9 +331,9 @@ func (ix *index) supersede(b *block) []string {
 			continue // a grep block links one source many times: scan it once
 		}
 		seen[l.src] = true
-		for ol := range l.src.links {
+		for _, ol := range b.agent.linksOn(l.src) {
 			ob := ol.block
-			if ob != b && ob.agent == b.agent && ob.seq < b.seq && ob.status != Superseded {
+			if ob != b && ob.seq < b.seq && ob.stage == stageLive && linkInside(ol, b) {
 				cands[ob] = struct{}{}
 			}
 		}
@@ -290,7 +348,8 @@ func (ix *index) supersede(b *block) []string {
 	ids := make([]string, 0, len(old))
 	for _, ob := range old {
 		ob.notice = noticeSuperseded(ob, b)
-		ob.status, ob.supersededBy, ob.reason = Superseded, b.id, "superseded by "+b.id
+		ix.enter(ob, stageSuperseded)
+		ob.supersededBy, ob.reason = b.id, "superseded by "+b.id
 		ix.unlink(ob)
 		ix.count("superseded")
 		ix.markDirty(ob)
@@ -303,22 +362,25 @@ func (ix *index) supersede(b *block) []string {
 
 func contained(ob, nb *block) bool {
 	for _, ol := range ob.links {
-		in := false
-		for _, nl := range nb.links {
-			if nl.src == ol.src && (nl.whole || !ol.whole && nl.rng.Start <= ol.rng.Start && ol.rng.End <= nl.rng.End) {
-				in = true
-				break
-			}
-		}
-		if !in {
+		if !linkInside(ol, nb) {
 			return false
 		}
 	}
 	return true
 }
 
+// linkInside reports whether ol lies inside a link of nb.
+func linkInside(ol *link, nb *block) bool {
+	for _, nl := range nb.links {
+		if nl.src == ol.src && (nl.whole || !ol.whole && nl.rng.Start <= ol.rng.Start && ol.rng.End <= nl.rng.End) {
+			return true
+		}
+	}
+	return false
+}
+
 // unlink removes b's links from the source index, keeping a small audit
-// record (uri, lines, version) and dropping texts. Caller holds ix.mu; the
+// record (uri, lines, version) and dropping texts. Caller holds Manager.mu; the
 // caller syncs watches afterwards.
 func (ix *index) unlink(b *block) {
 	for _, l := range b.links {
@@ -343,21 +405,23 @@ func (ix *index) unlink(b *block) {
 // "a newer read is in the context": if b was itself superseded, the newer
 // read that replaced b covers them too; otherwise nothing covers them any
 // more and they become invalid, asking for a re-read (their text is gone).
-// Caller holds ix.mu, before changing b's status.
+// Caller holds Manager.mu, before changing b's status.
 func (ix *index) retireSuperseded(b *block) {
 	var by *block
-	if b.status == Superseded {
+	if b.stage == stageSuperseded {
 		by = ix.blocks[b.supersededBy]
 	}
 	for _, s := range b.agent.audit {
-		if s == nil || s.status != Superseded || s.supersededBy != b.id {
+		if s == nil || s.stage != stageSuperseded || s.supersededBy != b.id {
 			continue
 		}
 		if by != nil {
+			ix.enter(s, stageSuperseded) // re-pointed to the read that covers b
 			s.supersededBy, s.reason = by.id, "superseded by "+by.id
 			s.notice = noticeSuperseded(s, by)
 		} else {
-			s.status, s.supersededBy, s.orphaned = Invalid, "", true
+			ix.enter(s, stageOrphaned)
+			s.supersededBy = ""
 			s.notice = noticeOrphaned(s)
 			s.reason = "the newer read " + b.id + " left the context"
 			ix.count("orphaned")
@@ -367,7 +431,7 @@ func (ix *index) retireSuperseded(b *block) {
 	}
 }
 
-// forget drops a block from every index. Caller holds ix.mu and has unlinked it.
+// forget drops a block from every index. Caller holds Manager.mu and has unlinked it.
 func (ix *index) forget(b *block) {
 	delete(ix.blocks, b.id)
 	ag := b.agent
@@ -389,11 +453,11 @@ func (ix *index) forget(b *block) {
 // trimAudit keeps an agent's audit trail of superseded blocks within
 // ix.auditMax. Only blocks a sync already reported are forgotten: an
 // unreported one still owes its agent the notice that hides the old read.
-// Caller holds ix.mu.
+// Caller holds Manager.mu.
 func (ix *index) trimAudit(ag *agentState) {
 	for len(ag.audit) > ix.auditMax {
 		b := ag.audit[0]
-		if b.status == Superseded || b.orphaned {
+		if b.stage == stageSuperseded || b.stage == stageOrphaned {
 			if _, owed := ag.dirty[b]; owed {
 				return
 			}
@@ -416,3 +480,104 @@ func (ix *index) markDirty(b *block) {
 }
 
 func (ix *index) count(k string) { ix.recon[k]++ }
+
+// countN adds n to counter k.
+func (ix *index) countN(k string, n int) { ix.recon[k] += n }
+
+// newBlock makes the agent's next block (not yet indexed: addBlock).
+func (ix *index) newBlock(ag *agentState, anchor string, turn int) *block {
+	ix.seq++
+	return &block{id: "b" + strconv.FormatUint(ix.seq, 10), seq: ix.seq, agent: ag, anchor: anchor, turn: turn, status: Valid}
+}
+
+// addBlock indexes b: by id, for its agent, and each link in its source
+// (source -> blocks, across agents). Its anchor is indexed apart
+// (addAnchor), after the anchor's earlier blocks are replaced.
+func (ix *index) addBlock(b *block) {
+	for _, l := range b.links {
+		l.src.addLink(l)
+		b.agent.addLink(l)
+	}
+	ix.blocks[b.id] = b
+	b.agent.blocks[b] = struct{}{}
+}
+
+// addAnchor indexes b under its agent's anchor.
+func (ix *index) addAnchor(b *block) {
+	b.agent.byAnchor[b.anchor] = append(b.agent.byAnchor[b.anchor], b)
+}
+
+// known returns the source with canonical id, nil when none is indexed.
+func (ix *index) known(id string) *source { return ix.sources[id] }
+
+// aging reports whether any policy layer sets an age limit.
+func (ix *index) aging() bool { return ix.ageUsed }
+
+// block returns the block with id, nil when unknown or forgotten.
+func (ix *index) block(id string) *block { return ix.blocks[id] }
+
+// useAge records that some policy layer sets an age limit, so syncs age blocks.
+func (ix *index) useAge(p *Policy) {
+	ix.ageUsed = ix.ageUsed || p.MaxAgeTurns != nil && *p.MaxAgeTurns > 0
+}
+
+// bump moves the generation: the model-visible projection changed.
+func (ix *index) bump() { ix.gen++ }
+
+// generation is the current projection generation.
+func (ix *index) generation() uint64 { return ix.gen }
+
+// verified counts a verify pass (one per projected sync).
+func (ix *index) verified() { ix.verifies++ }
+
+// notified drops agent from the agents owed an OnChange call: its sync
+// just gave it the projection.
+func (ix *index) notified(agent string) { delete(ix.notify, agent) }
+
+// takeNotify returns the agents owed an OnChange call (but exclude),
+// clearing the set.
+func (ix *index) takeNotify(exclude string) []string {
+	if len(ix.notify) == 0 {
+		return nil
+	}
+	agents := make([]string, 0, len(ix.notify))
+	for a := range ix.notify {
+		if a != exclude {
+			agents = append(agents, a)
+		}
+	}
+	ix.notify = map[string]struct{}{}
+	return agents
+}
+
+// takeUnwatch returns the sources that lost links since the last call, for
+// watch syncing outside the lock.
+func (ix *index) takeUnwatch() []*source {
+	srcs := ix.unwatch
+	ix.unwatch = nil
+	return srcs
+}
+
+// stats counts the index for Stats.
+func (ix *index) stats() Stats {
+	st := Stats{Blocks: map[Status]int{}, Reconciliations: map[string]int{}, VerifyPasses: ix.verifies, Agents: len(ix.agents)}
+	for k, v := range ix.recon {
+		st.Reconciliations[k] = v
+	}
+	for _, b := range ix.blocks {
+		st.Blocks[b.status]++
+		for _, l := range b.links {
+			if l.src != nil && l.whole && sameString(l.text, l.src.text) {
+				continue // shares the source's copy
+			}
+			st.BytesHeld += int64(len(l.text))
+		}
+	}
+	for _, s := range ix.sources {
+		if len(s.links) > 0 {
+			st.Sources++
+		}
+		st.BytesHeld += int64(len(s.text))
+	}
+	return st
+}

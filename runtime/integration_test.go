@@ -3,7 +3,7 @@ package runtime_test
 import (
 	"fmt"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 
 	"context"
 	"errors"
@@ -267,7 +267,8 @@ func TestImports(t *testing.T) {
 	}
 	const mod = "github.com/concord-ctx/concord/"
 	deps := list(mod+"runtime", "-deps")
-	for _, b := range []string{"github.com/fsnotify/fsnotify", "github.com/sourcegraph/jsonrpc2", mod + "fileadapter", mod + "rpc"} {
+	for _, b := range []string{"github.com/fsnotify/fsnotify", "github.com/sourcegraph/jsonrpc2", "github.com/nats-io/nats.go",
+		mod + "fileadapter", mod + "rpc", mod + "feed", mod + "feed/natsfeed"} {
 		if deps[b] {
 			t.Errorf("runtime depends on %s", b)
 		}
@@ -286,9 +287,9 @@ func TestImports(t *testing.T) {
 	}
 	// The wire types are pure: the standard library only, so that the
 	// core, the client and a benchmark can share them without weight.
-	for d := range list(mod+"rpc/protocol", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}") {
-		if d != mod+"rpc/protocol" {
-			t.Errorf("rpc/protocol depends on %s", d)
+	for d := range list(mod+"protocol", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}") {
+		if d != mod+"protocol" {
+			t.Errorf("protocol depends on %s", d)
 		}
 	}
 }

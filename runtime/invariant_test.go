@@ -1,7 +1,7 @@
 package runtime
 
 import (
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 	"regexp"
 
 	"context"
@@ -978,34 +978,6 @@ func (r *invRun) checkOriginal(h *heldBlock) {
 	}
 }
 
-// copyCurrent reports whether the anchor's copy in place (its latest view
-// with sources, else the tool's output) is exactly the current content.
-func (r *invRun) copyCurrent(h *heldBlock) bool {
-	old := h.refs
-	if h.view != nil {
-		old = h.view.Sources
-	}
-	if h.view != nil && h.view.Status != Valid && h.view.Status != Patched || len(old) == 0 {
-		return false
-	}
-	for _, o := range old {
-		cur, ok := r.content[o.URI]
-		if !ok {
-			return false
-		}
-		if o.Range == nil {
-			if !slices.Equal(locator.SplitLines(normalizeText(o.Text)), locator.SplitLines(normalizeText(cur))) {
-				return false
-			}
-			continue
-		}
-		if want, ok := at(cur, Range(*o.Range)); !ok || want != normalizeText(o.Text) {
-			return false
-		}
-	}
-	return true
-}
-
 // checkSupersededCopy: under tail and auto a superseded read stays in the
 // prompt as the model last had it, and the newer read follows it. That is
 // no correction by itself (a reader may take either copy): the copy must
@@ -1183,6 +1155,9 @@ func sameSourceView(a, b SourceView) bool {
 // script holds.
 func (r *invRun) checkStats() {
 	st := r.h.m.Stats()
+	if n := st.Reconciliations["illegalTransition"]; n > 0 {
+		r.fail("%d illegal block lifecycle transitions", n)
+	}
 	held, sup := 0, 0
 	linked := map[string]bool{}
 	for _, ag := range r.agents {

@@ -62,7 +62,7 @@ func (rc *reconciler) listing(l *link) {
 	}
 	l.tracked, l.anchor, l.cause, l.tail = false, nil, causePolicy, false
 	l.state, l.notice = linkInvalid, noticeListing(l, added, removed)
-	rc.m.count("listing")
+	rc.m.ix.count("listing")
 	rc.touch(l, fmt.Sprintf("listing: %d added, %d removed", len(added), len(removed)))
 }
 

@@ -10,7 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/concord-ctx/concord/locator"
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // Config configures a Manager.
@@ -45,23 +45,35 @@ type Config struct {
 // DefaultAuditLimit is Config.AuditLimit's default.
 const DefaultAuditLimit = 1024
 
-// Manager is the context manager. It is safe for concurrent use. Its one
-// lock guards the index (index.go); public methods take it for an index
-// operation and release it before adapter I/O and before notifying, so a
-// source is read outside the lock and the result applied under it, in read
-// order per source (source.io).
+// Manager is the context manager. It is safe for concurrent use. Public
+// methods take mu for an index operation and release it before adapter I/O
+// and before notifying, so a source is read outside the lock and the result
+// applied under it, in read order per source.
+//
+// The locks, and what each guards:
+//   - Manager.mu: closed, adapters, fallback, bySource and the whole index
+//     (index.go: sources, blocks, agents, their links and placement state).
+//   - source.io: orders "read the source, then apply under mu" per source,
+//     so results apply in read order while other sources proceed.
+//   - source.watchMu: orders Watch/Unwatch calls to the adapter per source,
+//     and guards source.watched.
+//   - hintQueue.mu: the pending hints (a leaf: nothing is locked under it).
+//
+// Lock order: source.io, then Manager.mu; source.watchMu, then Manager.mu.
+// Nothing takes io or watchMu while holding Manager.mu, and no adapter is
+// called under Manager.mu.
 type Manager struct {
 	params   locator.Params
 	policy   PolicyConfig
 	onChange func([]string)
 	log      *slog.Logger
 
-	mu       sync.Mutex
+	mu       sync.Mutex // see the type's comment for what it guards
 	closed   bool
 	adapters map[string]Adapter
 	fallback Adapter
 	bySource map[string]Policy // BySource keys normalised to canonical ids
-	index                      // guarded by mu
+	ix       index             // guarded by mu
 
 	placement string // PlacementInplace, PlacementTail or PlacementAuto
 	cacheTTL  time.Duration
@@ -92,7 +104,7 @@ func New(cfg Config) *Manager {
 		log:      log,
 		adapters: map[string]Adapter{},
 		bySource: map[string]Policy{},
-		index:    newIndex(cfg.AuditLimit),
+		ix:       newIndex(cfg.AuditLimit),
 		hints:    newHintQueue(),
 		ctx:      ctx,
 		cancel:   cancel,
@@ -100,12 +112,12 @@ func New(cfg Config) *Manager {
 	}
 	for k, pol := range cfg.Policy.BySource {
 		m.bySource[k] = pol
-		m.ageUsed = m.ageUsed || pol.MaxAgeTurns != nil && *pol.MaxAgeTurns > 0
+		m.ix.useAge(&pol)
 	}
 	for _, pol := range cfg.Policy.ByType {
-		m.ageUsed = m.ageUsed || pol.MaxAgeTurns != nil && *pol.MaxAgeTurns > 0
+		m.ix.useAge(&pol)
 	}
-	m.ageUsed = m.ageUsed || cfg.Policy.Global.MaxAgeTurns != nil && *cfg.Policy.Global.MaxAgeTurns > 0
+	m.ix.useAge(&cfg.Policy.Global)
 	m.placement, m.cacheTTL, m.price, m.clock = cfg.Placement, cfg.CacheTTL, cfg.Price, cfg.Now
 	if m.placement == "" {
 		m.placement = DefaultPlacement
@@ -126,7 +138,7 @@ func locked[T any](m *Manager, op func(ix *index) (T, error)) (T, error) {
 		var zero T
 		return zero, ErrClosed
 	}
-	return op(&m.index)
+	return op(&m.ix)
 }
 
 // withLock runs f under the lock: an index update between two pieces of I/O.
@@ -189,7 +201,7 @@ func (m *Manager) adapterForLocked(uri string) Adapter {
 func (m *Manager) Generation() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.gen
+	return m.ix.generation()
 }
 
 // Close stops the hint worker and closes every adapter. Later calls fail
@@ -224,26 +236,7 @@ func (m *Manager) Close() error {
 func (m *Manager) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := Stats{Blocks: map[Status]int{}, Reconciliations: map[string]int{}, VerifyPasses: m.verifies, Agents: len(m.agents)}
-	for k, v := range m.recon {
-		st.Reconciliations[k] = v
-	}
-	for _, b := range m.blocks {
-		st.Blocks[b.status]++
-		for _, l := range b.links {
-			if l.src != nil && l.whole && sameString(l.text, l.src.text) {
-				continue // shares the source's copy
-			}
-			st.BytesHeld += int64(len(l.text))
-		}
-	}
-	for _, s := range m.sources {
-		if len(s.links) > 0 {
-			st.Sources++
-		}
-		st.BytesHeld += int64(len(s.text))
-	}
-	return st
+	return m.ix.stats()
 }
 
 func sameString(a, b string) bool {
@@ -253,17 +246,7 @@ func sameString(a, b string) bool {
 // flushNotify calls OnChange for the agents owed one, outside the lock.
 func (m *Manager) flushNotify(exclude string) {
 	m.mu.Lock()
-	if len(m.notify) == 0 {
-		m.mu.Unlock()
-		return
-	}
-	agents := make([]string, 0, len(m.notify))
-	for a := range m.notify {
-		if a != exclude {
-			agents = append(agents, a)
-		}
-	}
-	m.notify = map[string]struct{}{}
+	agents := m.ix.takeNotify(exclude)
 	m.mu.Unlock()
 	if len(agents) == 0 || m.onChange == nil {
 		return
@@ -315,7 +298,7 @@ func (m *Manager) runHints() {
 		}
 		for _, h := range m.hints.take() {
 			m.mu.Lock()
-			s := m.sources[h.id]
+			s := m.ix.known(h.id)
 			m.mu.Unlock()
 			if s == nil {
 				continue
@@ -331,8 +314,7 @@ func (m *Manager) runHints() {
 // syncPendingWatches syncs the watches of sources that lost links.
 func (m *Manager) syncPendingWatches() {
 	m.mu.Lock()
-	srcs := m.unwatch
-	m.unwatch = nil
+	srcs := m.ix.takeUnwatch()
 	m.mu.Unlock()
 	m.syncWatch(srcs...)
 }

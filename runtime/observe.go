@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/concord-ctx/concord/locator"
@@ -27,7 +26,7 @@ func (m *Manager) lookup(uri string) (*source, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.source(id, a), nil
+	return m.ix.source(id, a), nil
 }
 
 // Observe registers one tool observation. Events are acknowledged with
@@ -59,7 +58,7 @@ func (m *Manager) Observe(ctx context.Context, obs Observation) (ObserveResult, 
 		b := m.register(obs, srcs)
 		res := ObserveResult{Block: b.id, Superseded: []string{}}
 		if b.status != Invalid {
-			res.Superseded = m.supersede(b)
+			res.Superseded = m.ix.supersede(b)
 		}
 		res.Status = b.status
 		return res, nil
@@ -180,16 +179,15 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 // register builds the block, verifies each link against the source's current
 // text and indexes it. Caller holds m.mu.
 func (m *Manager) register(obs Observation, srcs []*source) *block {
-	ag := m.agent(obs.Agent)
+	ag := m.ix.agent(obs.Agent)
 	if obs.Turn > ag.turn {
 		ag.turn = obs.Turn
 	}
-	m.seq++
-	b := &block{id: "b" + strconv.FormatUint(m.seq, 10), seq: m.seq, agent: ag, anchor: obs.Anchor, turn: obs.Turn, status: Valid}
+	b := m.ix.newBlock(ag, obs.Anchor, obs.Turn)
 	if obs.Policy != nil {
 		p := *obs.Policy
 		b.policy = &p
-		m.ageUsed = m.ageUsed || p.MaxAgeTurns != nil && *p.MaxAgeTurns > 0
+		m.ix.useAge(&p)
 	}
 	b.links = make([]*link, len(obs.Sources))
 	for i, ref := range obs.Sources {
@@ -205,24 +203,19 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 		l.shown, l.shownRng = l.text, l.rng
 		m.verifyLink(l)
 	}
-	for _, l := range b.links {
-		l.src.links[l] = struct{}{}
-		ag.srcRefs[l.src]++
-	}
-	m.blocks[b.id] = b
-	ag.blocks[b] = struct{}{}
+	m.ix.addBlock(b)
 	replaced := false
 	if obs.Anchor != "" {
 		// The same tool result registered again (a binding that restarted or
 		// re-read its history): the new block replaces the old one outright.
 		// Superseding it instead would send the anchor two views.
-		replaced = m.replaceAnchor(ag, obs.Anchor)
-		ag.byAnchor[obs.Anchor] = append(ag.byAnchor[obs.Anchor], b)
+		replaced = m.ix.replaceAnchor(ag, obs.Anchor)
+		m.ix.addAnchor(b)
 	}
 	m.recompute(b)
 	placeRegistered(b, replaced)
 	if b.status != Valid || replaced {
-		m.markDirty(b) // the next sync carries the repair (or resets the anchor's view)
+		m.ix.markDirty(b) // the next sync carries the repair (or resets the anchor's view)
 	}
 	return b
 }
@@ -267,7 +260,7 @@ func (m *Manager) verifyLink(l *link) {
 		l.tail = l.rng.End == len(cur)
 		return
 	}
-	m.count("raced")
+	m.ix.count("raced")
 	rc := m.newReconciler(src, "", nil, false)
 	rc.prefix = "raced read: "
 	rc.link(l)

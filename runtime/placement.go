@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/concord-ctx/concord/locator"
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // Cache-aware placement of repairs (docs/protocol.md, "Placement").
@@ -88,11 +88,33 @@ type blockPlace struct {
 	at        int    // the agent's reported prompt size then: where its message starts, at the earliest
 	reset     bool   // a new result for its anchor: the view goes in place whatever the placement
 	deferred  bool   // the in-place view lags the current state (a tail erratum or nothing was sent)
-	noted     bool   // an erratum for it was delivered since its last in-place view
-	warned    bool   // that erratum says the copy is outdated and claims no text: later changes add nothing
-	sameText  bool   // that erratum claims only that the text is unchanged: later moves add nothing
-	pointed   bool   // superseded, and an erratum pointed from it to the newer read
+	note      note   // what the latest erratum since its last in-place view says (noteNone: none was sent)
 	inplace   Status // status of the last in-place view ("" = the tool's original output)
+}
+
+// note is what the latest erratum about a block says, which decides when a
+// later change needs a new one (decide) and whether a superseded read's
+// copy still holds (copyHolds). Placement keeps it as data, one value per
+// block, rather than a flag per kind.
+type note uint8
+
+const (
+	noteNone     note = iota // no erratum since the copy in place
+	noteClaim                // claims current lines or text: any later change may falsify it
+	noteSameText             // claims only that the text in place is unchanged: true while it is
+	noteWarning              // only warns that the copy is outdated: true whatever changes next
+	notePointer              // a superseded read's pointer to the newer read: claims no text
+)
+
+// noteFor is the note an erratum that holds as h leaves.
+func noteFor(h holds) note {
+	switch h {
+	case holdsSameText:
+		return noteSameText
+	case holdsAlways:
+		return noteWarning
+	}
+	return noteClaim
 }
 
 // linkPlace says who changed a link since the model's in-place copy.
@@ -215,21 +237,21 @@ func (m *Manager) decide(b *block, flush bool) where {
 		return inPlace
 	case b.anchor == "":
 		return inPlace // an erratum could not name it
-	case b.status == Superseded && !b.orphaned:
+	case b.stage == stageSuperseded:
 		// The newer read follows it in the prompt, and a reader takes the
 		// latest copy: rewriting the old one for that alone only costs.
-		if p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && !b.pl.noted {
+		if p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && b.pl.note == noteNone {
 			return inPlace // never sent: the pointer is free and shorter
 		}
 		return nowhere
-	case b.pl.warned && !b.orphaned && !copyCurrent(b) && !goneEnded(b):
+	case b.pl.note == noteWarning && b.stage != stageOrphaned && !copyCurrent(b) && !goneEnded(b):
 		// An erratum already says the copy is outdated; it stays true. Once
 		// the copy is current again (a change reverted), or the source it
 		// said was gone is back, the next erratum says what holds now.
 		return nowhere
-	case b.pl.sameText && !b.orphaned && b.status != Superseded && textUnchanged(b):
+	case b.pl.note == noteSameText && b.stage == stageLive && textUnchanged(b):
 		return nowhere // an erratum already says its lines moved, text unchanged; still true
-	case p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && !b.pl.noted:
+	case p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && b.pl.note == noteNone:
 		return inPlace // never sent: not in any cached prefix
 	}
 	return atTail
@@ -251,9 +273,9 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 			}
 		}
 		sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
-		m.count("flushes")
+		m.ix.count("flushes")
 		if len(bs) > 0 {
-			m.gen++
+			m.ix.bump()
 		}
 	}
 	if req.PromptChars > 0 {
@@ -277,11 +299,11 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 				if cut < 0 {
 					cut = b.pl.at
 				}
-				m.count("pricedRewrites")
+				m.ix.count("pricedRewrites")
 				out = append(out, placeInPlace(b))
 				continue
 			}
-			b.pl.noted, b.pl.warned, b.pl.sameText = true, h == holdsAlways, h == holdsSameText
+			b.pl.note = noteFor(h)
 			for _, l := range b.links {
 				if l.src != nil {
 					l.pl.notedAt, l.pl.ownSince = l.src.pl.trans, false
@@ -303,7 +325,7 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 		out = m.pointers(ag, bs, &tail, out)
 	}
 	if len(tail.views) > 0 {
-		m.recon["errata"] += len(tail.views)
+		m.ix.countN("errata", len(tail.views))
 	}
 	tail.render(out)
 	ag.pl.calls++
@@ -344,7 +366,7 @@ func placeInPlace(b *block) BlockView {
 // after the copy, and could contradict it. Caller holds m.mu.
 func (m *Manager) rewritePays(b *block, v BlockView, cs []clause, cut int) bool {
 	p, ag := m.price, b.agent
-	if p == nil || m.placement != PlacementAuto || ag.pl.prompt == 0 || b.pl.noted || b.status == Superseded {
+	if p == nil || m.placement != PlacementAuto || ag.pl.prompt == 0 || b.pl.note != noteNone || b.stage != stageLive {
 		return false
 	}
 	oldLen, newLen := 0, len(v.Notice)
@@ -432,7 +454,7 @@ func containsLines(text, part string) bool {
 func (m *Manager) coverOf(s *block, set map[*block]bool) (*block, bool) {
 	b, in := s, set[s]
 	for range 64 { // chains are short; the bound only guards against a cycle
-		next := m.blocks[b.supersededBy]
+		next := m.ix.block(b.supersededBy)
 		if next == nil {
 			return nil, in
 		}
@@ -486,12 +508,12 @@ func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []
 		inSync[b] = true
 	}
 	for _, s := range ag.audit {
-		if s == nil || s.status != Superseded || s.anchor == "" || s.pl.pointed || s.pl.warned || !s.pl.deferred {
+		if s == nil || s.stage != stageSuperseded || s.anchor == "" || s.pl.note == notePointer || s.pl.note == noteWarning || !s.pl.deferred {
 			continue
 		}
 		switch s.pl.inplace {
 		case Superseded, Invalid, Stale:
-			if !s.pl.noted {
+			if s.pl.note == noteNone {
 				continue // in place it shows a notice, or text already marked as possibly outdated
 			}
 		}
@@ -499,7 +521,7 @@ func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []
 		if by == nil || !touched || copyHolds(s, by) {
 			continue
 		}
-		s.pl.pointed, s.pl.noted = true, true
+		s.pl.note = notePointer
 		out = tail.add(out, view(s), erratumSuperseded(s, by))
 	}
 	return out
@@ -509,9 +531,9 @@ func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []
 // true, judged against by, the live read that covers it.
 func copyHolds(s, by *block) bool {
 	switch {
-	case s.pl.sameText:
+	case s.pl.note == noteSameText:
 		return stillShown(s, by) // its erratum claims only that the text is unchanged
-	case s.pl.noted:
+	case s.pl.note != noteNone:
 		// Its erratum claimed the lines and text of one version of the
 		// source: true while the source is still at that version.
 		for _, sl := range s.links {

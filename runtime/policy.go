@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/concord-ctx/concord/locator"
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // effective is a policy with every field resolved.

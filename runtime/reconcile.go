@@ -124,6 +124,7 @@ type reconciler struct {
 	oldKnown bool
 	newLines []string
 	edit     *locator.Edit
+	memo     map[Range]locator.Result // Locate's verdict per distinct old range, for this change
 	pre, suf int
 	regionOK bool
 	prefix   string // reason prefix ("raced read: ")
@@ -164,26 +165,19 @@ func (rc *reconciler) finish(registered bool) []*block {
 		}
 		rc.m.recompute(b)
 		if registered {
-			rc.m.markDirty(b)
+			rc.m.ix.markDirty(b)
 		}
 	}
 	return rc.order
 }
 
-// sortedLinks returns a source's links in block order, so results never
-// depend on map order.
+// sortedLinks returns a source's links in block order (block seq, then
+// link index), so results never depend on map order. The source keeps them
+// in that order as they are added (a new block has the highest seq), so
+// this is a filter of the ones since unlinked, not a sort: on a file with
+// tens of thousands of links the sort was most of a change's cost.
 func sortedLinks(s *source) []*link {
-	ls := make([]*link, 0, len(s.links))
-	for l := range s.links {
-		ls = append(ls, l)
-	}
-	sort.Slice(ls, func(i, j int) bool {
-		if ls[i].block.seq != ls[j].block.seq {
-			return ls[i].block.seq < ls[j].block.seq
-		}
-		return ls[i].idx < ls[j].idx
-	})
-	return ls
+	return s.ordered()
 }
 
 // link reconciles one link against the source's new text.
@@ -255,7 +249,17 @@ func (rc *reconciler) locate(r Range, text string) locator.Result {
 	if rc.edit == nil {
 		rc.edit = locator.Diff(rc.oldText, rc.src.text, rc.m.params)
 	}
-	return rc.edit.Locate(r)
+	// Many agents read the same spans: judge each distinct span once per
+	// change (the text at r is the old text's, the same for every link).
+	if res, ok := rc.memo[r]; ok {
+		return res
+	}
+	res := rc.edit.Locate(r)
+	if rc.memo == nil {
+		rc.memo = map[Range]locator.Result{}
+	}
+	rc.memo[r] = res
+	return res
 }
 
 // relocate finds a span whose old surroundings are unknown (keyed source
@@ -290,7 +294,7 @@ func (rc *reconciler) apply(l *link, res locator.Result) {
 	m := rc.m
 	src := rc.src
 	wasOK := l.state == linkOK
-	m.count(string(res.Status))
+	m.ix.count(string(res.Status))
 	switch res.Status {
 	case locator.Unchanged, locator.Moved:
 		if l.whole {
@@ -404,7 +408,7 @@ func (rc *reconciler) act(l *link, a Action, res locator.Result, local bool) {
 		}
 		l.patched = true
 		rc.restore(l)
-		rc.m.count("refreshed")
+		rc.m.ix.count("refreshed")
 		rc.touch(l, fmt.Sprintf("refreshed: %s (%s)", rc.whichLines(l), res.Reason))
 	default:
 		rc.drop(l, a, res, res.Reason)
@@ -427,10 +431,10 @@ func (rc *reconciler) drop(l *link, a Action, res locator.Result, reason string)
 	if a == Annotate {
 		l.keepShown()
 		l.state, l.notice = linkStale, noticeAnnotate(l, w)
-		rc.m.count("annotated")
+		rc.m.ix.count("annotated")
 	} else {
 		l.state, l.notice = linkInvalid, noticeChanged(l, w)
-		rc.m.count("suppressed")
+		rc.m.ix.count("suppressed")
 	}
 	rc.touch(l, reason)
 }
@@ -468,13 +472,13 @@ func (rc *reconciler) gone(l *link, c cause, readErr string) {
 	if l.whole && isListing(rc.src) {
 		l.notice = noticeListingGone(l, c == causeDeleted, readErr)
 	}
-	rc.m.count(reason[:strings.IndexByte(reason+":", ':')])
+	rc.m.ix.count(reason[:strings.IndexByte(reason+":", ':')])
 	rc.touch(l, reason)
 }
 
 // recompute derives a block's status and notice from its links.
 func (m *Manager) recompute(b *block) {
-	if b.status == Superseded || b.status == Released || b.orphaned {
+	if b.stage != stageLive {
 		return
 	}
 	st := Valid

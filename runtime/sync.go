@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // verify brings src up to date: a cheap Stamp, and a Read only when the stamp
@@ -179,7 +179,7 @@ func (ix *index) planSync(req SyncRequest, now time.Time) syncPlan {
 // blocks (or all, when Full), whose views become what the model last saw.
 // Caller holds m.mu.
 func (m *Manager) project(ag *agentState, req SyncRequest) SyncResult {
-	m.verifies++
+	m.ix.verified()
 	m.age(ag, req.Turn)
 	var bs []*block
 	if req.Full {
@@ -192,18 +192,18 @@ func (m *Manager) project(ag *agentState, req SyncRequest) SyncResult {
 		}
 	}
 	ag.dirty = nil
-	delete(m.notify, ag.name)
+	m.ix.notified(ag.name)
 	sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
 	res := SyncResult{Full: req.Full}
 	res.Blocks, res.Flushed = m.place(ag, bs, req)
-	res.Generation = m.gen // after place: a flush re-places deferred views, a new projection
+	res.Generation = m.ix.generation() // after place: a flush re-places deferred views, a new projection
 	return res
 }
 
 // age flags the agent's blocks not re-read within their resource type's
 // maxAgeTurns. Caller holds m.mu.
 func (m *Manager) age(ag *agentState, turn int) {
-	if !m.ageUsed {
+	if !m.ix.aging() {
 		return // no layer sets maxAgeTurns and no block does
 	}
 	for b := range ag.blocks {
@@ -218,8 +218,8 @@ func (m *Manager) age(ag *agentState, turn int) {
 		b.ageNotice = noticeAged(b, turn, n)
 		b.reason = "aged: observed at turn " + itoa(b.turn) + ", now turn " + itoa(turn) + " (maxAgeTurns " + itoa(n) + ")"
 		m.recompute(b)
-		m.count("aged")
-		m.markDirty(b)
+		m.ix.count("aged")
+		m.ix.markDirty(b)
 	}
 }
 

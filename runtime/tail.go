@@ -28,7 +28,7 @@ func (rc *reconciler) extendTail(l *link) {
 	l.rng.End = n
 	l.text = locator.JoinLines(rc.newLines[l.rng.Start-1 : n])
 	l.patched = true
-	rc.m.count("extended")
+	rc.m.ix.count("extended")
 	rc.touch(l, fmt.Sprintf("end of file: %s appended; the read now covers %s", linesOf(Range{Start: from.End + 1, End: n}), linesOf(l.rng)))
 }
 

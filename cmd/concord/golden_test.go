@@ -14,11 +14,11 @@ var update = flag.Bool("update", false, "rewrite the expected messages of testda
 
 // subprocessTranscripts are the transcripts that run against the real
 // binary as well: the ones whose point is stdio, framing on a real pipe and
-// the exit status, and the regressions of issue 19 (true corrections, a
-// file over the size cap), which must hold in the binary users run. Every
-// transcript runs in-process in package rpc (rpc/transcript_test.go),
-// where coverage sees the handlers.
-var subprocessTranscripts = []string{"lifecycle", "exit-without-shutdown", "stdin-close", "newline", "corrections", "too-large"}
+// the exit status, the regressions of issue 19 (true corrections, a file
+// over the size cap), which must hold in the binary users run, and
+// recognize. Every transcript runs in-process in package rpc
+// (rpc/transcript_test.go), where coverage sees the handlers.
+var subprocessTranscripts = []string{"lifecycle", "exit-without-shutdown", "stdin-close", "newline", "corrections", "too-large", "recognize"}
 
 // TestGolden runs those transcripts (docs: internal/transcript) against a
 // fresh `concord serve` subprocess each.

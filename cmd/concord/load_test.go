@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc/client"
-	"github.com/concord-ctx/concord/rpc/protocol"
 )
 
 // The load and soak tests drive one real `concord serve` the way many agents of one session do,

@@ -24,10 +24,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	concordBin = filepath.Join(dir, "concord")
-	build := exec.Command("go", "build", "-race", "-o", concordBin, ".")
-	if !raceEnabled {
-		build = exec.Command("go", "build", "-o", concordBin, ".")
+	args := []string{"build", "-o", concordBin}
+	if raceEnabled {
+		args = append(args, "-race")
 	}
+	if openFeed != nil {
+		args = append(args, "-tags", "feed") // the binary as this test binary is built
+	}
+	build := exec.Command("go", append(args, ".")...)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building concord:", err)

@@ -13,8 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
-	"github.com/concord-ctx/concord/rpc/session"
+	"github.com/concord-ctx/concord/feed"
+	"github.com/concord-ctx/concord/protocol"
+	"github.com/concord-ctx/concord/session"
 
 	"github.com/spf13/pflag"
 
@@ -32,6 +33,7 @@ type serveOptions struct {
 	debounce     time.Duration
 	maxSource    byteSize
 	policyFile   string
+	feed         session.FeedOptions
 }
 
 func serveFlags() (*pflag.FlagSet, *serveOptions) {
@@ -46,6 +48,13 @@ func serveFlags() (*pflag.FlagSet, *serveOptions) {
 	flags.DurationVar(&o.debounce, "debounce", 50*time.Millisecond, "quiet time after a file event before the file is re-hashed")
 	flags.Var(&o.maxSource, "max-source", "largest file read as a source (bytes; 0 = the adapter's default); larger files are refused with -32011")
 	flags.StringVar(&o.policyFile, "policy", "", "policy file (JSON, as initialize's \"policy\"); initialize's policy overrides it field by field")
+	flags.StringVar(&o.feed.URL, "feed", "", "share changes with the Concord instances of this workspace on other hosts through NATS JetStream (nats://host:4222[,nats://...]; a build with -tags feed)")
+	flags.StringVar(&o.feed.Name, "feed-name", "", "the workspace's feed name, the same on every host (letters, digits, '-', '_'); initialize's feed.name overrides it")
+	flags.StringVar(&o.feed.Host, "feed-host", "", "this host's name in other hosts' notices (default: the hostname)")
+	flags.StringVar(&o.feed.Root, "feed-root", "", "the shared workspace root that feed source paths are relative to (default: the first root)")
+	flags.StringVar(&o.feed.CredsFile, "feed-creds", "", "NATS credentials file (JWT and NKey seed) for the feed")
+	flags.StringVar(&o.feed.NKeyFile, "feed-nkey", "", "NATS NKey seed file for the feed")
+	flags.IntVar(&o.feed.Replicas, "feed-replicas", 1, "replicas of the feed's JetStream stream when this instance creates it (3 on a 3-node cluster)")
 	return flags, o
 }
 
@@ -84,6 +93,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		// Typing newline-framed JSON is a fine way to explore: say we listen.
 		fmt.Fprint(stderr, "concord serve: reading one JSON-RPC message per line from the terminal; start with initialize, end with Ctrl-D.\n")
 	}
+	if o.feed.URL != "" && openFeed == nil {
+		return fmt.Errorf("--feed: %w", feed.ErrNotBuilt)
+	}
 	var policy runtime.PolicyConfig
 	if o.policyFile != "" {
 		data, err := os.ReadFile(o.policyFile)
@@ -111,7 +123,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	signal.Ignore(syscall.SIGPIPE)
 
 	status, err := rpc.Serve(ctx, stdin, stdout, rpc.Config{
-		NewSession: session.New(session.Options{PollInterval: o.pollInterval, Debounce: o.debounce, MaxSource: int64(o.maxSource)}),
+		NewSession: session.New(session.Options{PollInterval: o.pollInterval, Debounce: o.debounce, MaxSource: int64(o.maxSource),
+			Feed: o.feed, OpenFeed: openFeed}),
 		Name:       "concord",
 		Version:    version,
 		Framing:    o.framing,

@@ -16,7 +16,7 @@ import (
 	"github.com/concord-ctx/concord/rpc/client"
 	"github.com/concord-ctx/concord/rpc/transcript"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // Round trips through the real pipe to the real binary, as a binding sees

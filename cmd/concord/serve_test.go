@@ -18,7 +18,7 @@ import (
 	"github.com/concord-ctx/concord/rpc/client"
 	"github.com/concord-ctx/concord/rpc/transcript"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // startServe launches the real binary through the Go client.

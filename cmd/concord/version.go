@@ -7,7 +7,7 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 
 	"github.com/spf13/pflag"
 )

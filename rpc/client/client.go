@@ -16,8 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc/internal/frame"
-	"github.com/concord-ctx/concord/rpc/protocol"
 
 	"github.com/sourcegraph/jsonrpc2"
 )

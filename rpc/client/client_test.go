@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc"
 	"github.com/concord-ctx/concord/rpc/client"
-	"github.com/concord-ctx/concord/rpc/protocol"
-	"github.com/concord-ctx/concord/rpc/session"
+	"github.com/concord-ctx/concord/session"
 )
 
 // The test binary doubles as `concord serve` (a TestMain switch), so the

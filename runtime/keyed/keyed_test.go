@@ -1,7 +1,7 @@
 package keyed_test
 
 import (
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 
 	"context"
 	"errors"

@@ -3,8 +3,9 @@
     from concord_openhands import ConcordCondenser
     agent = Agent(llm=llm, tools=tools, condenser=ConcordCondenser(roots=[workspace]))
 
-The core (JSON-RPC client, session, listing parser) is stdlib-only and imports
-no SDK; `ConcordCondenser` is loaded from the SDK side on first access.
+The core (JSON-RPC client, session) is stdlib-only and imports no SDK;
+`ConcordCondenser` is loaded from the SDK side on first access. What each tool
+result showed is decided by the server (`recognize`), not here.
 """
 
 from __future__ import annotations

@@ -5,16 +5,17 @@
 
 Before every model call the agent hands its view (the events that become the
 prompt) to the condenser. ConcordCondenser then
-1. registers with Concord every tool result it has not seen yet, using the
-   text the tool showed (file reads, edit snippets), and reports the agent's
-   own writes; Concord verifies each registration against the file, so a
+1. forwards to Concord (`recognize`) every tool result it has not seen yet,
+   as the runtime has it (tool, arguments, the text the model was shown, exit
+   code, working directory): the server decides what it showed, reports the
+   tool's writes and registers the block, verified against the file, so a
    change made while the agent was away (a resumed conversation) is caught
-   on the first call;
+   on the first call; the binding knows no tool format (but fallback.py);
 2. releases tool results that left the view (condensed away);
 3. asks Concord (`sync`) which blocks changed, and
 4. returns a copy of the view in which each stale tool result is replaced,
-   same event id and tool call id, by the repaired text in the tool's own
-   format or by Concord's re-read notice.
+   same event id and tool call id, by the server's `view` (the result
+   re-rendered in the tool's own format) or by Concord's re-read notice.
 Under `placement="tail"` or `"auto"`, a repair of a tool result the model
 has already seen (so it sits in the provider's prompt cache) is not made in
 place: the old message stays byte-identical and Concord's erratum, a short
@@ -33,6 +34,7 @@ the SDK resolves the condenser's `kind` while loading the saved agent.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import threading
@@ -49,10 +51,8 @@ from openhands.sdk.event import ActionEvent, MessageEvent, ObservationEvent
 from openhands.sdk.event.condenser import Condensation
 from openhands.sdk.llm import LLM, TextContent
 
+from . import fallback
 from .errata import Notes, PrefixTracker, join_errata
-from .extract import extract
-from .listing import Listing
-from .render import render_block
 from .session import (
     DEFAULT_PLACEMENT,
     ENV_PRICE,
@@ -61,6 +61,7 @@ from .session import (
     ConcordSession,
     Source,
     parse_cache_price,
+    uri_to_path,
 )
 
 log = logging.getLogger("concord_openhands")
@@ -75,7 +76,8 @@ class _State:
         self.epoch = -1  # the session epoch our registrations belong to
         self.seen: set[str] = set()  # observation event ids already ingested
         self.registered: set[str] = set()  # anchors with a live block
-        self.listings: dict[str, Listing] = {}  # anchor -> how the tool rendered it
+        # anchor -> (tool, arguments, a read_file the binding renders itself)
+        self.calls: dict[str, tuple[str, dict[str, Any], fallback.ReadFile | None]] = {}
         self.views: dict[str, BlockView] = {}  # anchor -> latest non-valid block view
         # obs id -> (key, replacement, its size in the prompt)
         self.cache: dict[str, tuple[Any, ObservationEvent, int]] = {}
@@ -93,8 +95,8 @@ class _State:
         self.counts: dict[str, int] = {
             "observations": 0,  # tool results seen
             "tracked": 0,  # registered as a block (reads, hits, listings)
-            "events": 0,  # registered as an event (commands that showed no file content)
-            "writes": 0,  # sourceChanged reports of the agent's own writes
+            "events": 0,  # acknowledged as an event or a query (showed nothing tracked)
+            "writes": 0,  # files the agent's own tools wrote, as reported to the server
             "repaired": 0,  # tool results re-rendered with current content
             "notices": 0,  # tool results replaced by a re-read notice
             "errata": 0,  # repairs placed at the tail (a note after the newest message)
@@ -108,7 +110,7 @@ class _State:
         self.epoch = epoch
         self.seen.clear()
         self.registered.clear()
-        self.listings.clear()
+        self.calls.clear()
         self.views.clear()
         self.cache.clear()
         self.sizes.clear()
@@ -304,7 +306,7 @@ class ConcordCondenser(CondenserBase):
         return view
 
     def _ingest(self, st: _State, session: ConcordSession, view: View) -> int:
-        """Register what is new in the view; return the turn for `sync`."""
+        """Forward what is new in the view; return the turn for `sync`."""
         actions: dict[str, ActionEvent] = {}
         responses: set[str] = set()
         present: set[str] = set()
@@ -321,36 +323,69 @@ class ConcordCondenser(CondenserBase):
                 continue
             st.seen.add(ev.id)
             st.counts["observations"] += 1
-            turn = len(responses)
             action_ev = actions.get(ev.action_id)
-            obs = ev.observation
-            effects = extract(
-                ev.tool_name, action_ev.action if action_ev else None, obs, obs.text, root=root
-            )
-            for path in effects.writes:
-                session.source_changed(path, anchor=ev.tool_call_id)
-                st.counts["writes"] += 1
-            if effects.event is not None:
-                session.event(ev.tool_call_id, turn=turn)
-                st.counts["events"] += 1
-            if effects.reads:
-                sources = [Source(r.path, r.text, r.range, r.uri) for r in effects.reads]
-                result = session.observe(ev.tool_call_id, sources, turn=turn)
-                # Track every block the server registered, whatever its status
-                # (a file gone before registration is an invalid block: bug 4).
-                if isinstance(result, dict) and result.get("block"):
-                    st.registered.add(ev.tool_call_id)
-                    st.listings[ev.tool_call_id] = effects.reads[0].listing
-                    st.counts["tracked"] += 1
+            if action_ev is None:
+                continue  # condensed away: what it asked for (a range?) is unknown
+            self._forward(st, session, ev, _arguments(action_ev), len(responses), root)
         gone = sorted(st.registered - present)
         if gone:
             session.release(gone)
             for anchor in gone:
                 st.registered.discard(anchor)
                 st.views.pop(anchor, None)
-                st.listings.pop(anchor, None)
+                st.calls.pop(anchor, None)
         st.turn = max(st.turn + 1, len(responses) + 1)
         return st.turn
+
+    def _forward(self, st: _State, session: ConcordSession, ev: ObservationEvent,
+                 args: dict[str, Any], turn: int, root: str) -> None:
+        obs, tool, anchor = ev.observation, ev.tool_name, ev.tool_call_id
+        text = obs.text
+        reader = None
+        if tool == fallback.READ_FILE or tool in fallback.WRITE_TOOLS:
+            # Tools the server does not recognize yet (fallback.py).
+            if obs.is_error:
+                return
+            if tool in fallback.WRITE_TOOLS:
+                for path in fallback.writes(tool, args, obs, root):
+                    session.source_changed(path, anchor=anchor)
+                    st.counts["writes"] += 1
+                return
+            reader = fallback.ReadFile.parse(text)
+            if reader is None:
+                return
+            path = str(getattr(obs, "file_path", None) or args.get("file_path") or "")
+            whole = reader.start == 1 and not getattr(obs, "is_truncated", False) and not args.get("offset")
+            if not path or not (whole or reader.lines):
+                return
+            path, shown, rng = reader.source(fallback._abs(path, root), whole)
+            result = session.observe(anchor, [Source(path, shown, rng)], turn=turn)
+        else:
+            meta = getattr(obs, "metadata", None)
+            call: dict[str, Any] = {"runtime": "openhands", "tool": tool, "arguments": args,
+                                    "output": text, "error": bool(obs.is_error)}
+            exit_code = getattr(obs, "exit_code", None)
+            if exit_code is None:
+                exit_code = getattr(meta, "exit_code", None)
+            if isinstance(exit_code, int) and not getattr(obs, "timeout", False):
+                call["exitCode"] = exit_code
+            if getattr(meta, "working_dir", None):
+                call["cwd"] = str(meta.working_dir)
+            if getattr(meta, "prefix", None):
+                # "[Previous command outputs are truncated ...]": the start is lost.
+                call["truncated"] = True
+            result = session.recognize(anchor, call, turn=turn)
+            if isinstance(result, dict):
+                st.counts["writes"] += len(result.get("writes") or [])
+                # A command that showed nothing tracked (not a think, a finish, ...).
+                if result.get("kind") in ("event", "query") and str(result.get("format")).startswith("terminal"):
+                    st.counts["events"] += 1
+        # Track every block the server registered, whatever its status
+        # (a file gone before registration is an invalid block: bug 4).
+        if isinstance(result, dict) and result.get("block"):
+            st.registered.add(anchor)
+            st.calls[anchor] = (tool, args, reader)
+            st.counts["tracked"] += 1
 
     def _report(self, st: _State, blocks: list[BlockView]) -> None:
         """One INFO line per sync that changed what the model sees."""
@@ -419,7 +454,7 @@ class ConcordCondenser(CondenserBase):
         cached = st.cache.get(ev.id)
         if cached is not None and cached[0] == key:
             return cached[1]
-        text = render_block(st.listings.get(ev.tool_call_id), bv)
+        text = _render(st.calls.get(ev.tool_call_id), bv)
         if text is None:
             st.cache.pop(ev.id, None)
             return None
@@ -429,6 +464,42 @@ class ConcordCondenser(CondenserBase):
         new = ev.model_copy(update={"observation": obs})
         st.cache[ev.id] = (key, new, _message_chars(new))
         return new
+
+
+def _arguments(action_ev: ActionEvent) -> dict[str, Any]:
+    """The call's arguments as the model sent them (the action's fields if unparsable)."""
+    try:
+        args = json.loads(action_ev.tool_call.arguments)
+        if isinstance(args, dict):
+            return args
+    except (AttributeError, TypeError, ValueError):
+        pass
+    action = action_ev.action
+    return action.model_dump(mode="json", exclude={"kind"}) if action is not None else {}
+
+
+def _render(call: tuple[str, dict[str, Any], fallback.ReadFile | None] | None, bv: BlockView) -> str | None:
+    """The text shown instead of a tool result, or None to keep it (docs/protocol.md,
+    "How a binding renders a block view")."""
+    if bv.status in ("valid", "released", ""):
+        return None
+    out = bv.view
+    if call is not None and bv.sources and bv.status in ("patched", "stale"):
+        tool, args, reader = call
+        if reader is not None:
+            out = reader.render(bv.sources[0])
+        elif out is not None:
+            out = fallback.fix_view(tool, args, out, bv.sources)
+    if out is not None and bv.status in ("patched", "stale"):
+        if bv.status == "stale" and bv.notice:
+            out = (out if not out or out.endswith("\n") else out + "\n") + bv.notice
+        return out
+    if bv.notice:
+        return bv.notice
+    # A state the binding cannot show faithfully: say so rather than show stale text.
+    paths = ", ".join(uri_to_path(str(s.get("uri", ""))) for s in bv.sources) or "the file"
+    return (f"[concord] {paths} changed since this read; the content shown earlier is "
+            "no longer accurate. Re-read it before relying on it.")
 
 
 def _message_chars(ev: Any) -> int:

@@ -207,6 +207,8 @@ class BlockView:
     # is and attach `erratum` after the newest message; "" means in place.
     placement: str = ""
     erratum: str = ""
+    # A block registered by `recognize`: the result re-rendered in its tool's format.
+    view: str | None = None
 
     @staticmethod
     def from_wire(raw: wire.BlockView) -> BlockView:
@@ -219,6 +221,7 @@ class BlockView:
             reason=str(raw.get("reason") or ""),
             placement=str(raw.get("placement") or ""),
             erratum=str(raw.get("erratum") or ""),
+            view=raw["view"] if isinstance(raw.get("view"), str) else None,
         )
 
     @property
@@ -237,7 +240,7 @@ class BlockView:
             )
             for s in self.sources
         )
-        return (self.status, srcs, self.notice)
+        return (self.status, srcs, self.notice, self.view)
 
 
 @dataclass
@@ -586,16 +589,14 @@ class ConcordSession:
             self._anchors.add(anchor)
         return result
 
-    def event(self, anchor: str, *, turn: int) -> wire.ObserveResult | None:
-        """Register an action result (a command run): acknowledged, never rewritten."""
-        params: wire.ObserveParams = {
-            "agent": self.agent,
-            "turn": turn,
-            "anchor": anchor,
-            "kind": "event",
-            "sources": [],  # an event links no source (docs/protocol.md: observe)
-        }
-        return self._call(wire.METHOD_OBSERVE, params)
+    def recognize(self, anchor: str, call: wire.ToolCall, *, turn: int) -> wire.RecognizeResult | None:
+        """Forward one finished tool call; the server decides what it showed,
+        reports its writes and registers its block (docs/protocol.md, `recognize`)."""
+        params: wire.RecognizeParams = {"agent": self.agent, "turn": turn, "anchor": anchor, "call": call}
+        result = self._call(wire.METHOD_RECOGNIZE, params)
+        if isinstance(result, dict) and result.get("block"):
+            self._anchors.add(anchor)
+        return result
 
     def source_changed(self, path: str, anchor: str | None = None) -> list[str] | None:
         """Report a write by the agent's own tool; `anchor` is that tool call's id

@@ -47,6 +47,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+
+STARTUP_S = 240  # the longest wait for the agent server to answer /health
+
 class AgentServer:
     """One agent-server subprocess; `with` starts it and waits for /health."""
 
@@ -78,7 +81,9 @@ class AgentServer:
         return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> AgentServer:
-        deadline = time.monotonic() + 60
+        # Its start imports the whole SDK; on a loaded 2-core machine that
+        # was seen to take just over 60 s. A wait on a condition, not a timing.
+        deadline = time.monotonic() + STARTUP_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"agent server exited {self.proc.returncode}: {self.log.read_text()[-2000:]}")
@@ -89,7 +94,7 @@ class AgentServer:
             except OSError:
                 time.sleep(0.2)
         self.__exit__()
-        raise RuntimeError(f"agent server not healthy in 60 s: {self.log.read_text()[-2000:]}")
+        raise RuntimeError(f"agent server not healthy in {STARTUP_S} s: {self.log.read_text()[-2000:]}")
 
     def __exit__(self, *exc: object) -> None:
         self.proc.terminate()

@@ -22,7 +22,7 @@ from openhands.sdk.workspace import RemoteWorkspace  # noqa: E402
 from concord_openhands import ConcordCondenser, ConcordNotOnServer  # noqa: E402
 from agent_server import DOCKER, AgentServer, build_context, concord_serve_descendants, dockerfile, wait_for_none  # noqa: E402
 from fake_llm import FakeLLM, Reply, Request  # noqa: E402
-from test_listing import cat_n  # noqa: E402
+from formats import cat_n  # noqa: E402
 from test_openhands_e2e import make_llm, numbered, tool_texts, write  # noqa: E402
 
 

@@ -14,7 +14,7 @@ import pytest
 if sys.version_info < (3, 12):
     pytest.skip("the OpenHands SDK needs Python >= 3.12", allow_module_level=True)
 
-from concord_openhands.terminal import screen_line, simple_argv  # noqa: E402
+from formats import screen_line, simple_argv  # noqa: E402
 from fake_llm import FakeLLM, Reply, Request  # noqa: E402
 from test_openhands_e2e import (  # noqa: E402,F401 (fixtures)
     _close_conversations,
@@ -130,6 +130,40 @@ def test_several_files_are_repaired(workspace, condenser, command, insert):
         write(workspace / "b.txt", rows)
 
     terminal_repair(workspace, condenser, command, change)
+
+
+# Kinds the server's recognize tracks that the binding's own parser did not
+# (issue 21): a pipeline of line filters, grep without -n (each line placed by
+# its text), a `cd DIR &&` prefix. One token of a shown line changes.
+NEW_KINDS = [
+    ("cat notes.txt | grep 'value 1[01] '", 10),
+    ("grep 'value 3 ' notes.txt", 3),
+    ("cd {ws} && sed -n '2,3p' notes.txt", 2),
+    ("grep -n value notes.txt | head -3", 2),
+]
+
+
+@pytest.mark.parametrize("command,line", NEW_KINDS, ids=[c[0] for c in NEW_KINDS])
+def test_newly_tracked_terminal_reads_are_repaired(workspace, condenser, command, line):
+    f = workspace / "notes.txt"
+    old = numbered(12)
+    write(f, old)
+    new = list(old)
+    new[line - 1] = new[line - 1].replace("of the config", "of the CONFIG")
+    command = command.replace("{ws}", str(workspace))
+
+    def change() -> None:
+        write(f, new)
+
+    def screen(lines: list[str]) -> str:
+        if "sed" in command:
+            return "\n".join(lines[1:3])
+        if "head" in command:
+            return "\n".join(f"{i}:{lines[i - 1]}" for i in range(1, 4))
+        return "\n".join(ln for ln in lines if f"value {line} " in ln or
+                         ("1[01]" in command and ("value 10 " in ln or "value 11 " in ln)))
+
+    terminal_repair(workspace, condenser, command, change, screen(old), screen(new))
 
 
 def test_directory_view_goes_out_of_date(workspace, condenser, concord_bin):

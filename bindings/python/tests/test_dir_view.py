@@ -1,6 +1,6 @@
 """file_editor's view of a directory as a listing source (`depth=2`, no hidden
-entries): the parser against the pinned SDK's own output, and the server's
-canonical listing of the same URI."""
+entries): the pinned SDK's own output, forwarded to the server's `recognize`,
+against the server's canonical listing of the same URI."""
 
 from __future__ import annotations
 
@@ -10,7 +10,26 @@ from pathlib import Path
 
 import pytest
 
-from concord_openhands.extract import DIR_VIEW_HEADER, extract
+from concord_openhands.session import ConcordSession
+from formats import with_texts
+
+DIR_VIEW_HEADER = "Here's the files and directories up to 2 levels deep in "
+
+
+@pytest.fixture
+def session(tmp_path, concord_bin):
+    s = ConcordSession([str(tmp_path.resolve())], binary=concord_bin, agent="dirview")
+    yield s
+    s.close()
+
+
+def recognize(s: ConcordSession, anchor: str, path: Path, text: str) -> dict:
+    call = {"runtime": "openhands", "tool": "file_editor", "output": text,
+            "arguments": {"command": "view", "path": str(path)}}
+    res = s.recognize(anchor, call, turn=1)
+    if res is None:
+        pytest.skip("server unavailable")
+    return with_texts(s, res)
 
 
 def sdk_view(path: Path) -> str:
@@ -55,33 +74,32 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,spec,want", CASES, ids=[c[0] for c in CASES])
-def test_directory_view_is_a_listing_source(tmp_path, name, spec, want):
+@pytest.mark.parametrize("name,spec,want", CASES)
+def test_directory_view_is_a_listing_source(tmp_path, session, name, spec, want):
     root = (tmp_path / "ws").resolve()
     root.mkdir()
     tree(root, spec)
     text = sdk_view(root)
     assert text.startswith(DIR_VIEW_HEADER + str(root))
-    action = {"command": "view", "path": str(root)}
-    obs = {"command": "view", "path": str(root), "is_error": False}
-    effects = extract("file_editor", action, obs, text)
-    assert effects.writes == [] and effects.event is None
+    res = recognize(session, "v1", root, text)
+    assert not res.get("writes")
     if want is None:
-        assert effects.reads == []
+        assert res["kind"] == "event" and not res.get("block"), res
         return
-    (r,) = effects.reads
-    assert r.uri == root.as_uri() + "?depth=2" and r.range is None and r.path == str(root)
-    assert r.text == want
+    assert res["kind"] == "listing" and res["status"] == "valid", res
+    (src,) = res["sources"]
+    assert src["uri"] == root.as_uri() + "?depth=2" and "range" not in src
+    assert src["text"] == want
 
 
-def test_a_directory_view_with_hidden_entries_keeps_the_tool_note(tmp_path):
+def test_a_directory_view_with_hidden_entries_keeps_the_tool_note(tmp_path, session):
     root = (tmp_path / "ws").resolve()
     root.mkdir()
     tree(root, BASE)
     text = sdk_view(root)
     assert "1 hidden files/directories in this directory are excluded" in text
-    (r,) = extract("file_editor", None, {"command": "view", "path": str(root)}, text).reads
-    assert ".env" not in r.text and ".cache" not in r.text
+    (src,) = recognize(session, "v1", root, text)["sources"]
+    assert ".env" not in src["text"] and ".cache" not in src["text"]
 
 
 @pytest.mark.parametrize(
@@ -89,52 +107,41 @@ def test_a_directory_view_with_hidden_entries_keeps_the_tool_note(tmp_path):
     [
         # another spelling of the path in the header
         DIR_VIEW_HEADER + "/w/./d, excluding hidden items:\n/w/d/\n/w/d/a",
-        # an entry outside the directory, a third level, a hidden name
+        # an entry outside the directory, a third level
         DIR_VIEW_HEADER + "{d}, excluding hidden items:\n{d}/\n/elsewhere/a",
         DIR_VIEW_HEADER + "{d}, excluding hidden items:\n{d}/\n{d}/a/b/c",
-        DIR_VIEW_HEADER + "{d}, excluding hidden items:\n{d}/\n{d}/.git/",
         # the tool cut a large listing
         DIR_VIEW_HEADER + "{d}, excluding hidden items:\n{d}/\n{d}/a<response clipped><NOTE>x</NOTE>",
         # the directory's own line missing
         DIR_VIEW_HEADER + "{d}, excluding hidden items:\n{d}/a",
     ],
 )
-def test_directory_views_that_cannot_be_told_exactly_are_not_tracked(tmp_path, text):
+def test_directory_views_that_cannot_be_told_exactly_are_not_tracked(tmp_path, session, text):
     d = tmp_path.resolve()
     (d / "a").write_text("")
-    text = text.replace("{d}", str(d))
-    effects = extract("file_editor", None, {"command": "view", "path": str(d)}, text)
-    assert effects.reads == []
+    res = recognize(session, "v1", d, text.replace("{d}", str(d)))
+    assert res["kind"] == "event" and not res.get("block"), res
 
 
-def test_directory_view_matches_the_servers_listing(tmp_path, concord_bin):
-    """Each listing built from the SDK's view is what the server lists for
+def test_directory_view_matches_the_servers_listing(tmp_path, session):
+    """Each listing recognized from the SDK's view is what the server lists for
     that URI (status valid), and an added file makes it invalid."""
-    from concord_openhands.session import ConcordSession, Source
-
-    root = (tmp_path / "ws").resolve()
-    root.mkdir()
-    s = ConcordSession([str(root)], binary=concord_bin, agent="dirview")
-    try:
-        for i, (name, spec, want) in enumerate(CASES):
-            if want is None:
-                continue
-            d = root / f"case{i}"
-            d.mkdir()
-            tree(d, spec)
-            (r,) = extract("file_editor", None, {"command": "view", "path": str(d)}, sdk_view(d)).reads
-            res = s.observe(f"v{i}", [Source(r.path, r.text, uri=r.uri)], turn=1)
-            if res is None:
-                pytest.skip("server unavailable")
-            assert res["status"] == "valid", (name, r.uri, r.text, res)
-        s.sync(2)
-        (root / "case0" / "src" / "pkg" / "new.py").write_text("")  # the third level: not shown
-        (root / "case0" / "src" / "new.py").write_text("")
-        os.remove(root / "case0" / "a.py")
-        res = s.sync(3)
-        views = {b.anchor: b for b in (res.blocks if res is not None else [])}
-        assert set(views) == {"v0"}, views
-        assert views["v0"].status == "invalid"
-        assert "added src/new.py" in views["v0"].notice and "removed a.py" in views["v0"].notice
-    finally:
-        s.close()
+    s = session
+    root = tmp_path.resolve()
+    for i, (name, spec, want) in enumerate(c.values if hasattr(c, "values") else c for c in CASES):
+        if want is None:
+            continue
+        d = root / f"case{i}"
+        d.mkdir()
+        tree(d, spec)
+        res = recognize(s, f"v{i}", d, sdk_view(d))
+        assert res["status"] == "valid", (name, res)
+    s.sync(2)
+    (root / "case0" / "src" / "pkg" / "new.py").write_text("")  # the third level: not shown
+    (root / "case0" / "src" / "new.py").write_text("")
+    os.remove(root / "case0" / "a.py")
+    res = s.sync(3)
+    views = {b.anchor: b for b in (res.blocks if res is not None else [])}
+    assert set(views) == {"v0"}, views
+    assert views["v0"].status == "invalid"
+    assert "added src/new.py" in views["v0"].notice and "removed a.py" in views["v0"].notice

@@ -23,7 +23,7 @@ from openhands.tools.terminal import TerminalTool  # noqa: E402
 from concord_openhands import ConcordCondenser  # noqa: E402
 from concord_openhands.session import ConcordSession, Source  # noqa: E402
 from fake_llm import FakeLLM, Reply, Request  # noqa: E402
-from test_listing import cat_n  # noqa: E402
+from formats import cat_n  # noqa: E402
 from test_openhands_e2e import (  # noqa: E402,F401 (fixtures)
     _close_conversations,
     make_conversation,
@@ -188,6 +188,8 @@ def test_grep_hits_are_one_block_and_repaired(workspace, condenser):
 
 
 def test_piped_command_stays_an_event(workspace, condenser):
+    # `sort` reorders lines: the output is no file's lines (a `cat F | head`
+    # is tracked since the server's recognize, see test_coverage_e2e).
     f = workspace / "config.txt"
     old = numbered(5)
     write(f, old)
@@ -204,7 +206,7 @@ def test_piped_command_stays_an_event(workspace, condenser):
         return Reply.finish()
 
     with FakeLLM(
-        [lambda r: Reply.call("call_1", "terminal", command="cat config.txt | head -2"), change, expect]
+        [lambda r: Reply.call("call_1", "terminal", command="cat config.txt | sort | head -2"), change, expect]
     ) as fake:
         conv = make_conversation(fake, workspace, condenser, tools=TOOLS)
         run(conv, fake)

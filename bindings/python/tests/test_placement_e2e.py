@@ -27,7 +27,7 @@ from openhands.tools.file_editor import FileEditorTool  # noqa: E402
 
 from concord_openhands import ConcordCondenser  # noqa: E402
 from fake_llm import FakeLLM, Reply, Request, content_text  # noqa: E402
-from test_listing import cat_n  # noqa: E402
+from formats import cat_n  # noqa: E402
 from test_openhands_e2e import (  # noqa: E402,F401 (the fixture closes conversations)
     _OPEN,
     _close_conversations,

@@ -25,7 +25,7 @@ from openhands.sdk.context.condenser import CondenserBase  # noqa: E402
 from concord_openhands import ConcordCondenser  # noqa: E402
 from concord_openhands import session as S  # noqa: E402
 from fake_llm import FakeLLM, Reply, Request, content_text  # noqa: E402
-from test_listing import cat_n  # noqa: E402
+from formats import cat_n  # noqa: E402
 from test_openhands_e2e import _close_conversations, make_conversation, run, write  # noqa: E402,F401
 from test_placement_e2e import assert_append_only, notes_in, server_counts, think, view_call  # noqa: E402
 from test_price import sent, tapped  # noqa: E402

@@ -32,7 +32,7 @@ if sys.version_info < (3, 12):
     )
 
 from fake_llm import FakeLLM, Reply, Request  # noqa: E402
-from test_listing import cat_n  # noqa: E402
+from formats import cat_n  # noqa: E402
 
 SOURCE = Path(__file__).resolve().parents[1]  # bindings/python: what the wheel must not come from
 

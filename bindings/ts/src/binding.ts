@@ -1,10 +1,10 @@
-// The OpenCode side of Concord: one `concord serve` per OpenCode session, reads registered as
-// source-linked blocks, the agent's writes reported, and before every model request the read
-// results whose lines changed are rewritten in place (patched lines, or a re-read notice).
+// The OpenCode side of Concord: one `concord serve` per OpenCode session, tool results forwarded
+// to it (`recognize`: the server decides what each showed and registers it), the agent's writes
+// reported, and before every model request the results whose lines changed are rewritten in place
+// with the views the server renders in the tool's own format (or a re-read notice).
 //
 // OpenCode aborts the whole run when a hook throws, so every hook is guarded, every request has a
 // timeout, and a missing or dead binary turns the plugin into a pass-through with one warning.
-import fs from "node:fs"
 import path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { findConcord } from "./binary.js"
@@ -18,23 +18,8 @@ import {
   type LocatorParams,
   type Placement,
   type PolicyConfig,
-  type Source as SourceLink,
+  type RecognizeResult,
 } from "./wire.js"
-import { observeRead, renderRead, splitLines, type ReadObservation } from "./readformat.js"
-import {
-  canonicalListing,
-  fitListing,
-  listingUri,
-  observeShellRead,
-  parseDirectoryRead,
-  parseGlob,
-  parseGrep,
-  renderGrep,
-  renderShellRead,
-  rgGlob,
-  walkListing,
-  type ListingQuery,
-} from "./toolformat.js"
 
 export const CLIENT_NAME = "concord-opencode"
 export const CLIENT_VERSION = "0.1.0"
@@ -150,7 +135,6 @@ const CONTENT_TOOLS = new Set(["read", "grep", "glob", "bash"])
 /** Restarts of a dead concord per session before giving up, and the first backoff. */
 const MAX_RESTARTS = 3
 const BACKOFF_MS = 200
-const PROBE_ANCHOR = "concord-opencode:listing-probe"
 
 /** One tool result (or @file attachment) as found in the history or in tool.execute.after. */
 interface Candidate {
@@ -162,18 +146,17 @@ interface Candidate {
   turn: number
 }
 
-/** A result registered with Concord: what to send again after a restart, and how to re-render it. */
+/** A result registered with Concord: the call, to send again after a restart. */
 interface Tracked {
-  anchor: string
-  turn: number
-  what: "read" | "grep" | "listing" | "shell"
-  sources: SourceLink[]
-  /** Re-renders the block's current sources in the tool's format; undefined: notices only (listings). */
-  render?: (sources: SourceLink[]) => string
-  fallback: string
+  call: Candidate
+  /** What the server found it showed (read, listing). */
+  kind: string
   /** Concord refused the path as outside its roots; re-registered once the roots are extended. */
   outside?: string
 }
+
+/** Shown when a repaired result has neither a view nor a notice (never expected from the server). */
+const FALLBACK = "[concord] the content this result showed changed since; it is no longer accurate. Run the tool again before relying on it."
 
 /** Concord's state for one OpenCode session. */
 class SessionLink {
@@ -186,8 +169,6 @@ class SessionLink {
   restarts = 0
   nextStartAt = 0
   turn = 0
-  /** Server answers listing sources (probed once per child). */
-  listings?: boolean
   /** Directories added to the roots for reads outside the project (external_directory). */
   readonly extraRoots = new Set<string>()
   readonly tracked = new Map<string, Tracked>()
@@ -487,12 +468,11 @@ export class ConcordBinding {
     if (!force) link.restarts++
     link.nextStartAt = Date.now() + BACKOFF_MS * 2 ** link.restarts
     this.stats.restarts++
-    link.listings = undefined
     if (!(await this.start(link))) return false
     link.down = false
     for (const t of [...link.tracked.values()]) {
       if (!link.client?.alive) break
-      await this.observe(link, t)
+      await this.recognize(link, t.call, t)
     }
     link.fullSyncNext = true
     this.debug(`session ${link.id}: concord restarted (pid ${link.client?.pid}), ${link.tracked.size} results registered again`)
@@ -585,197 +565,69 @@ export class ConcordBinding {
     }
   }
 
-  /** Registers one result with Concord; results it cannot track are remembered and left alone. */
+  /** Forwards one result to Concord; results it does not track are remembered and left alone. */
   private async register(link: SessionLink, c: Candidate): Promise<void> {
     if (!c.anchor || link.dead || link.down || typeof c.output !== "string") return
-    const t = await this.toTracked(link, c)
-    if (t === undefined) return
-    if (t === "event") {
-      await this.rpc(link, () =>
-        link.client!.observe({
-          agent: this.agent,
-          turn: c.turn,
-          anchor: c.anchor,
-          kind: "event",
-          sources: [{ uri: `cmd://opencode/${c.tool}/${encodeURIComponent(c.anchor)}`, text: String((c.input as any)?.command ?? ""), version: c.anchor }],
-        }),
-      )
-      link.skipped.add(c.anchor)
-      return
-    }
-    if (typeof t === "string") {
-      link.skipped.add(c.anchor)
-      this.debug(`${c.tool} ${c.anchor} left alone: ${t}`)
-      return
-    }
-    await this.observe(link, t)
+    await this.recognize(link, c)
   }
 
-  /** Sends one tracked result to Concord; keeps it when the server gives a block id (any status). */
-  private async observe(link: SessionLink, t: Tracked): Promise<void> {
+  /**
+   * recognize: the server decides what the result showed and registers it. A block id (any status)
+   * makes the result tracked; anything else (an event, a query, a read it could not tie to a file)
+   * is left alone. `again` is the record of a result registered before a restart.
+   */
+  private async recognize(link: SessionLink, c: Candidate, again?: Tracked): Promise<void> {
+    const tool = c.tool === "attachment" ? "read" : c.tool
+    let res: RecognizeResult
     try {
-      const res = await link.client!.observe({ agent: this.agent, turn: t.turn, anchor: t.anchor, kind: "snapshot", sources: t.sources })
-      if (typeof res?.block === "string" && res.block !== "") {
-        if (!link.tracked.has(t.anchor)) this.stats.tracked++
-        t.outside = undefined
-        link.tracked.set(t.anchor, t)
-      }
-      this.debug(`${t.what} ${t.anchor} ${t.sources[0]?.uri}${t.sources.length > 1 ? ` (+${t.sources.length - 1})` : ""} -> ${res?.block} ${res?.status}`)
+      res = await link.client!.recognize({
+        agent: this.agent,
+        turn: c.turn,
+        anchor: c.anchor,
+        call: { runtime: "opencode", tool, arguments: c.input ?? {}, output: c.output as string, cwd: this.init.directory, metadata: c.metadata },
+      })
     } catch (err) {
-      if (err instanceof RpcError) {
-        if (err.code === CodeOutsideRoots && !t.outside) {
-          // Outside the roots. OpenCode ran the tool, so the user's permissions (external_directory)
-          // allowed it: extend the roots to that directory and register it again after a restart.
-          const dir = outsideDir(t)
-          if (dir && !link.extraRoots.has(dir)) {
-            link.extraRoots.add(dir)
-            t.outside = dir
-            link.tracked.set(t.anchor, t)
-            link.needsRootRestart = true
-            this.debug(`${t.anchor}: ${dir} is outside the roots; concord restarts with it added`)
-            return
-          }
-        }
-        link.tracked.delete(t.anchor)
-        link.skipped.add(t.anchor)
-        if (err.code === CodeOutsideRoots && !link.note) {
-          link.note = {
-            anchor: t.anchor,
-            text: `[concord] note: ${t.sources[0]?.uri.replace(/^file:\/\//, "")} is outside the folders Concord keeps track of, so this result is not kept up to date; re-read it before relying on it.`,
-          }
-        }
-        this.debug(`${t.anchor} not tracked: ${err.message}`)
+      if (err instanceof RpcError) this.refused(link, c, err, again)
+      else this.fail(link, `concord recognize failed: ${(err as Error).message}`)
+      return
+    }
+    if (typeof res?.block === "string" && res.block !== "") {
+      if (!link.tracked.has(c.anchor)) this.stats.tracked++
+      link.tracked.set(c.anchor, { call: c, kind: res.kind })
+    } else {
+      link.tracked.delete(c.anchor)
+      link.skipped.add(c.anchor)
+    }
+    const n = res?.sources?.length ?? 0
+    const first = n > 0 ? ` ${res.sources![0]!.uri}${n > 1 ? ` (+${n - 1})` : ""}` : ""
+    this.debug(`${tool} ${c.anchor}: ${res?.kind} ${res?.format ?? ""}${first} -> ${res?.block || "-"} ${res?.status ?? ""}${res?.reason ? ` (${res.reason})` : ""}`)
+  }
+
+  /** recognize refused the call: outside the roots (extend them and restart), or not tracked. */
+  private refused(link: SessionLink, c: Candidate, err: RpcError, again?: Tracked): void {
+    const uri = (err.data as { uri?: unknown } | undefined)?.uri
+    if (err.code === CodeOutsideRoots && typeof uri === "string" && !again?.outside) {
+      // Outside the roots. OpenCode ran the tool, so the user's permissions (external_directory)
+      // allowed it: extend the roots to that directory and register it again after a restart.
+      const dir = outsideDir(uri)
+      if (dir && !link.extraRoots.has(dir)) {
+        link.extraRoots.add(dir)
+        link.tracked.set(c.anchor, { call: c, kind: "read", outside: dir })
+        link.needsRootRestart = true
+        this.debug(`${c.anchor}: ${dir} is outside the roots; concord restarts with it added`)
         return
       }
-      this.fail(link, `concord observe failed: ${(err as Error).message}`)
     }
-  }
-
-  /** What Concord should track for a result, or why not (a string), or "event" (a command). */
-  private async toTracked(link: SessionLink, c: Candidate): Promise<Tracked | string | "event" | undefined> {
-    const output = c.output as string
-    const dir = this.init.directory
-    if (c.tool === "read" || c.tool === "attachment") {
-      const listing = parseDirectoryRead(output, c.metadata)
-      if (listing) {
-        return this.listing(link, c, listing.dir, listing.entries, { depth: 1, hidden: true, ignore: [] }, "read")
-      }
-      const obs = observeRead({ input: c.input, output, metadata: c.metadata, directory: dir })
-      if (typeof obs === "string") return obs
-      if (!obs.whole && obs.lines.length === 0) return "empty window"
-      const uri = pathToFileURL(obs.path).href
-      const text = obs.lines.join("\n")
-      const source: SourceLink = obs.whole ? { uri, text } : { uri, range: { start: obs.start, end: obs.start + obs.lines.length - 1 }, text }
-      const span = obs.whole ? "" : ` lines ${obs.start}-${obs.start + obs.lines.length - 1}`
-      return {
+    link.tracked.delete(c.anchor)
+    link.skipped.add(c.anchor)
+    if (err.code === CodeOutsideRoots && !link.note) {
+      const shown = typeof uri === "string" ? decodeURIComponent(uri.replace(/^file:\/\//, "").split("?")[0]!) : "this file"
+      link.note = {
         anchor: c.anchor,
-        turn: c.turn,
-        what: "read",
-        sources: [source],
-        render: (sources) => this.renderRead(obs, uri, sources),
-        fallback: `[concord] ${obs.path} changed since this read; the content shown earlier is no longer accurate. Re-read ${obs.path}${span} before relying on it.`,
+        text: `[concord] note: ${shown} is outside the folders Concord keeps track of, so this result is not kept up to date; re-read it before relying on it.`,
       }
     }
-    if (c.tool === "grep") {
-      const g = parseGrep(output)
-      if (!g) return "no hits in a known format"
-      const idx = g.hits.flatMap((h, i) => (h.cut ? [] : [i]))
-      if (idx.length === 0) return "every hit was cut at 2000 chars"
-      const sources = idx.map((i) => {
-        const h = g.hits[i]!
-        return { uri: pathToFileURL(h.file).href, range: { start: h.line, end: h.line }, text: h.text }
-      })
-      return {
-        anchor: c.anchor,
-        turn: c.turn,
-        what: "grep",
-        sources,
-        render: (now) => {
-          const hits = g.hits.map((h) => ({ ...h }))
-          now.forEach((s, k) => {
-            const h = hits[idx[k]!]
-            if (!h) return
-            if (s.range) h.line = s.range.start
-            if (typeof s.text === "string") h.text = s.text.split("\n")[0]!
-          })
-          return renderGrep({ ...g, hits })
-        },
-        fallback: `[concord] files in this search result changed since it ran; its hits are no longer accurate. Run the search again before relying on it.`,
-      }
-    }
-    if (c.tool === "glob") {
-      const files = parseGlob(output, c.metadata)
-      if (!files) return "glob result cut at its limit"
-      const input = (c.input ?? {}) as Record<string, unknown>
-      if (typeof input.pattern !== "string") return "no pattern"
-      const base = path.resolve(dir, typeof input.path === "string" ? input.path : ".")
-      const rel = files.map((f) => path.relative(base, f).split(path.sep).join("/"))
-      if (rel.some((r) => r.startsWith("../"))) return "glob hits outside its directory"
-      // ripgrep --files: hidden files included, .git skipped, gitignore rules applied (fitListing
-      // turns what they left out into ignore names).
-      return this.listing(link, c, base, rel, { depth: 0, hidden: true, ignore: [".git"], glob: rgGlob(input.pattern) }, "glob")
-    }
-    if (c.tool === "bash") {
-      const input = (c.input ?? {}) as Record<string, unknown>
-      const meta = (c.metadata ?? {}) as Record<string, unknown>
-      const command = typeof input.command === "string" ? input.command : ""
-      if (meta.exit !== undefined && meta.exit !== 0) return "event"
-      if (meta.truncated === true) return "event"
-      const cwd = path.resolve(dir, typeof input.workdir === "string" ? input.workdir : ".")
-      const r = observeShellRead(command, output, cwd)
-      if (r === undefined) return "event"
-      if (typeof r === "string") return `shell read not tracked: ${r}`
-      const target = r.sources[0]!.uri.replace(/^file:\/\//, "")
-      return {
-        anchor: c.anchor,
-        turn: c.turn,
-        what: "shell",
-        sources: r.sources,
-        render: (now) => renderShellRead(r, now),
-        fallback: `[concord] the file content this command printed changed since it ran; it is no longer accurate. Run \`${command}\` again (or read ${decodeURIComponent(target)}) before relying on it.`,
-      }
-    }
-    return undefined
-  }
-
-  /** A listing source for a directory shown by `read` or `glob`, if the server supports them. */
-  private async listing(
-    link: SessionLink,
-    c: Candidate,
-    dir: string,
-    entries: string[],
-    base: ListingQuery,
-    tool: string,
-  ): Promise<Tracked | string> {
-    if (!(await this.listingSupport(link))) return "this concord has no listing sources"
-    const q = fitListing(dir, entries, base)
-    if (!q) return `the ${tool} listing cannot be expressed as a listing source`
-    return {
-      anchor: c.anchor,
-      turn: c.turn,
-      what: "listing",
-      sources: [{ uri: listingUri(dir, q), text: canonicalListing(entries) }],
-      fallback: `[concord] the listing of ${dir} shown earlier is out of date. List it again before relying on it.`,
-    }
-  }
-
-  /** Whether this concord tracks listing sources (CONTRACTS.md): probed once with a real listing. */
-  private async listingSupport(link: SessionLink): Promise<boolean> {
-    if (link.listings !== undefined) return link.listings
-    const q: ListingQuery = { depth: 1, hidden: true, ignore: [] }
-    const root = this.roots[0]!
-    const entries = walkListing(root, q, 5000)
-    if (!entries) return (link.listings = false)
-    try {
-      const res = await link.client!.observe({ agent: this.agent, turn: 0, anchor: PROBE_ANCHOR, kind: "snapshot", sources: [{ uri: listingUri(root, q), text: canonicalListing(entries) }] })
-      link.listings = res?.status === "valid"
-      await link.client!.release({ agent: this.agent, anchors: [PROBE_ANCHOR] }).catch(() => {})
-    } catch (err) {
-      if (!(err instanceof RpcError)) throw err
-      link.listings = false
-    }
-    this.debug(`session ${link.id}: listing sources ${link.listings ? "supported" : "not supported by this concord"}`)
-    return link.listings
+    this.debug(`${c.anchor} not tracked: ${err.message}`)
   }
 
   /** Runs one request; a transport failure (timeout, dead child) takes the link down until a restart. */
@@ -796,9 +648,9 @@ export class ConcordBinding {
   /** Keeps the block's latest view; says whether this sync repaired it or put a notice in. */
   private updateView(link: SessionLink, b: BlockView, full: boolean): "repaired" | "notice" | undefined {
     if (!b || typeof b.anchor !== "string") return undefined
-    const rec = link.tracked.get(b.anchor)
-    if (!rec) return undefined
-    const sources = Array.isArray(b.sources) && b.sources.length > 0 ? b.sources : undefined
+    if (!link.tracked.has(b.anchor)) return undefined
+    // The server renders a tracked result in its tool's format (absent for listings and notices).
+    const view = typeof b.view === "string" ? b.view : undefined
     const before = link.views.get(b.anchor)
     const set = (v: string | undefined) => {
       if (v === undefined) link.views.delete(b.anchor)
@@ -811,37 +663,20 @@ export class ConcordBinding {
         return undefined
       case "valid":
         // Only a result that was rewritten before needs its (now current) lines shown again.
-        if (sources && before !== undefined && rec.render) set(rec.render(sources))
-        else set(undefined)
+        set(before !== undefined ? view : undefined)
         return undefined
       case "patched":
-        set(sources && rec.render ? rec.render(sources) : (b.notice ?? rec.fallback))
+        set(view ?? b.notice ?? FALLBACK)
         if (full && link.views.get(b.anchor) === before) return undefined
-        return sources && rec.render ? "repaired" : "notice"
+        return view !== undefined ? "repaired" : "notice"
       case "stale":
-        set(sources && rec.render ? `${rec.render(sources)}\n\n${b.notice ?? rec.fallback}` : (b.notice ?? rec.fallback))
+        set(view !== undefined ? `${view}\n\n${b.notice ?? FALLBACK}` : (b.notice ?? FALLBACK))
         break
       default:
         // invalid, superseded, and anything newer: the notice replaces the output.
-        set(b.notice ?? (sources && rec.render ? rec.render(sources) : rec.fallback))
+        set(b.notice ?? view ?? FALLBACK)
     }
     return full && link.views.get(b.anchor) === before ? undefined : "notice"
-  }
-
-  private renderRead(obs: ReadObservation, uri: string, sources: SourceLink[]): string {
-    const src = sources.find((s) => s.uri === uri) ?? sources[0]!
-    const text = (src.text ?? "").replace(/\r\n?/g, "\n")
-    let start = 1
-    let lines: string[]
-    if (src.range) {
-      start = src.range.start
-      lines = src.range.end < src.range.start ? [] : text.split("\n")
-    } else {
-      lines = splitLines(text)
-    }
-    // The server's line count of the file when it built this view (bug 5), else the disk's.
-    const total = typeof src.totalLines === "number" ? src.totalLines : (fileLineCount(obs.path) ?? start + lines.length - 1)
-    return renderRead({ shape: obs.shape, path: obs.path, start, lines, totalLines: total, suffix: obs.suffix })
   }
 
   /** One line per sync that changed something: OpenCode's log and a toast in the TUI. */
@@ -1040,16 +875,16 @@ function jsonSize(v: unknown): number {
 }
 
 /** The directory to add to the roots for a result Concord refused as outside them. */
-function outsideDir(t: Tracked): string | undefined {
-  const uri = t.sources[0]?.uri
-  if (!uri?.startsWith("file://")) return undefined
+function outsideDir(uri: string): string | undefined {
+  if (!uri.startsWith("file://")) return undefined
   let p: string
   try {
     p = fileURLToPath(uri.split("?")[0]!)
   } catch {
     return undefined
   }
-  const dir = t.what === "listing" ? p : path.dirname(p)
+  // A listing source names its directory (a query follows); a file, the directory holding it.
+  const dir = uri.includes("?") ? p : path.dirname(p)
   return dir === path.parse(dir).root ? undefined : dir
 }
 
@@ -1145,16 +980,6 @@ export function changedFiles(tool: string, args: any, metadata: any, directory: 
     add(metadata?.filepath)
   }
   return [...files]
-}
-
-function fileLineCount(file: string): number | undefined {
-  try {
-    const st = fs.statSync(file)
-    if (!st.isFile() || st.size > 64 << 20) return undefined
-    return splitLines(fs.readFileSync(file, "utf8")).length
-  } catch {
-    return undefined
-  }
 }
 
 /** Directory of the running module, or undefined where import.meta.url is not a file URL. */

@@ -9,6 +9,7 @@ import {
   MethodExit,
   MethodInitialize,
   MethodObserve,
+  MethodRecognize,
   MethodRelease,
   MethodShutdown,
   MethodSourceChanged,
@@ -20,6 +21,8 @@ import {
   type InitializeResult,
   type ObserveParams,
   type ObserveResult,
+  type RecognizeParams,
+  type RecognizeResult,
   type ReleaseParams,
   type ReleaseResult,
   type SourceChangedParams,
@@ -29,7 +32,7 @@ import {
   type SyncResult,
 } from "./wire.js"
 
-// The wire types are generated from the Go protocol package (wire.ts, go generate ./rpc/protocol).
+// The wire types are generated from the Go protocol package (wire.ts, go generate ./protocol).
 export const PROTOCOL_VERSION = Version
 
 /** An error response from the server. */
@@ -200,6 +203,10 @@ export class ConcordClient {
 
   observe(params: ObserveParams): Promise<ObserveResult> {
     return this.request(MethodObserve, params)
+  }
+
+  recognize(params: RecognizeParams): Promise<RecognizeResult> {
+    return this.request(MethodRecognize, params)
   }
 
   sourceChanged(params: SourceChangedParams): Promise<SourceChangedResult> {

@@ -2,7 +2,7 @@
 // now. readformat.test.ts checks renderRead byte for byte against outputs captured from the real
 // program, and the e2e tests compare against fresh reads by the real program.
 import fs from "node:fs"
-import { renderRead, splitLines } from "../../src/readformat.js"
+import { renderRead, splitLines } from "./readformat.js"
 
 export function openCodeRead(file: string, offset?: number, limit?: number) {
   const all = splitLines(fs.readFileSync(file, "utf8"))

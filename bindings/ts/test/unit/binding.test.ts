@@ -446,7 +446,7 @@ describe("with the real concord binary", () => {
     await h.hooks.dispose()
   })
 
-  test("bash reads (cat -n, sed -n) are tracked and re-printed; other commands stay events", { skip }, async () => {
+  test("bash reads (cat -n, sed -n, a pipeline of one file) are tracked and re-printed; other commands stay events", { skip }, async () => {
     const dir = tmpdir()
     const file = path.join(dir, "config.yaml")
     fs.writeFileSync(file, config)
@@ -456,12 +456,14 @@ describe("with the real concord binary", () => {
     await h.tool("call_1", "bash", { command: "cat -n config.yaml", description: "x" }, catN, { exit: 0, truncated: false })
     await h.tool("call_2", "bash", { command: "sed -n '2,3p' config.yaml", description: "x" }, "port: 8080\ndebug: false\n", { exit: 0, truncated: false })
     await h.tool("call_3", "bash", { command: "cat config.yaml | head -n 2", description: "x" }, "name: demo\nport: 8080\n", { exit: 0, truncated: false })
+    await h.tool("call_4", "bash", { command: "wc -l config.yaml", description: "x" }, `${lines.length} config.yaml\n`, { exit: 0, truncated: false })
     fs.writeFileSync(file, config.replace("port: 8080", "port: 9090"))
     const out = await h.modelCall()
     assert.equal(out.get("call_1"), catN.replace("port: 8080", "port: 9090"))
     assert.equal(out.get("call_2"), "port: 9090\ndebug: false\n")
-    assert.equal(out.get("call_3"), "name: demo\nport: 8080\n", "a pipeline is an event: untouched")
-    assert.deepEqual(h.binding.stats.batches, ["concord: 2 reads repaired"])
+    assert.equal(out.get("call_3"), "name: demo\nport: 9090\n", "a read of one file through head: re-printed")
+    assert.equal(out.get("call_4"), `${lines.length} config.yaml\n`, "a count is an event: untouched")
+    assert.deepEqual(h.binding.stats.batches, ["concord: 3 reads repaired"])
     await h.hooks.dispose()
   })
 
@@ -543,7 +545,7 @@ describe("with the real concord binary", () => {
     assert.equal(repaired, openCodeRead(file).output)
     // The link's turn is the 8th model request, not 1 or 2.
     assert.equal((h.binding as any).sessions.get(h.sessionID).turn, 8)
-    assert.equal((h.binding as any).sessions.get(h.sessionID).tracked.get("call_t").turn, 6)
+    assert.equal((h.binding as any).sessions.get(h.sessionID).tracked.get("call_t").call.turn, 6)
     await h.hooks.dispose()
   })
 

@@ -16,7 +16,7 @@ import {
   renderRead,
   splitLines,
   truncateLine,
-} from "../../src/readformat.js"
+} from "../support/readformat.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const fixtureFile = path.join(here, "..", "..", "..", "test", "fixtures", "opencode-1.18.33-read.json")

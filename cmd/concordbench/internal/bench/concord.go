@@ -7,7 +7,7 @@ import (
 
 	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/agent"
 	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/race"
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // concordSession drives the real `concord serve` exactly as a binding does:

@@ -7,7 +7,7 @@ import (
 
 	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/agent"
 	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
-	"github.com/concord-ctx/concord/rpc/protocol"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // TestPlacement runs concord under each placement on question tasks and

@@ -11,10 +11,10 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc"
 	"github.com/concord-ctx/concord/rpc/client"
-	"github.com/concord-ctx/concord/rpc/protocol"
-	"github.com/concord-ctx/concord/rpc/session"
+	"github.com/concord-ctx/concord/session"
 )
 
 // caller is a connection to one Concord session: the real `concord serve`
@@ -26,7 +26,7 @@ type caller interface {
 
 // dial starts a session: a subprocess of bin when it is set, otherwise
 // rpc.Serve in this process over a pair of pipes, with the session wiring
-// `concord serve` uses (rpc/session: the manager, the file adapter, the
+// `concord serve` uses (package session: the manager, the file adapter, the
 // keyed adapter) at serve's default intervals.
 func dial(ctx context.Context, bin string, stderr io.Writer) (caller, error) {
 	if bin != "" {

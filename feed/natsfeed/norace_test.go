@@ -1,0 +1,5 @@
+//go:build feed && !race
+
+package natsfeed_test
+
+const raceEnabled = false

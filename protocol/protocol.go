@@ -1,0 +1,477 @@
+// Package protocol holds the wire messages of docs/protocol.md, version 1:
+// one set of types, with their JSON names, used by the server (package rpc),
+// the Go client (rpc/client), the benchmark and the core's API (package
+// runtime). It is pure types (the standard library only). JSON names here
+// are the contract; change them only together with the document.
+//
+// The bindings' wire types are generated from these (go generate, see
+// internal/wiregen). A string field tagged enum:"X" takes the values of the
+// untyped X* constants, which the generated types spell out as a union.
+package protocol
+
+//go:generate go run ./internal/wiregen -root ..
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Version is the one protocol version this server speaks.
+const Version = 1
+
+// Method names, client to server.
+const (
+	MethodInitialize    = "initialize"
+	MethodObserve       = "observe"
+	MethodSourceChanged = "sourceChanged"
+	MethodSync          = "sync"
+	MethodRelease       = "release"
+	MethodStats         = "stats"
+	MethodRecognize     = "recognize"
+	MethodShutdown      = "shutdown"
+	MethodExit          = "exit"            // notification
+	MethodCancelRequest = "$/cancelRequest" // notification
+)
+
+// Method names, server to client.
+const (
+	MethodBlocksChanged = "blocksChanged" // notification
+	MethodReadSource    = "readSource"    // request
+)
+
+// MethodSpec describes one wire method for the generated bindings: what its
+// params and result are (a zero value of the Go type; nil for none) and
+// which way it goes. A method is added here and in the server's table.
+type MethodSpec struct {
+	Name         string
+	Params       any
+	Result       any // nil: no result (notifications; shutdown answers null)
+	Notification bool
+	ToClient     bool // server to client
+}
+
+// Methods lists every method of the protocol, so that generated bindings
+// (go generate) carry the types of each.
+var Methods = []MethodSpec{
+	{Name: MethodInitialize, Params: InitializeParams{}, Result: InitializeResult{}},
+	{Name: MethodObserve, Params: ObserveParams{}, Result: ObserveResult{}},
+	{Name: MethodSourceChanged, Params: SourceChangedParams{}, Result: SourceChangedResult{}},
+	{Name: MethodSync, Params: SyncParams{}, Result: SyncResult{}},
+	{Name: MethodRelease, Params: ReleaseParams{}, Result: ReleaseResult{}},
+	{Name: MethodStats, Result: StatsResult{}},
+	{Name: MethodRecognize, Params: RecognizeParams{}, Result: RecognizeResult{}},
+	{Name: MethodShutdown},
+	{Name: MethodExit, Notification: true},
+	{Name: MethodCancelRequest, Params: CancelParams{}, Notification: true},
+	{Name: MethodBlocksChanged, Params: BlocksChangedParams{}, Notification: true, ToClient: true},
+	{Name: MethodReadSource, Params: ReadSourceParams{}, Result: ReadSourceResult{}, ToClient: true},
+}
+
+// Framings of the byte stream.
+const (
+	FramingContentLength = "content-length"
+	FramingNewline       = "newline"
+)
+
+// Watch modes of initialize.
+const (
+	WatchAuto     = "auto"
+	WatchFsnotify = "fsnotify"
+	WatchPoll     = "poll"
+	WatchHooks    = "hooks"
+)
+
+// Error codes of docs/protocol.md.
+const (
+	CodeParseError       = -32700
+	CodeInvalidRequest   = -32600
+	CodeMethodNotFound   = -32601
+	CodeInvalidParams    = -32602
+	CodeInternalError    = -32603
+	CodeNotInitialized   = -32002
+	CodeUnsupportedProto = -32003
+	CodeOutsideRoots     = -32010
+	CodeUnavailable      = -32011
+	CodeUnknownBlock     = -32012
+	CodeRequestCancelled = -32800
+)
+
+// Status is a block's model-visible state.
+type Status string
+
+const (
+	Valid      Status = "valid"      // what the model saw is still true
+	Patched    Status = "patched"    // repaired in place after a local edit
+	Stale      Status = "stale"      // kept, but flagged (aged, or annotate policy)
+	Invalid    Status = "invalid"    // omitted from the prompt; a notice asks for a re-read
+	Superseded Status = "superseded" // a newer read of the same span replaced it
+	Released   Status = "released"   // the runtime dropped it
+
+	// EventAck is the status observe answers for an event: acknowledged,
+	// never tracked. It is never a block's status.
+	EventAck Status = "event"
+)
+
+// Kind separates snapshots of a source from events (results of actions).
+type Kind string
+
+const (
+	Snapshot Kind = "snapshot"
+	Event    Kind = "event" // acknowledged, never tracked, collapsed or rewritten
+)
+
+// Action is what a policy does to a block whose source changed.
+type Action string
+
+const (
+	Patch    Action = "patch"    // relocate and rewrite in place (on drift, which cannot be relocated: as Refresh)
+	Refresh  Action = "refresh"  // re-read the whole range from the source
+	Annotate Action = "annotate" // keep the old text, with a stale warning
+	Suppress Action = "suppress" // omit, with a notice to re-read path lines A-B
+)
+
+// Info names a client or server program.
+type Info struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// InitializeParams opens the session. ProtocolVersion is required (0 means
+// missing); Roots is required (an empty list allows keyed sources only).
+type InitializeParams struct {
+	ProtocolVersion int            `json:"protocolVersion"`
+	ClientInfo      *Info          `json:"clientInfo,omitempty"`
+	Roots           []string       `json:"roots"`
+	Watch           string         `json:"watch,omitempty" enum:"Watch"`
+	Policy          *PolicyConfig  `json:"policy,omitempty"`
+	Locator         *LocatorParams `json:"locator,omitempty"`
+	// Placement says where repairs of a message the model has seen go:
+	// PlacementInplace, PlacementTail or PlacementAuto (default).
+	Placement string       `json:"placement,omitempty" enum:"Placement"`
+	Cache     *CacheParams `json:"cache,omitempty"` // hints for placement
+	// Feed joins the change feed shared by the instances of one workspace
+	// on several hosts (a build with the feed only; see docs/protocol.md).
+	Feed *FeedParams `json:"feed,omitempty"`
+}
+
+// FeedParams are initialize's change-feed settings; an omitted field keeps
+// the operator's (serve's --feed flags). Credentials are never here: they
+// are the operator's (--feed-creds, --feed-nkey).
+type FeedParams struct {
+	URL  string `json:"url,omitempty"`  // nats://host:4222[,nats://...]
+	Name string `json:"name,omitempty"` // the workspace's feed: the same on every host
+	Host string `json:"host,omitempty"` // this host's name in other hosts' notices (default: the hostname)
+	Root string `json:"root,omitempty"` // the shared workspace root source keys are relative to (default: roots[0])
+}
+
+// FeedStatus is the change feed's state, in every sync of a session with a
+// feed. State is FeedLive or FeedBehind: disconnected, or local changes not
+// yet published; Since is when it fell behind (RFC 3339), Unsent the local
+// changes waiting, Notice a sentence for the model.
+type FeedStatus struct {
+	State  string `json:"state" enum:"Feed"`
+	Since  string `json:"since,omitempty"`
+	Unsent int    `json:"unsent,omitempty"`
+	Notice string `json:"notice,omitempty"`
+}
+
+// Feed states.
+const (
+	FeedLive   = "live"
+	FeedBehind = "behind"
+)
+
+// Repair placements (initialize's placement).
+const (
+	PlacementInplace = "inplace" // rewrite the old tool message
+	PlacementTail    = "tail"    // keep it byte-identical; an erratum goes after the newest message
+	PlacementAuto    = "auto"    // in place where that is free (never sent, cache expired, prefix rebuilt), else tail (the default)
+)
+
+// CacheParams describe the provider's prompt cache, as far as placement
+// needs it.
+type CacheParams struct {
+	// TTLSeconds: the prompt cache is taken to have expired when more than
+	// this passed since the agent's previous sync (default 300).
+	TTLSeconds *float64 `json:"ttlSeconds,omitempty"`
+	// Price, under placement auto, also rewrites in place a message the
+	// model has seen when that costs less than its erratum would (it needs
+	// sync's promptChars to know what a rewrite invalidates).
+	Price *CachePrice `json:"price,omitempty"`
+}
+
+// CachePrice is what one prompt token costs, in units of the provider's
+// plain input price, when the call writes it to the cache (a miss; 1.25 at
+// Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at
+// Anthropic, 0.5 at OpenAI).
+type CachePrice struct {
+	Write float64 `json:"write"`
+	Read  float64 `json:"read"`
+}
+
+// LocatorParams are the locality thresholds; an omitted field keeps the
+// server's default, and a present one (0 included) is used as given.
+type LocatorParams struct {
+	MinSimilarity     *float64 `json:"minSimilarity,omitempty"`
+	SubstitutionRatio *float64 `json:"substitutionRatio,omitempty"`
+	MinSubstitutions  *int     `json:"minSubstitutions,omitempty"`
+	ContextLines      *int     `json:"contextLines,omitempty"`
+}
+
+// Policy says what to do on a local edit and on drift, and when a block
+// merely aged. Empty fields inherit: block > source > resource type > global.
+type Policy struct {
+	Local       Action `json:"local,omitempty"`       // default patch
+	Drift       Action `json:"drift,omitempty"`       // default suppress
+	MaxAgeTurns *int   `json:"maxAgeTurns,omitempty"` // 0 or nil = off
+}
+
+// PolicyConfig holds the policy layers below the block level.
+type PolicyConfig struct {
+	Global   Policy            `json:"global"`
+	ByType   map[string]Policy `json:"byType,omitempty"`   // by adapter scheme, e.g. "file", "res"
+	BySource map[string]Policy `json:"bySource,omitempty"` // by source URI
+}
+
+// InitializeResult answers initialize.
+type InitializeResult struct {
+	ProtocolVersion int          `json:"protocolVersion"`
+	ServerInfo      Info         `json:"serverInfo"`
+	Capabilities    Capabilities `json:"capabilities"`
+}
+
+// Capabilities tell the client what this server does.
+type Capabilities struct {
+	Watch         string   `json:"watch" enum:"Watch"` // effective watch mode
+	Schemes       []string `json:"schemes"`            // "file", and "*" for keyed sources of any other scheme
+	Framing       string   `json:"framing" enum:"Framing"`
+	Notifications []string `json:"notifications"`
+	Requests      []string `json:"requests"`
+	MaxMessage    int64    `json:"maxMessage"` // bytes; larger messages are refused
+	// Placement is the effective repair placement, always present (a
+	// server without cache-aware repair leaves it out: inplace).
+	Placement string `json:"placement,omitempty" enum:"Placement"`
+}
+
+// Range is a 1-based, inclusive line range.
+type Range struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// Source links an observation, or a block view, to one source: which source
+// (URI), which part (Range; nil means the whole source) and its text (the
+// raw lines joined by "\n", without the tool's own decoration).
+type Source struct {
+	URI     string `json:"uri"`
+	Range   *Range `json:"range,omitempty"`
+	Text    string `json:"text"`
+	Version string `json:"version,omitempty"` // "sha256:…" for files; required for keyed sources in observe
+	// TotalLines is the source's current line count (in sync views only), so a binding can
+	// re-render "end of file" headers and footers truthfully.
+	TotalLines *int `json:"totalLines,omitempty"`
+}
+
+// ObserveParams register one tool observation.
+type ObserveParams struct {
+	Agent   string   `json:"agent"`
+	Turn    int      `json:"turn"`
+	Anchor  string   `json:"anchor"`         // the runtime's handle, e.g. the tool call id
+	Kind    Kind     `json:"kind,omitempty"` // snapshot (default) or event
+	Sources []Source `json:"sources"`
+	Policy  *Policy  `json:"policy,omitempty"` // optional block-level override
+}
+
+// ObserveResult answers observe.
+type ObserveResult struct {
+	Block      string   `json:"block"`      // "" for events
+	Status     Status   `json:"status"`     // right after registration (a raced read may already be patched)
+	Superseded []string `json:"superseded"` // older blocks this one superseded
+}
+
+// SourceChangedParams report a change made by the runtime's own tools. Text,
+// when non-nil, is the new full content; Version is the new version when the
+// client knows it (required for keyed sources without Text).
+type SourceChangedParams struct {
+	URI     string  `json:"uri"`
+	Agent   string  `json:"agent,omitempty"`
+	Text    *string `json:"text,omitempty"`
+	Version string  `json:"version,omitempty"`
+	// Anchor is the tool call that made the change (the edit's id): errata
+	// can then point the agent to its own edit instead of repeating text.
+	Anchor string `json:"anchor,omitempty"`
+}
+
+// SourceChangedResult answers sourceChanged.
+type SourceChangedResult struct {
+	Blocks []string `json:"blocks"` // blocks whose state changed
+}
+
+// SyncParams ask for an agent's projection before a model call.
+type SyncParams struct {
+	Agent string `json:"agent"`
+	Turn  int    `json:"turn"`
+	Full  bool   `json:"full,omitempty"` // the full live set, not just the delta
+	// PrefixRebuilt: the runtime rebuilt the prompt before this call
+	// (condensed, compacted, dropped messages), so the cached prefix is
+	// gone: every deferred repair is placed in place (a flush).
+	PrefixRebuilt bool `json:"prefixRebuilt,omitempty"`
+	// PromptChars is the size, in characters, of the messages this model
+	// call carries as the runtime has them before this sync's views and
+	// errata (0: not reported). With cache.price it tells the server how
+	// much an in-place rewrite would invalidate.
+	PromptChars int `json:"promptChars,omitempty"`
+}
+
+// SyncResult is the projection: blocks whose model-visible state changed
+// since the agent's previous sync (or all live blocks when Full).
+type SyncResult struct {
+	Generation uint64      `json:"generation"`
+	Full       bool        `json:"full"`
+	Blocks     []BlockView `json:"blocks"`
+	// Flushed (placement tail or auto): every deferred repair is in Blocks,
+	// in place; drop every erratum note attached by earlier syncs.
+	Flushed bool `json:"flushed,omitempty"`
+	// Feed is the change feed's state; nil when the session has no feed.
+	Feed *FeedStatus `json:"feed,omitempty"`
+}
+
+// BlockView is what a binding needs to rewrite one tool result.
+// Sources present: show their text (rendered in the tool's format).
+// Notice present with Sources: show both (annotate). Notice alone: show
+// only the notice (the content is suppressed).
+type BlockView struct {
+	Block        string   `json:"block"`
+	Anchor       string   `json:"anchor"`
+	Agent        string   `json:"agent"`
+	Turn         int      `json:"turn"`
+	Status       Status   `json:"status"`
+	Sources      []Source `json:"sources,omitempty"`
+	Notice       string   `json:"notice,omitempty"`
+	SupersededBy string   `json:"supersededBy,omitempty"`
+	Reason       string   `json:"reason,omitempty"`
+	// Placement "tail": leave the anchor's message as it is and attach
+	// Erratum after the newest message; Status, Sources and Notice then
+	// describe the current truth, for information. "" means in place.
+	Placement string `json:"placement,omitempty"`
+	Erratum   string `json:"erratum,omitempty"`
+	// View (blocks registered by recognize, in place, with Sources): the
+	// tool result as the tool would show the sources now, in its own format;
+	// the binding shows it instead of the old result.
+	View string `json:"view,omitempty"`
+}
+
+// ToolCall is one finished tool call as the runtime has it (recognize).
+type ToolCall struct {
+	Runtime   string          `json:"runtime"`             // "openhands" or "opencode"
+	Tool      string          `json:"tool"`                // the tool's name in that runtime
+	Arguments json.RawMessage `json:"arguments,omitempty"` // the call's arguments object
+	Output    string          `json:"output"`              // exactly the text the model was shown
+	ExitCode  *int            `json:"exitCode,omitempty"`  // a command's exit status
+	// Cwd: the working directory the runtime reported (OpenHands: after the
+	// command; OpenCode: where it started); relative paths resolve against it.
+	Cwd       string          `json:"cwd,omitempty"`
+	Truncated bool            `json:"truncated,omitempty"` // the runtime cut the output
+	Error     bool            `json:"error,omitempty"`     // the runtime marked the result an error
+	Metadata  json.RawMessage `json:"metadata,omitempty"`  // the runtime's metadata (OpenCode's display)
+}
+
+// RecognizeParams ask the server to decide what a tool call showed and to
+// register it: observe for what it showed, sourceChanged for what it wrote.
+type RecognizeParams struct {
+	Agent  string   `json:"agent"`
+	Turn   int      `json:"turn"`
+	Anchor string   `json:"anchor"`
+	Call   ToolCall `json:"call"`
+	Policy *Policy  `json:"policy,omitempty"`
+}
+
+// What recognize found a call to be.
+const (
+	RecognizedRead    = "read"    // parts of files: a block
+	RecognizedListing = "listing" // a directory listing: a block
+	RecognizedWrite   = "write"   // the tool wrote files: reported as sourceChanged
+	RecognizedQuery   = "query"   // a function of many files (grep -l, find | grep): acknowledged as an event
+	RecognizedEvent   = "event"   // an action's result: acknowledged, never tracked
+)
+
+// SourceRef names a registered source without its text.
+type SourceRef struct {
+	URI   string `json:"uri"`
+	Range *Range `json:"range,omitempty"`
+}
+
+// RecognizeResult answers recognize: what the call was and what the server
+// did with it.
+type RecognizeResult struct {
+	Kind   string `json:"kind" enum:"Recognized"` // one of the Recognized* values
+	Format string `json:"format,omitempty"`       // the recognizer, e.g. "terminal/grep"
+	Reason string `json:"reason,omitempty"`       // why a call is not tracked
+	// Block registered for what the call showed ("" when none); Status and
+	// Superseded as observe answers them (no status for a write).
+	Block      string      `json:"block"`
+	Status     Status      `json:"status,omitempty"`
+	Superseded []string    `json:"superseded"`
+	Sources    []SourceRef `json:"sources,omitempty"` // what was registered, in order (the text is the call's)
+	Writes     []string    `json:"writes,omitempty"`  // file URIs reported changed by this call
+	Changed    []string    `json:"changed,omitempty"` // blocks whose state those writes changed
+}
+
+// ReleaseParams drop blocks by id, or by anchor within Agent.
+type ReleaseParams struct {
+	Agent   string   `json:"agent,omitempty"`
+	Blocks  []string `json:"blocks,omitempty"`
+	Anchors []string `json:"anchors,omitempty"`
+}
+
+// ReleaseResult answers release.
+type ReleaseResult struct {
+	Released []string `json:"released"`
+}
+
+// StatsResult answers stats: counters for operators and benchmarks.
+type StatsResult struct {
+	Blocks          map[Status]int `json:"blocks"`
+	Reconciliations map[string]int `json:"reconciliations"` // by locator outcome and action: unchanged, moved, patched, invalid, refreshed, …
+	VerifyPasses    int            `json:"verifyPasses"`
+	Sources         int            `json:"sources"`
+	Agents          int            `json:"agents"`
+	BytesHeld       int64          `json:"bytesHeld"` // payload and source text held
+}
+
+// BlocksChangedParams is the server's hint that a sync would return something.
+type BlocksChangedParams struct {
+	Agents     []string `json:"agents"`
+	Generation uint64   `json:"generation"`
+}
+
+// ReadSourceParams ask the client for a keyed source's current content.
+type ReadSourceParams struct {
+	URI string `json:"uri"`
+}
+
+// ReadSourceResult answers readSource.
+type ReadSourceResult struct {
+	Text    string `json:"text"`
+	Version string `json:"version"`
+}
+
+// CancelParams name the request $/cancelRequest cancels.
+type CancelParams struct {
+	ID any `json:"id"`
+}
+
+// Error is a JSON-RPC error object, as the server sends it and as the Go
+// client returns it (use errors.As to read the code).
+type Error struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if len(e.Data) > 0 {
+		return fmt.Sprintf("concord error %d: %s (data %s)", e.Code, e.Message, e.Data)
+	}
+	return fmt.Sprintf("concord error %d: %s", e.Code, e.Message)
+}
