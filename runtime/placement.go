@@ -388,11 +388,11 @@ func (m *Manager) rewritePays(b *block, v BlockView, cs []clause, cut int) bool 
 // copyCurrent reports whether b's copy in place is, line for line and at the
 // same lines, its current state: nothing about it needs correcting.
 func copyCurrent(b *block) bool {
-	if b.status != Valid && b.status != Patched {
+	if !textUnchanged(b) {
 		return false
 	}
 	for _, l := range b.links {
-		if l.state != linkOK || l.text != l.shown || !l.whole && l.rng != l.shownRng {
+		if !l.whole && l.rng != l.shownRng {
 			return false
 		}
 	}
