@@ -58,21 +58,21 @@ func writeFile(t *testing.T, p, s string) {
 	}
 }
 
-func (e *env) observe(name string, r *protocol.Range, text string) runtime.ObserveResult {
+func (e *env) observe(name string, r *protocol.Range, text string) protocol.ObserveResult {
 	e.t.Helper()
-	o, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Turn: 1, Anchor: "call_" + name,
-		Sources: []runtime.SourceRef{{URI: "file://" + e.path(name), Range: r, Text: text}}})
+	o, err := e.m.Observe(context.Background(), protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_" + name,
+		Sources: []protocol.Source{{URI: "file://" + e.path(name), Range: r, Text: text}}})
 	if err != nil {
 		e.t.Fatalf("observe %s: %v", name, err)
 	}
 	return o
 }
 
-func (e *env) sync() runtime.SyncResult {
+func (e *env) sync() protocol.SyncResult {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := e.m.Sync(ctx, runtime.SyncRequest{Agent: "main", Turn: 2})
+	r, err := e.m.Sync(ctx, protocol.SyncParams{Agent: "main", Turn: 2})
 	if err != nil {
 		e.t.Fatalf("sync: %v", err)
 	}
@@ -113,7 +113,7 @@ func TestRootsHoldAfterObserve(t *testing.T) {
 				out, _ := filepath.EvalSymlinks(t.TempDir())
 				writeFile(t, e.path("sub/f.txt"), inside)
 				writeFile(t, filepath.Join(out, "sub/f.txt"), outside)
-				if o := e.observe("sub/f.txt", &protocol.Range{Start: 1, End: 3}, "alpha\nbeta\ngamma"); o.Status != runtime.Valid {
+				if o := e.observe("sub/f.txt", &protocol.Range{Start: 1, End: 3}, "alpha\nbeta\ngamma"); o.Status != protocol.Valid {
 					t.Fatalf("observe %+v", o)
 				}
 				tc.replace(t, e, out)
@@ -122,7 +122,7 @@ func TestRootsHoldAfterObserve(t *testing.T) {
 					t.Fatalf("sync %+v", r)
 				}
 				b := r.Blocks[0]
-				if b.Status != runtime.Invalid || len(b.Sources) != 0 || !strings.Contains(b.Notice, "outside the workspace roots") {
+				if b.Status != protocol.Invalid || len(b.Sources) != 0 || !strings.Contains(b.Notice, "outside the workspace roots") {
 					t.Fatalf("block %+v, want invalid with an outside-the-roots notice", b)
 				}
 				for _, s := range b.Sources {
@@ -130,7 +130,7 @@ func TestRootsHoldAfterObserve(t *testing.T) {
 						t.Fatalf("outside text reached the view: %+v", b)
 					}
 				}
-				_, err := e.m.SourceChanged(context.Background(), runtime.Change{URI: "file://" + e.path("sub/f.txt")})
+				_, err := e.m.SourceChanged(context.Background(), protocol.SourceChangedParams{URI: "file://" + e.path("sub/f.txt")})
 				if !errors.Is(err, runtime.ErrOutsideRoots) {
 					t.Fatalf("sourceChanged: %v, want ErrOutsideRoots", err)
 				}
@@ -141,8 +141,8 @@ func TestRootsHoldAfterObserve(t *testing.T) {
 					t.Fatalf("read: %v, want ErrOutsideRoots", err)
 				}
 				// Full projection: still invalid, never the outside text.
-				full, err := e.m.Sync(context.Background(), runtime.SyncRequest{Agent: "main", Turn: 3, Full: true})
-				if err != nil || len(full.Blocks) != 1 || full.Blocks[0].Status != runtime.Invalid {
+				full, err := e.m.Sync(context.Background(), protocol.SyncParams{Agent: "main", Turn: 3, Full: true})
+				if err != nil || len(full.Blocks) != 1 || full.Blocks[0].Status != protocol.Invalid {
 					t.Fatalf("full sync %+v %v", full, err)
 				}
 			})
@@ -162,11 +162,11 @@ func TestFIFOReplacingFileDoesNotHang(t *testing.T) {
 	if err := syscall.Mkfifo(e.path("f.txt"), 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	done := make(chan runtime.SyncResult, 1)
+	done := make(chan protocol.SyncResult, 1)
 	go func() { done <- e.sync() }()
 	select {
 	case r := <-done:
-		if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || !strings.Contains(r.Blocks[0].Notice, "could not be re-read") {
+		if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Invalid || !strings.Contains(r.Blocks[0].Notice, "could not be re-read") {
 			t.Fatalf("sync %+v", r)
 		}
 	case <-time.After(10 * time.Second):
@@ -205,7 +205,7 @@ func TestRacilyCleanRewrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := e.sync()
-			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Patched || r.Blocks[0].Sources[0].Text != "port: 9090\nname: demo" {
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Patched || r.Blocks[0].Sources[0].Text != "port: 9090\nname: demo" {
 				t.Fatalf("sync after rewrite %+v", r)
 			}
 		})
@@ -238,9 +238,9 @@ func TestListingSource(t *testing.T) {
 				writeFile(t, e.path(f), "x\n")
 			}
 			uri := "file://" + e.root + "?depth=0&ignore=node_modules"
-			o, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Turn: 1, Anchor: "ls",
-				Sources: []runtime.SourceRef{{URI: uri, Text: "old.txt\nsrc/\nsrc/a.go"}}})
-			if err != nil || o.Status != runtime.Valid {
+			o, err := e.m.Observe(context.Background(), protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "ls",
+				Sources: []protocol.Source{{URI: uri, Text: "old.txt\nsrc/\nsrc/a.go"}}})
+			if err != nil || o.Status != protocol.Valid {
 				t.Fatalf("observe %+v %v", o, err)
 			}
 			if r := e.sync(); len(r.Blocks) != 0 {
@@ -267,7 +267,7 @@ func TestListingSource(t *testing.T) {
 			}
 			r := e.sync()
 			want := "[concord] the listing of " + e.root + " shown earlier is out of date: added a.txt, src/b.go; removed old.txt. List it again before relying on it."
-			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || r.Blocks[0].Notice != want {
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Invalid || r.Blocks[0].Notice != want {
 				t.Fatalf("sync %+v\nwant notice %q", r, want)
 			}
 		})
@@ -279,8 +279,8 @@ func TestListingNoticeBounded(t *testing.T) {
 	e := newEnv(t, fileadapter.ModeHooks)
 	writeFile(t, e.path("keep"), "")
 	uri := "file://" + e.root
-	if _, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Turn: 1, Anchor: "ls",
-		Sources: []runtime.SourceRef{{URI: uri + "?depth=1", Text: "keep"}}}); err != nil {
+	if _, err := e.m.Observe(context.Background(), protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "ls",
+		Sources: []protocol.Source{{URI: uri + "?depth=1", Text: "keep"}}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 25; i++ {
@@ -314,12 +314,12 @@ func TestEmptiedThenWritten(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := e.sync()
-			if len(s.Blocks) != 1 || s.Blocks[0].Status != runtime.Invalid || !strings.Contains(s.Blocks[0].Notice, "is empty since this read") {
+			if len(s.Blocks) != 1 || s.Blocks[0].Status != protocol.Invalid || !strings.Contains(s.Blocks[0].Notice, "is empty since this read") {
 				t.Fatalf("sync while empty %+v", s)
 			}
 			writeFile(t, p, "alpha = 1\nbeta = 20\ngamma = 3\n")
 			s = e.sync()
-			if len(s.Blocks) != 1 || s.Blocks[0].Status != runtime.Patched || s.Blocks[0].Sources[0].Text != "alpha = 1\nbeta = 20\ngamma = 3" {
+			if len(s.Blocks) != 1 || s.Blocks[0].Status != protocol.Patched || s.Blocks[0].Sources[0].Text != "alpha = 1\nbeta = 20\ngamma = 3" {
 				t.Fatalf("sync after the write %+v", s)
 			}
 		})
@@ -330,8 +330,8 @@ func TestEmptiedThenWritten(t *testing.T) {
 func TestListingDirectoryDeleted(t *testing.T) {
 	e := newEnv(t, fileadapter.ModeHooks)
 	writeFile(t, e.path("d/a.txt"), "")
-	if _, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Turn: 1, Anchor: "ls",
-		Sources: []runtime.SourceRef{{URI: "file://" + e.path("d") + "?depth=1", Text: "a.txt"}}}); err != nil {
+	if _, err := e.m.Observe(context.Background(), protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "ls",
+		Sources: []protocol.Source{{URI: "file://" + e.path("d") + "?depth=1", Text: "a.txt"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.RemoveAll(e.path("d")); err != nil {
@@ -339,7 +339,7 @@ func TestListingDirectoryDeleted(t *testing.T) {
 	}
 	r := e.sync()
 	want := "[concord] the listing of " + e.path("d") + " shown earlier is out of date: the directory was deleted. List it again before relying on it."
-	if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || r.Blocks[0].Notice != want {
+	if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Invalid || r.Blocks[0].Notice != want {
 		t.Fatalf("sync %+v", r)
 	}
 }

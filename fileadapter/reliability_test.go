@@ -56,21 +56,21 @@ func newRelEnv(t *testing.T, root string, cfg Config) *relEnv {
 	return e
 }
 
-func (e *relEnv) observe(anchor, p string, r *protocol.Range, text string) runtime.ObserveResult {
+func (e *relEnv) observe(anchor, p string, r *protocol.Range, text string) protocol.ObserveResult {
 	e.t.Helper()
-	o, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Turn: 1, Anchor: anchor,
-		Sources: []runtime.SourceRef{{URI: "file://" + p, Range: r, Text: text}}})
+	o, err := e.m.Observe(context.Background(), protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: anchor,
+		Sources: []protocol.Source{{URI: "file://" + p, Range: r, Text: text}}})
 	if err != nil {
 		e.t.Fatalf("observe %s: %v", p, err)
 	}
 	return o
 }
 
-func (e *relEnv) sync(full bool) runtime.SyncResult {
+func (e *relEnv) sync(full bool) protocol.SyncResult {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	r, err := e.m.Sync(ctx, runtime.SyncRequest{Agent: "main", Turn: 2, Full: full})
+	r, err := e.m.Sync(ctx, protocol.SyncParams{Agent: "main", Turn: 2, Full: full})
 	if err != nil {
 		e.t.Fatalf("sync: %v", err)
 	}
@@ -92,13 +92,13 @@ func TestFaultDiskFull(t *testing.T) {
 		testHookReader = func(r io.Reader) io.Reader { return &failingReader{r: r, after: 4, err: syscall.ENOSPC} }
 		write(t, p, "alpha = 1\nbeta = 20\ngamma = 3\n")
 		r := e.sync(false)
-		if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || !strings.Contains(r.Blocks[0].Notice, "could not be re-read") {
+		if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Invalid || !strings.Contains(r.Blocks[0].Notice, "could not be re-read") {
 			t.Fatalf("sync during the failing read %+v", r)
 		}
 		testHookReader = nil
 		write(t, p, "alpha = 1\nbeta = 21\ngamma = 3\n")
 		r = e.sync(false)
-		if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Patched || r.Blocks[0].Sources[0].Text != "alpha = 1\nbeta = 21\ngamma = 3" {
+		if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Patched || r.Blocks[0].Sources[0].Text != "alpha = 1\nbeta = 21\ngamma = 3" {
 			t.Fatalf("sync after recovery %+v", r)
 		}
 		t.Logf("FIGURE disk-full/injected: read failed with ENOSPC -> invalid notice; next write -> patched; stale views 0")
@@ -142,7 +142,7 @@ func TestFaultDiskFull(t *testing.T) {
 		os.Remove(filepath.Join(dir, "filler"))
 		write(t, p, "alpha\nbeta!\ngamma\n")
 		r = e.sync(true)
-		if len(r.Blocks) != 1 || r.Blocks[0].Status == runtime.Valid {
+		if len(r.Blocks) != 1 || r.Blocks[0].Status == protocol.Valid {
 			t.Fatalf("sync after space came back %+v", r)
 		}
 		checkOnDisk(t, r.Blocks[0], "alpha\nbeta!\ngamma\n")
@@ -150,10 +150,10 @@ func TestFaultDiskFull(t *testing.T) {
 	})
 }
 
-func statusOf(b runtime.BlockView) string { return string(b.Status) }
+func statusOf(b protocol.BlockView) string { return string(b.Status) }
 
 // checkOnDisk: a view with sources shows exactly lines of what is on disk.
-func checkOnDisk(t *testing.T, b runtime.BlockView, disk string) {
+func checkOnDisk(t *testing.T, b protocol.BlockView, disk string) {
 	t.Helper()
 	for _, s := range b.Sources {
 		if s.Range == nil {
@@ -204,14 +204,14 @@ func TestFaultPermissionFlip(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := e.sync(false)
-			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || !strings.Contains(r.Blocks[0].Notice, "could not be re-read") {
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Invalid || !strings.Contains(r.Blocks[0].Notice, "could not be re-read") {
 				t.Fatalf("sync while unreadable %+v", r)
 			}
 			if err := os.Chmod(p, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			r = e.sync(false)
-			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Valid || r.Blocks[0].Sources[0].Text != "a\nb\nc" {
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Valid || r.Blocks[0].Sources[0].Text != "a\nb\nc" {
 				t.Fatalf("sync when readable again %+v", r)
 			}
 			t.Logf("FIGURE permission-flip/%s: unreadable -> invalid with notice; readable again -> restored valid", mode)
@@ -294,7 +294,7 @@ func TestFaultWatchLimit(t *testing.T) {
 	r := e.sync(false)
 	patched := 0
 	for _, b := range r.Blocks {
-		if b.Status == runtime.Patched && b.Sources[0].Text == "x = 10\ny = 2" {
+		if b.Status == protocol.Patched && b.Sources[0].Text == "x = 10\ny = 2" {
 			patched++
 		}
 	}
@@ -335,7 +335,7 @@ func TestFaultRenameStorm(t *testing.T) {
 				return
 			case <-time.After(15 * time.Millisecond):
 			}
-			r, err := e.m.Sync(context.Background(), runtime.SyncRequest{Agent: "main", Turn: 2})
+			r, err := e.m.Sync(context.Background(), protocol.SyncParams{Agent: "main", Turn: 2})
 			if err != nil {
 				bad.Store(err.Error())
 				return
@@ -418,7 +418,7 @@ func TestFaultCheckout(t *testing.T) {
 	syncTime := time.Since(t2)
 	patched := 0
 	for _, b := range r.Blocks {
-		if b.Status == runtime.Patched {
+		if b.Status == protocol.Patched {
 			patched++
 		}
 	}
@@ -427,7 +427,7 @@ func TestFaultCheckout(t *testing.T) {
 	for _, b := range full.Blocks {
 		i := 0
 		fmt.Sscanf(b.Anchor, "c%d", &i)
-		if b.Status == runtime.Patched && len(b.Sources) == 1 && b.Sources[0].Text == fmt.Sprintf("const N = %d + 1", i) {
+		if b.Status == protocol.Patched && len(b.Sources) == 1 && b.Sources[0].Text == fmt.Sprintf("const N = %d + 1", i) {
 			right++
 		}
 	}
@@ -453,7 +453,7 @@ func TestFaultReplacedByDirectory(t *testing.T) {
 			}
 			write(t, filepath.Join(p, "inner.txt"), "x\n")
 			r := e.sync(false)
-			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || !strings.Contains(r.Blocks[0].Notice, "is a directory") {
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Invalid || !strings.Contains(r.Blocks[0].Notice, "is a directory") {
 				t.Fatalf("sync while a directory %+v", r)
 			}
 			if err := os.RemoveAll(p); err != nil {
@@ -467,7 +467,7 @@ func TestFaultReplacedByDirectory(t *testing.T) {
 				t.Fatal(err)
 			}
 			r = e.sync(false)
-			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Valid || r.Blocks[0].Sources[0].Text != "a\nb" {
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Valid || r.Blocks[0].Sources[0].Text != "a\nb" {
 				t.Fatalf("sync when a file again %+v", r)
 			}
 			t.Logf("FIGURE file-to-directory/%s: directory -> invalid with notice; file again -> restored valid", mode)

@@ -21,20 +21,20 @@ import (
 // through the real binary (cmd/concord).
 type faultyCore struct{}
 
-func (faultyCore) Observe(ctx context.Context, o runtime.Observation) (runtime.ObserveResult, error) {
+func (faultyCore) Observe(ctx context.Context, o protocol.ObserveParams) (protocol.ObserveResult, error) {
 	panic("injected fault")
 }
-func (faultyCore) SourceChanged(ctx context.Context, c runtime.Change) (runtime.ChangeResult, error) {
-	return runtime.ChangeResult{}, errors.New("disk on fire")
+func (faultyCore) SourceChanged(ctx context.Context, c protocol.SourceChangedParams) (protocol.SourceChangedResult, error) {
+	return protocol.SourceChangedResult{}, errors.New("disk on fire")
 }
-func (faultyCore) Sync(ctx context.Context, r runtime.SyncRequest) (runtime.SyncResult, error) {
-	return runtime.SyncResult{Generation: 7}, nil
+func (faultyCore) Sync(ctx context.Context, r protocol.SyncParams) (protocol.SyncResult, error) {
+	return protocol.SyncResult{Generation: 7}, nil
 }
-func (faultyCore) Release(ctx context.Context, r runtime.ReleaseRequest) (runtime.ReleaseResult, error) {
-	return runtime.ReleaseResult{}, nil
+func (faultyCore) Release(ctx context.Context, r protocol.ReleaseParams) (protocol.ReleaseResult, error) {
+	return protocol.ReleaseResult{}, nil
 }
-func (faultyCore) Stats() runtime.Stats { return runtime.Stats{} }
-func (faultyCore) Close() error         { return nil }
+func (faultyCore) Stats() protocol.StatsResult { return protocol.StatsResult{} }
+func (faultyCore) Close() error                { return nil }
 
 // TestHandlerFaults: a panicking handler answers -32603 and the session
 // keeps serving; an unclassified core error is -32603 too.
@@ -121,9 +121,9 @@ type fetchCore struct {
 	fetch func(ctx context.Context, uri string) (runtime.Content, error)
 }
 
-func (c fetchCore) SourceChanged(ctx context.Context, ch runtime.Change) (runtime.ChangeResult, error) {
+func (c fetchCore) SourceChanged(ctx context.Context, ch protocol.SourceChangedParams) (protocol.SourceChangedResult, error) {
 	_, err := c.fetch(ctx, ch.URI)
-	return runtime.ChangeResult{}, err
+	return protocol.SourceChangedResult{}, err
 }
 
 // TestReadSourceTimeoutInPlainWords: a client that never answers readSource

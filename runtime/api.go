@@ -12,47 +12,6 @@ import (
 	"context"
 
 	"github.com/concord-ctx/concord/locator"
-	"github.com/concord-ctx/concord/protocol"
-)
-
-// The core's API speaks the wire types of package protocol (one set of
-// types, one set of JSON names); these are the core's names for them.
-type (
-	Status         = protocol.Status
-	Kind           = protocol.Kind
-	Action         = protocol.Action
-	SourceRef      = protocol.Source // what an observation links; Range nil = the whole source
-	SourceView     = protocol.Source // a link's current state, in a BlockView
-	Observation    = protocol.ObserveParams
-	ObserveResult  = protocol.ObserveResult
-	Change         = protocol.SourceChangedParams
-	ChangeResult   = protocol.SourceChangedResult
-	SyncRequest    = protocol.SyncParams
-	SyncResult     = protocol.SyncResult
-	BlockView      = protocol.BlockView
-	ReleaseRequest = protocol.ReleaseParams
-	ReleaseResult  = protocol.ReleaseResult
-	Stats          = protocol.StatsResult
-	Policy         = protocol.Policy
-	PolicyConfig   = protocol.PolicyConfig
-)
-
-const (
-	Valid      = protocol.Valid
-	Patched    = protocol.Patched
-	Stale      = protocol.Stale
-	Invalid    = protocol.Invalid
-	Superseded = protocol.Superseded
-	Released   = protocol.Released
-	EventAck   = protocol.EventAck
-
-	Snapshot = protocol.Snapshot
-	Event    = protocol.Event
-
-	Patch    = protocol.Patch
-	Refresh  = protocol.Refresh
-	Annotate = protocol.Annotate
-	Suppress = protocol.Suppress
 )
 
 // Range is a 1-based inclusive line range (the locator's; the wire's

@@ -15,7 +15,7 @@ type benchWorld struct {
 	mem   *memStore
 	ids   []string
 	texts [][]string
-	obs   []Observation
+	obs   []protocol.ObserveParams
 	m     *Manager
 }
 
@@ -35,8 +35,8 @@ func newBenchWorld(b *testing.B, files, blocksPerFile int) *benchWorld {
 		w.texts = append(w.texts, ls)
 		for k := 0; k < blocksPerFile; k++ {
 			s := 1 + k*10
-			w.obs = append(w.obs, Observation{Agent: fmt.Sprintf("agent-%d", f%4), Turn: 1, Anchor: fmt.Sprintf("call_%d_%d", f, k),
-				Sources: []SourceRef{{URI: id, Range: &protocol.Range{Start: s, End: s + 4}, Text: span(ls, s, s+4)}}})
+			w.obs = append(w.obs, protocol.ObserveParams{Agent: fmt.Sprintf("agent-%d", f%4), Turn: 1, Anchor: fmt.Sprintf("call_%d_%d", f, k),
+				Sources: []protocol.Source{{URI: id, Range: &protocol.Range{Start: s, End: s + 4}, Text: span(ls, s, s+4)}}})
 		}
 	}
 	w.m = New(Config{})
@@ -76,7 +76,7 @@ func BenchmarkSyncUnchanged(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := w.m.Sync(ctx, SyncRequest{Agent: "agent-0", Turn: 2}); err != nil {
+		if _, err := w.m.Sync(ctx, protocol.SyncParams{Agent: "agent-0", Turn: 2}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -98,7 +98,7 @@ func BenchmarkSyncOneFileChanged(b *testing.B) {
 				// every sync after the first carries an erratum (hunk).
 				ls[2] = fmt.Sprintf("\tx2 := compute(%d, \"arg\") // file 0", i+1)
 				w.mem.set(w.ids[0], text(ls))
-				r, err := w.m.Sync(ctx, SyncRequest{Agent: "agent-0", Turn: 2})
+				r, err := w.m.Sync(ctx, protocol.SyncParams{Agent: "agent-0", Turn: 2})
 				if err != nil || len(r.Blocks) != 1 {
 					b.Fatalf("%v %d", err, len(r.Blocks))
 				}
@@ -133,8 +133,8 @@ func BenchmarkReconcile1MB(b *testing.B) {
 			ctx := context.Background()
 			for k := 0; k < 1000; k++ {
 				s := 1 + k*20
-				if _, err := m.Observe(ctx, Observation{Agent: "main", Turn: 1, Anchor: fmt.Sprint(k),
-					Sources: []SourceRef{{URI: id, Range: &protocol.Range{Start: s, End: s + 4}, Text: span(base, s, s+4)}}}); err != nil {
+				if _, err := m.Observe(ctx, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: fmt.Sprint(k),
+					Sources: []protocol.Source{{URI: id, Range: &protocol.Range{Start: s, End: s + 4}, Text: span(base, s, s+4)}}}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -152,7 +152,7 @@ func BenchmarkReconcile1MB(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				mem.set(id, texts[i%2])
-				r, err := m.SourceChanged(ctx, Change{URI: id})
+				r, err := m.SourceChanged(ctx, protocol.SourceChangedParams{URI: id})
 				if err != nil || len(r.Blocks) != 1000 {
 					b.Fatalf("%v: %d blocks changed", err, len(r.Blocks))
 				}
@@ -200,9 +200,9 @@ func BenchmarkObserveGrepBlock(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("hits=%d", n), func(b *testing.B) {
 			lines := numbered(n)
-			refs := make([]SourceRef, n)
+			refs := make([]protocol.Source, n)
 			for i := range refs {
-				refs[i] = SourceRef{URI: fid, Range: rng(i+1, i+1), Text: lines[i]}
+				refs[i] = protocol.Source{URI: fid, Range: rng(i+1, i+1), Text: lines[i]}
 			}
 			ctx := context.Background()
 			for i := 0; i < b.N; i++ {
@@ -210,12 +210,12 @@ func BenchmarkObserveGrepBlock(b *testing.B) {
 				h := newHarness(b, Config{})
 				h.mem.set(fid, text(lines))
 				b.StartTimer()
-				if _, err := h.m.Observe(ctx, Observation{Agent: "main", Turn: 1, Anchor: "grep", Kind: Snapshot, Sources: refs}); err != nil {
+				if _, err := h.m.Observe(ctx, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "grep", Kind: protocol.Snapshot, Sources: refs}); err != nil {
 					b.Fatal(err)
 				}
 				// A one-token edit: every hit's link goes through reconciliation.
 				h.mem.set(fid, text(oneTokenEdited(lines, n/2)))
-				if _, err := h.m.Sync(ctx, SyncRequest{Agent: "main", Turn: 2}); err != nil {
+				if _, err := h.m.Sync(ctx, protocol.SyncParams{Agent: "main", Turn: 2}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -226,7 +226,7 @@ func BenchmarkObserveGrepBlock(b *testing.B) {
 
 // manyLinksWorld is one file of 60,000 lines and agents x perAgent
 // one-line reads of distinct lines (issue 23's 50,000 links on one file).
-func manyLinksWorld(b *testing.B, agents, perAgent int) (*Manager, *memStore, []string, []Observation) {
+func manyLinksWorld(b *testing.B, agents, perAgent int) (*Manager, *memStore, []string, []protocol.ObserveParams) {
 	b.Helper()
 	mem, fa := newMem()
 	ls := make([]string, 60000)
@@ -234,12 +234,12 @@ func manyLinksWorld(b *testing.B, agents, perAgent int) (*Manager, *memStore, []
 		ls[i] = fmt.Sprintf("row %05d: value %d", i+1, i*7)
 	}
 	mem.set(fid, text(ls))
-	var obs []Observation
+	var obs []protocol.ObserveParams
 	for k := range perAgent {
 		for a := range agents {
 			line := 1 + (a*perAgent+k)%len(ls)
-			obs = append(obs, Observation{Agent: fmt.Sprintf("agent-%d", a), Turn: 1, Anchor: fmt.Sprintf("call_%d", k),
-				Sources: []SourceRef{{URI: fid, Range: &protocol.Range{Start: line, End: line}, Text: ls[line-1]}}})
+			obs = append(obs, protocol.ObserveParams{Agent: fmt.Sprintf("agent-%d", a), Turn: 1, Anchor: fmt.Sprintf("call_%d", k),
+				Sources: []protocol.Source{{URI: fid, Range: &protocol.Range{Start: line, End: line}, Text: ls[line-1]}}})
 		}
 	}
 	m := New(Config{})
@@ -284,7 +284,7 @@ func BenchmarkFirstSyncManyLinks(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		cur[30000] = fmt.Sprintf("row edited %d", i)
 		mem.set(fid, text(cur))
-		if _, err := m.Sync(ctx, SyncRequest{Agent: "agent-0", Turn: 2}); err != nil {
+		if _, err := m.Sync(ctx, protocol.SyncParams{Agent: "agent-0", Turn: 2}); err != nil {
 			b.Fatal(err)
 		}
 	}

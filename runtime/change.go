@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+
+	"github.com/concord-ctx/concord/protocol"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -12,23 +14,23 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // SourceChanged handles a change reported by the runtime's own write tool.
 // Files are re-read from disk (the disk is the truth; Text is only a hint).
 // Keyed sources take Text when given, else the adapter asks the client.
-func (m *Manager) SourceChanged(ctx context.Context, ch Change) (ChangeResult, error) {
+func (m *Manager) SourceChanged(ctx context.Context, ch protocol.SourceChangedParams) (protocol.SourceChangedResult, error) {
 	if err := validateURI("uri", ch.URI); err != nil {
-		return ChangeResult{}, err
+		return protocol.SourceChangedResult{}, err
 	}
 	src, err := m.lookup(ch.URI)
 	if err != nil {
-		return ChangeResult{}, wrapSource("sourceChanged", 0, ch.URI, err)
+		return protocol.SourceChangedResult{}, wrapSource("sourceChanged", 0, ch.URI, err)
 	}
 	if src.reporter != nil && ch.Text == nil && ch.Version == "" {
-		return ChangeResult{}, fieldErr("version", "required for keyed sources without text")
+		return protocol.SourceChangedResult{}, fieldErr("version", "required for keyed sources without text")
 	}
 	changed, err := m.reread(ctx, src, ch)
 	if err != nil {
-		return ChangeResult{}, err
+		return protocol.SourceChangedResult{}, err
 	}
 	sort.Slice(changed, func(i, j int) bool { return changed[i].seq < changed[j].seq })
-	res := ChangeResult{Blocks: make([]string, 0, len(changed))}
+	res := protocol.SourceChangedResult{Blocks: make([]string, 0, len(changed))}
 	for _, b := range changed {
 		res.Blocks = append(res.Blocks, b.id)
 	}
@@ -38,7 +40,7 @@ func (m *Manager) SourceChanged(ctx context.Context, ch Change) (ChangeResult, e
 
 // reread reads a reported source again (when something depends on it) and
 // applies the result; it returns the blocks whose state changed.
-func (m *Manager) reread(ctx context.Context, src *source, ch Change) ([]*block, error) {
+func (m *Manager) reread(ctx context.Context, src *source, ch protocol.SourceChangedParams) ([]*block, error) {
 	src.io.Lock()
 	defer src.io.Unlock()
 	if src.reporter != nil {
@@ -64,13 +66,13 @@ func (m *Manager) reread(ctx context.Context, src *source, ch Change) ([]*block,
 // or ids of another agent's blocks when Agent is set, fail the whole request
 // (nothing is released); unknown anchors are skipped (events have anchors but
 // no blocks).
-func (m *Manager) Release(ctx context.Context, req ReleaseRequest) (ReleaseResult, error) {
+func (m *Manager) Release(ctx context.Context, req protocol.ReleaseParams) (protocol.ReleaseResult, error) {
 	if err := validateRelease(req); err != nil {
-		return ReleaseResult{}, err
+		return protocol.ReleaseResult{}, err
 	}
-	res, err := locked(m, func(ix *index) (ReleaseResult, error) { return ix.release(req) })
+	res, err := locked(m, func(ix *index) (protocol.ReleaseResult, error) { return ix.release(req) })
 	if err != nil {
-		return ReleaseResult{}, err
+		return protocol.ReleaseResult{}, err
 	}
 	m.syncPendingWatches()
 	m.flushNotify("") // blocks that lost the read superseding them changed

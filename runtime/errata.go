@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/concord-ctx/concord/locator"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // Errata: what goes after the newest message when a repair is placed at the
@@ -59,11 +60,11 @@ func newClause(anchor string, l *link) clause {
 // in-place copy needs no correction), and how long they stay true. Caller
 // holds m.mu.
 func erratum(b *block) ([]clause, holds) {
-	if b.pl.inplace == Invalid {
+	if b.pl.inplace == protocol.Invalid {
 		return nil, holdsNow // in place it shows a notice only: nothing there can look current
 	}
 	switch b.status {
-	case Invalid, Stale, Superseded:
+	case protocol.Invalid, protocol.Stale, protocol.Superseded:
 		return []clause{{anchor: b.anchor, raw: "[concord] About the output of " + b.anchor + ": " + thatRead(b.notice)}}, holdsAlways
 	}
 	var cs []clause
@@ -89,7 +90,7 @@ func erratum(b *block) ([]clause, holds) {
 // textUnchanged reports whether every link of b is live and still has the
 // text its copy in place shows (at most its lines moved).
 func textUnchanged(b *block) bool {
-	if b.status != Valid && b.status != Patched {
+	if b.status != protocol.Valid && b.status != protocol.Patched {
 		return false
 	}
 	for _, l := range b.links {

@@ -171,27 +171,27 @@ func newHarness(t testing.TB, cfg Config) *harness {
 	return h
 }
 
-func (h *harness) observe(agent string, turn int, anchor string, refs ...SourceRef) ObserveResult {
+func (h *harness) observe(agent string, turn int, anchor string, refs ...protocol.Source) protocol.ObserveResult {
 	h.t.Helper()
-	r, err := h.m.Observe(context.Background(), Observation{Agent: agent, Turn: turn, Anchor: anchor, Sources: refs})
+	r, err := h.m.Observe(context.Background(), protocol.ObserveParams{Agent: agent, Turn: turn, Anchor: anchor, Sources: refs})
 	if err != nil {
 		h.t.Fatalf("observe %s: %v", anchor, err)
 	}
 	return r
 }
 
-func (h *harness) changed(id string) ChangeResult {
+func (h *harness) changed(id string) protocol.SourceChangedResult {
 	h.t.Helper()
-	r, err := h.m.SourceChanged(context.Background(), Change{URI: id})
+	r, err := h.m.SourceChanged(context.Background(), protocol.SourceChangedParams{URI: id})
 	if err != nil {
 		h.t.Fatalf("sourceChanged %s: %v", id, err)
 	}
 	return r
 }
 
-func (h *harness) sync(agent string, turn int) SyncResult {
+func (h *harness) sync(agent string, turn int) protocol.SyncResult {
 	h.t.Helper()
-	r, err := h.m.Sync(context.Background(), SyncRequest{Agent: agent, Turn: turn})
+	r, err := h.m.Sync(context.Background(), protocol.SyncParams{Agent: agent, Turn: turn})
 	if err != nil {
 		h.t.Fatalf("sync %s: %v", agent, err)
 	}
@@ -204,7 +204,7 @@ func (h *harness) onChangeCalls() [][]string {
 	return append([][]string(nil), h.calls...)
 }
 
-func one(t *testing.T, r SyncResult) BlockView {
+func one(t *testing.T, r protocol.SyncResult) protocol.BlockView {
 	t.Helper()
 	if len(r.Blocks) != 1 {
 		t.Fatalf("want 1 block in projection, got %d: %+v", len(r.Blocks), r.Blocks)

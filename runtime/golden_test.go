@@ -119,12 +119,12 @@ type goldenObs struct {
 		Range *protocol.Range `json:"range,omitempty"`
 		Text  *string         `json:"text,omitempty"`
 	} `json:"sources"`
-	Policy *runtime.Policy `json:"policy,omitempty"`
+	Policy *protocol.Policy `json:"policy,omitempty"`
 }
 
 type phaseOut struct {
-	Changed map[string][]string           `json:"changed"`
-	Sync    map[string]runtime.SyncResult `json:"sync"`
+	Changed map[string][]string            `json:"changed"`
+	Sync    map[string]protocol.SyncResult `json:"sync"`
 }
 
 type goldenOut struct {
@@ -179,7 +179,7 @@ func runScenario(t *testing.T, ar archive) string {
 	for _, f := range ar.prefixed("files/") {
 		writeFile(t, filepath.Join(root, f.name), f.data)
 	}
-	var pc runtime.PolicyConfig
+	var pc protocol.PolicyConfig
 	if s, ok := ar.get("policy.json"); ok {
 		if err := json.Unmarshal([]byte(s), &pc); err != nil {
 			t.Fatalf("policy.json: %v", err)
@@ -202,11 +202,11 @@ func runScenario(t *testing.T, ar archive) string {
 	var out goldenOut
 	agents := map[string]bool{}
 	for _, o := range obs {
-		ro := runtime.Observation{Agent: o.Agent, Turn: o.Turn, Anchor: o.Anchor, Kind: runtime.Kind(o.Kind), Policy: o.Policy}
+		ro := protocol.ObserveParams{Agent: o.Agent, Turn: o.Turn, Anchor: o.Anchor, Kind: protocol.Kind(o.Kind), Policy: o.Policy}
 		agents[o.Agent] = true
 		for _, src := range o.Sources {
 			p := filepath.Join(root, src.Path)
-			ref := runtime.SourceRef{URI: "file://" + p, Range: src.Range}
+			ref := protocol.Source{URI: "file://" + p, Range: src.Range}
 			if src.Text != nil {
 				ref.Text = *src.Text
 			} else {
@@ -238,7 +238,7 @@ func runScenario(t *testing.T, ar archive) string {
 		if len(files) == 0 && !hasDel {
 			continue
 		}
-		po := phaseOut{Changed: map[string][]string{}, Sync: map[string]runtime.SyncResult{}}
+		po := phaseOut{Changed: map[string][]string{}, Sync: map[string]protocol.SyncResult{}}
 		var touched []string
 		for _, f := range files {
 			writeFile(t, filepath.Join(root, f.name), f.data)
@@ -251,14 +251,14 @@ func runScenario(t *testing.T, ar archive) string {
 			touched = append(touched, n)
 		}
 		for _, n := range touched {
-			cr, err := m.SourceChanged(ctx, runtime.Change{URI: "file://" + filepath.Join(root, n), Agent: "main"})
+			cr, err := m.SourceChanged(ctx, protocol.SourceChangedParams{URI: "file://" + filepath.Join(root, n), Agent: "main"})
 			if err != nil {
 				t.Fatalf("sourceChanged %s: %v", n, err)
 			}
 			po.Changed[n] = cr.Blocks
 		}
 		for _, a := range names {
-			r, err := m.Sync(ctx, runtime.SyncRequest{Agent: a, Turn: turn})
+			r, err := m.Sync(ctx, protocol.SyncParams{Agent: a, Turn: turn})
 			if err != nil {
 				t.Fatalf("sync %s: %v", a, err)
 			}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/concord-ctx/concord/locator"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // index is the manager's state: sources with their links, blocks, agents,
@@ -48,17 +49,17 @@ func newIndex(auditMax int) index {
 // release drops blocks by id, or by the agent's anchors; see
 // Manager.Release. An unknown or foreign id fails the whole request before
 // anything is dropped.
-func (ix *index) release(req ReleaseRequest) (ReleaseResult, error) {
+func (ix *index) release(req protocol.ReleaseParams) (protocol.ReleaseResult, error) {
 	var bs []*block
 	seen := map[*block]bool{}
 	for i, id := range req.Blocks {
 		b, ok := ix.blocks[id]
 		if !ok {
-			return ReleaseResult{}, unknownBlock(i, "%q", id)
+			return protocol.ReleaseResult{}, unknownBlock(i, "%q", id)
 		}
 		if req.Agent != "" && b.agent.name != req.Agent {
 			// One agent's binding must not drop another agent's tracking.
-			return ReleaseResult{}, unknownBlock(i, "%q belongs to agent %q, not %q", id, b.agent.name, req.Agent)
+			return protocol.ReleaseResult{}, unknownBlock(i, "%q belongs to agent %q, not %q", id, b.agent.name, req.Agent)
 		}
 		if !seen[b] {
 			seen[b] = true
@@ -76,7 +77,7 @@ func (ix *index) release(req ReleaseRequest) (ReleaseResult, error) {
 		}
 	}
 	sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
-	res := ReleaseResult{Released: make([]string, 0, len(bs))}
+	res := protocol.ReleaseResult{Released: make([]string, 0, len(bs))}
 	for _, b := range bs {
 		ix.drop(b, "released")
 		res.Released = append(res.Released, b.id)
@@ -266,9 +267,9 @@ type block struct {
 	agent        *agentState
 	anchor       string
 	turn         int
-	policy       *Policy
+	policy       *protocol.Policy
 	links        []*link
-	status       Status
+	status       protocol.Status
 	notice       string
 	reason       string
 	supersededBy string
@@ -487,7 +488,7 @@ func (ix *index) countN(k string, n int) { ix.recon[k] += n }
 // newBlock makes the agent's next block (not yet indexed: addBlock).
 func (ix *index) newBlock(ag *agentState, anchor string, turn int) *block {
 	ix.seq++
-	return &block{id: "b" + strconv.FormatUint(ix.seq, 10), seq: ix.seq, agent: ag, anchor: anchor, turn: turn, status: Valid}
+	return &block{id: "b" + strconv.FormatUint(ix.seq, 10), seq: ix.seq, agent: ag, anchor: anchor, turn: turn, status: protocol.Valid}
 }
 
 // addBlock indexes b: by id, for its agent, and each link in its source
@@ -517,7 +518,7 @@ func (ix *index) aging() bool { return ix.ageUsed }
 func (ix *index) block(id string) *block { return ix.blocks[id] }
 
 // useAge records that some policy layer sets an age limit, so syncs age blocks.
-func (ix *index) useAge(p *Policy) {
+func (ix *index) useAge(p *protocol.Policy) {
 	ix.ageUsed = ix.ageUsed || p.MaxAgeTurns != nil && *p.MaxAgeTurns > 0
 }
 
@@ -559,8 +560,8 @@ func (ix *index) takeUnwatch() []*source {
 }
 
 // stats counts the index for Stats.
-func (ix *index) stats() Stats {
-	st := Stats{Blocks: map[Status]int{}, Reconciliations: map[string]int{}, VerifyPasses: ix.verifies, Agents: len(ix.agents)}
+func (ix *index) stats() protocol.StatsResult {
+	st := protocol.StatsResult{Blocks: map[protocol.Status]int{}, Reconciliations: map[string]int{}, VerifyPasses: ix.verifies, Agents: len(ix.agents)}
 	for k, v := range ix.recon {
 		st.Reconciliations[k] = v
 	}

@@ -29,7 +29,7 @@ type fileEnv struct {
 	hits map[string]int // OnChange calls per agent
 }
 
-func newFileEnv(t *testing.T, mode string, pc runtime.PolicyConfig) *fileEnv {
+func newFileEnv(t *testing.T, mode string, pc protocol.PolicyConfig) *fileEnv {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -61,14 +61,14 @@ func (e *fileEnv) onChange(agent string) int {
 	return e.hits[agent]
 }
 
-func (e *fileEnv) observe(agent, anchor, name string, s, end int, text string) (runtime.ObserveResult, error) {
-	return e.m.Observe(context.Background(), runtime.Observation{Agent: agent, Turn: 1, Anchor: anchor,
-		Sources: []runtime.SourceRef{{URI: "file://" + e.path(name), Range: &protocol.Range{Start: s, End: end}, Text: text}}})
+func (e *fileEnv) observe(agent, anchor, name string, s, end int, text string) (protocol.ObserveResult, error) {
+	return e.m.Observe(context.Background(), protocol.ObserveParams{Agent: agent, Turn: 1, Anchor: anchor,
+		Sources: []protocol.Source{{URI: "file://" + e.path(name), Range: &protocol.Range{Start: s, End: end}, Text: text}}})
 }
 
-func (e *fileEnv) sync(agent string) runtime.SyncResult {
+func (e *fileEnv) sync(agent string) protocol.SyncResult {
 	e.t.Helper()
-	r, err := e.m.Sync(context.Background(), runtime.SyncRequest{Agent: agent, Turn: 2})
+	r, err := e.m.Sync(context.Background(), protocol.SyncParams{Agent: agent, Turn: 2})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -94,10 +94,10 @@ const cfg = "name: demo\nport: 8080\ndebug: false\nlog: info\n"
 func TestFileWatchEndToEnd(t *testing.T) {
 	for _, mode := range []string{fileadapter.ModeFsnotify, fileadapter.ModePoll} {
 		t.Run(mode, func(t *testing.T) {
-			e := newFileEnv(t, mode, runtime.PolicyConfig{})
+			e := newFileEnv(t, mode, protocol.PolicyConfig{})
 			writeFile(t, e.path("config.yaml"), cfg)
 			o, err := e.observe("main", "call_1", "config.yaml", 1, 3, "name: demo\nport: 8080\ndebug: false")
-			if err != nil || o.Status != runtime.Valid {
+			if err != nil || o.Status != protocol.Valid {
 				t.Fatalf("observe %+v %v", o, err)
 			}
 			// An editor's atomic save: write a temp file, rename it over.
@@ -108,7 +108,7 @@ func TestFileWatchEndToEnd(t *testing.T) {
 			}
 			waitUntil(t, "OnChange for main", func() bool { return e.onChange("main") > 0 })
 			r := e.sync("main")
-			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Patched || r.Blocks[0].Sources[0].Text != "name: demo\nport: 9090\ndebug: false" {
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Patched || r.Blocks[0].Sources[0].Text != "name: demo\nport: 9090\ndebug: false" {
 				t.Fatalf("sync %+v", r)
 			}
 		})
@@ -117,7 +117,7 @@ func TestFileWatchEndToEnd(t *testing.T) {
 
 // TestFileDeleteAndComeBack with real files and the verify pass (hooks mode).
 func TestFileDeleteAndComeBack(t *testing.T) {
-	e := newFileEnv(t, fileadapter.ModeHooks, runtime.PolicyConfig{})
+	e := newFileEnv(t, fileadapter.ModeHooks, protocol.PolicyConfig{})
 	writeFile(t, e.path("a/b.txt"), "one\ntwo\nthree\n")
 	if _, err := e.observe("main", "c1", "a/b.txt", 2, 3, "two\nthree"); err != nil {
 		t.Fatal(err)
@@ -126,13 +126,13 @@ func TestFileDeleteAndComeBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := e.sync("main")
-	if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || r.Blocks[0].Notice !=
+	if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Invalid || r.Blocks[0].Notice !=
 		"[concord] "+e.path("a/b.txt")+" was deleted after this read; the content shown earlier (lines 2-3) is no longer accurate. Re-read "+e.path("a/b.txt")+" lines 2-3 (check whether it still exists) before relying on it." {
 		t.Fatalf("after delete %+v", r)
 	}
 	writeFile(t, e.path("a/b.txt"), "zero\none\ntwo\nthree\n")
 	r = e.sync("main")
-	if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Patched || r.Blocks[0].Reason != "moved: lines 2-3 -> 3-4" {
+	if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Patched || r.Blocks[0].Reason != "moved: lines 2-3 -> 3-4" {
 		t.Fatalf("after return %+v", r)
 	}
 }
@@ -140,13 +140,13 @@ func TestFileDeleteAndComeBack(t *testing.T) {
 // TestFileWriteHook: the runtime's own write tool reports through
 // SourceChanged; the disk is the truth even when the reported text differs.
 func TestFileWriteHook(t *testing.T) {
-	e := newFileEnv(t, fileadapter.ModeHooks, runtime.PolicyConfig{})
+	e := newFileEnv(t, fileadapter.ModeHooks, protocol.PolicyConfig{})
 	writeFile(t, e.path("config.yaml"), cfg)
 	o, _ := e.observe("main", "call_1", "config.yaml", 1, 3, "name: demo\nport: 8080\ndebug: false")
 	o2, _ := e.observe("sub-1", "call_9", "config.yaml", 2, 2, "port: 8080")
 	writeFile(t, e.path("config.yaml"), strings.Replace(cfg, "8080", "9090", 1))
 	stale := "something else entirely"
-	cr, err := e.m.SourceChanged(context.Background(), runtime.Change{URI: "file://" + e.path("config.yaml"), Agent: "sub-1", Text: &stale})
+	cr, err := e.m.SourceChanged(context.Background(), protocol.SourceChangedParams{URI: "file://" + e.path("config.yaml"), Agent: "sub-1", Text: &stale})
 	if err != nil || len(cr.Blocks) != 2 || cr.Blocks[0] != o.Block || cr.Blocks[1] != o2.Block {
 		t.Fatalf("sourceChanged %+v %v", cr, err)
 	}
@@ -158,7 +158,7 @@ func TestFileWriteHook(t *testing.T) {
 }
 
 func TestFileSourceErrors(t *testing.T) {
-	e := newFileEnv(t, fileadapter.ModeHooks, runtime.PolicyConfig{})
+	e := newFileEnv(t, fileadapter.ModeHooks, protocol.PolicyConfig{})
 	outside, _ := filepath.EvalSymlinks(t.TempDir())
 	writeFile(t, filepath.Join(outside, "secret"), "s\n")
 	writeFile(t, e.path("bin.dat"), "a\x00b\n")
@@ -177,8 +177,8 @@ func TestFileSourceErrors(t *testing.T) {
 		{"file://" + e.path("big.txt"), runtime.ErrTooLarge},
 	}
 	for _, tc := range tests {
-		_, err := e.m.Observe(context.Background(), runtime.Observation{Agent: "main", Anchor: "c",
-			Sources: []runtime.SourceRef{{URI: tc.uri, Range: &protocol.Range{Start: 1, End: 1}, Text: "x"}}})
+		_, err := e.m.Observe(context.Background(), protocol.ObserveParams{Agent: "main", Anchor: "c",
+			Sources: []protocol.Source{{URI: tc.uri, Range: &protocol.Range{Start: 1, End: 1}, Text: "x"}}})
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.uri, err, tc.want)
 		}
@@ -194,9 +194,9 @@ func TestFileSourceErrors(t *testing.T) {
 		{"file://" + e.root, "could not be re-read"},
 	} {
 		agent := fmt.Sprint("a", i)
-		o, err := e.m.Observe(context.Background(), runtime.Observation{Agent: agent, Anchor: "c",
-			Sources: []runtime.SourceRef{{URI: tc.uri, Text: "x"}}})
-		if err != nil || o.Status != runtime.Invalid {
+		o, err := e.m.Observe(context.Background(), protocol.ObserveParams{Agent: agent, Anchor: "c",
+			Sources: []protocol.Source{{URI: tc.uri, Text: "x"}}})
+		if err != nil || o.Status != protocol.Invalid {
 			t.Errorf("%s: %+v %v, want an invalid block", tc.uri, o, err)
 			continue
 		}
@@ -216,14 +216,14 @@ func TestFileBecomesUnreadable(t *testing.T) {
 		{"too large", "a\n" + strings.Repeat("x", 1<<16+1), "could not be re-read (too large)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newFileEnv(t, fileadapter.ModeHooks, runtime.PolicyConfig{})
+			e := newFileEnv(t, fileadapter.ModeHooks, protocol.PolicyConfig{})
 			writeFile(t, e.path("f.txt"), "a\nb\n")
 			if _, err := e.observe("main", "c1", "f.txt", 1, 1, "a"); err != nil {
 				t.Fatal(err)
 			}
 			writeFile(t, e.path("f.txt"), tc.content)
 			r := e.sync("main")
-			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Invalid || !strings.Contains(r.Blocks[0].Notice, tc.notice) {
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Invalid || !strings.Contains(r.Blocks[0].Notice, tc.notice) {
 				t.Fatalf("sync %+v", r)
 			}
 		})
@@ -233,14 +233,14 @@ func TestFileBecomesUnreadable(t *testing.T) {
 // TestWatchesFollowBlocks: watches are taken with the first block on a file
 // and dropped with the last (released or superseded).
 func TestWatchesFollowBlocks(t *testing.T) {
-	e := newFileEnv(t, fileadapter.ModeFsnotify, runtime.PolicyConfig{})
+	e := newFileEnv(t, fileadapter.ModeFsnotify, protocol.PolicyConfig{})
 	writeFile(t, e.path("f.txt"), "a\nb\nc\n")
 	o1, _ := e.observe("main", "c1", "f.txt", 1, 1, "a")
 	o2, _ := e.observe("main", "c2", "f.txt", 1, 3, "a\nb\nc")
 	if len(o2.Superseded) != 1 || o2.Superseded[0] != o1.Block || e.fa.Watched() != 1 {
 		t.Fatalf("observe %+v watched=%d", o2, e.fa.Watched())
 	}
-	if _, err := e.m.Release(context.Background(), runtime.ReleaseRequest{Blocks: []string{o2.Block}}); err != nil {
+	if _, err := e.m.Release(context.Background(), protocol.ReleaseParams{Blocks: []string{o2.Block}}); err != nil {
 		t.Fatal(err)
 	}
 	if e.fa.Watched() != 0 {
@@ -324,18 +324,18 @@ func BenchmarkSyncUnchangedFiles(b *testing.B) {
 		}
 		for k := 0; k < 10; k++ {
 			s := 1 + k*10
-			if _, err := m.Observe(ctx, runtime.Observation{Agent: "main", Turn: 1, Anchor: p + string(rune('0'+k)),
-				Sources: []runtime.SourceRef{{URI: p, Range: &protocol.Range{Start: s, End: s + 4}, Text: strings.Join(lines[s-1:s+4], "\n")}}}); err != nil {
+			if _, err := m.Observe(ctx, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: p + string(rune('0'+k)),
+				Sources: []protocol.Source{{URI: p, Range: &protocol.Range{Start: s, End: s + 4}, Text: strings.Join(lines[s-1:s+4], "\n")}}}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
-	if st := m.Stats(); st.Sources != 1000 || st.Blocks[runtime.Valid] != 10000 {
+	if st := m.Stats(); st.Sources != 1000 || st.Blocks[protocol.Valid] != 10000 {
 		b.Fatalf("setup: %+v", st)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if r, err := m.Sync(ctx, runtime.SyncRequest{Agent: "main", Turn: 2}); err != nil || len(r.Blocks) != 0 {
+		if r, err := m.Sync(ctx, protocol.SyncParams{Agent: "main", Turn: 2}); err != nil || len(r.Blocks) != 0 {
 			b.Fatalf("%v %d", err, len(r.Blocks))
 		}
 	}
@@ -358,10 +358,10 @@ func TestEncodingsReadAsTheToolShowedThem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newFileEnv(t, fileadapter.ModeHooks, runtime.PolicyConfig{})
+			e := newFileEnv(t, fileadapter.ModeHooks, protocol.PolicyConfig{})
 			writeFile(t, e.path("f.txt"), tt.file)
 			o, err := e.observe("main", "call_1", "f.txt", 1, 2, tt.shown)
-			if err != nil || o.Status != runtime.Valid {
+			if err != nil || o.Status != protocol.Valid {
 				t.Fatalf("observe: %+v %v; want valid", o, err)
 			}
 			writeFile(t, e.path("f.txt"), strings.Replace(tt.file, "end", "the end", 1))
@@ -370,7 +370,7 @@ func TestEncodingsReadAsTheToolShowedThem(t *testing.T) {
 			}
 			writeFile(t, e.path("f.txt"), tt.edit)
 			r := e.sync("main")
-			if len(r.Blocks) != 1 || r.Blocks[0].Status != runtime.Patched || strings.ContainsRune(r.Blocks[0].Sources[0].Text, '\ufeff') {
+			if len(r.Blocks) != 1 || r.Blocks[0].Status != protocol.Patched || strings.ContainsRune(r.Blocks[0].Sources[0].Text, '\ufeff') {
 				t.Fatalf("after an edit inside the read: %+v; want it patched, without a byte order mark", r.Blocks)
 			}
 		})
@@ -385,20 +385,20 @@ func TestDriftOfAWholeFileRead(t *testing.T) {
 	old := "alpha one\nbeta two\ngamma three\ndelta four"
 	rewritten := "completely\ndifferent\ncontent here\nnow\nand longer"
 	big := strings.Repeat("a much longer line of brand new text\n", runtime.MaxWholeRefreshBytes/36+1)
-	suppress := runtime.PolicyConfig{Global: runtime.Policy{Drift: runtime.Suppress}}
+	suppress := protocol.PolicyConfig{Global: protocol.Policy{Drift: protocol.Suppress}}
 	tests := []struct {
 		name       string
 		start, end int
 		shown      string
 		now        string
-		policy     runtime.PolicyConfig
-		wantStatus runtime.Status
+		policy     protocol.PolicyConfig
+		wantStatus protocol.Status
 		wantText   string
 	}{
-		{"the whole file, lines 1 to the last", 1, 4, old, rewritten, runtime.PolicyConfig{}, runtime.Patched, rewritten},
-		{"a span inside the file", 2, 3, "beta two\ngamma three", rewritten, runtime.PolicyConfig{}, runtime.Invalid, ""},
-		{"lines 1 to the last, too big to refresh", 1, 4, old, big, runtime.PolicyConfig{}, runtime.Invalid, ""},
-		{"the policy chose drift: suppress", 1, 4, old, rewritten, suppress, runtime.Invalid, ""},
+		{"the whole file, lines 1 to the last", 1, 4, old, rewritten, protocol.PolicyConfig{}, protocol.Patched, rewritten},
+		{"a span inside the file", 2, 3, "beta two\ngamma three", rewritten, protocol.PolicyConfig{}, protocol.Invalid, ""},
+		{"lines 1 to the last, too big to refresh", 1, 4, old, big, protocol.PolicyConfig{}, protocol.Invalid, ""},
+		{"the policy chose drift: suppress", 1, 4, old, rewritten, suppress, protocol.Invalid, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -408,7 +408,7 @@ func TestDriftOfAWholeFileRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			writeFile(t, e.path("f.txt"), tc.now)
-			if _, err := e.m.SourceChanged(context.Background(), runtime.Change{URI: "file://" + e.path("f.txt")}); err != nil {
+			if _, err := e.m.SourceChanged(context.Background(), protocol.SourceChangedParams{URI: "file://" + e.path("f.txt")}); err != nil {
 				t.Fatal(err)
 			}
 			r := e.sync("main")

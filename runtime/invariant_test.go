@@ -1,8 +1,9 @@
 package runtime
 
 import (
-	"github.com/concord-ctx/concord/protocol"
 	"regexp"
+
+	"github.com/concord-ctx/concord/protocol"
 
 	"context"
 	"errors"
@@ -152,13 +153,13 @@ type heldBlock struct {
 	agent      string
 	anchor     string
 	block      string
-	refs       []SourceRef
-	observed   Status // ObserveResult.Status
-	superseded bool   // an ObserveResult said so
-	by         string // the block that superseded it
-	orphaned   bool   // superseded, then the newer read left the context
-	view       *BlockView
-	note       *BlockView // the latest erratum about the block since its last in-place view
+	refs       []protocol.Source
+	observed   protocol.Status // ObserveResult.Status
+	superseded bool            // an ObserveResult said so
+	by         string          // the block that superseded it
+	orphaned   bool            // superseded, then the newer read left the context
+	view       *protocol.BlockView
+	note       *protocol.BlockView // the latest erratum about the block since its last in-place view
 }
 
 type invAgent struct {
@@ -173,9 +174,9 @@ type invAgent struct {
 // syncReq is the agent's next sync. The prompt it reports grows by 10 per
 // call and a quarter of each read: small enough that many repairs are
 // priced in place (auto+price), so both placements are exercised.
-func (ag *invAgent) syncReq(full, rebuilt bool) SyncRequest {
+func (ag *invAgent) syncReq(full, rebuilt bool) protocol.SyncParams {
 	ag.prompt += 10
-	return SyncRequest{Agent: ag.name, Turn: ag.turn, Full: full, PrefixRebuilt: rebuilt, PromptChars: ag.prompt}
+	return protocol.SyncParams{Agent: ag.name, Turn: ag.turn, Full: full, PrefixRebuilt: rebuilt, PromptChars: ag.prompt}
 }
 
 type invRun struct {
@@ -226,11 +227,11 @@ func (r *invRun) fail(format string, args ...any) {
 	r.t.Fatalf("invariant violated: %s\nscript:\n  %s", fmt.Sprintf(format, args...), strings.Join(r.log, "\n  "))
 }
 
-var invActions = []Action{"", Patch, Refresh, Annotate, Suppress}
+var invActions = []protocol.Action{"", protocol.Patch, protocol.Refresh, protocol.Annotate, protocol.Suppress}
 
 func runScript(t *testing.T, data []byte, placement string) {
 	s := &script{data: data}
-	var pol Policy
+	var pol protocol.Policy
 	switch s.n(3) {
 	case 0: // default policy
 	default:
@@ -239,10 +240,10 @@ func runScript(t *testing.T, data []byte, placement string) {
 			pol.MaxAgeTurns = intp(1 + s.n(3))
 		}
 	}
-	cfg := PolicyConfig{Global: pol}
+	cfg := protocol.PolicyConfig{Global: pol}
 	if s.n(4) == 0 {
 		// A per-source layer over the global one.
-		cfg.BySource = map[string]Policy{"mem://s0": {Local: invActions[s.n(len(invActions))], Drift: invActions[s.n(len(invActions))]}}
+		cfg.BySource = map[string]protocol.Policy{"mem://s0": {Local: invActions[s.n(len(invActions))], Drift: invActions[s.n(len(invActions))]}}
 	}
 	clk := &fakeClock{t: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
 	mcfg := Config{Policy: cfg, Placement: placement, Now: clk.now}
@@ -318,7 +319,7 @@ func (r *invRun) step() {
 	case op == 10:
 		id := r.srcs[s.n(len(r.srcs))]
 		r.logf("sourceChanged %s", id)
-		if _, err := r.h.m.SourceChanged(context.Background(), Change{URI: id}); err != nil {
+		if _, err := r.h.m.SourceChanged(context.Background(), protocol.SourceChangedParams{URI: id}); err != nil {
 			r.fail("sourceChanged %s: %v", id, err)
 		}
 	case op == 11:
@@ -427,7 +428,7 @@ func (r *invRun) edit(id string) {
 
 // ref builds what a read tool would show of a source: a range or the whole,
 // of the current content or (raced) of an older one.
-func (r *invRun) ref(id string, raced bool) SourceRef {
+func (r *invRun) ref(id string, raced bool) protocol.Source {
 	s := r.s
 	c, present := r.content[id]
 	if raced || !present {
@@ -440,15 +441,15 @@ func (r *invRun) ref(id string, raced bool) SourceRef {
 		if s.n(2) == 0 {
 			t = strings.TrimSuffix(strings.TrimSuffix(c, "\n"), "\r") // tools differ about the final newline
 		}
-		return SourceRef{URI: id, Text: t}
+		return protocol.Source{URI: id, Text: t}
 	}
 	a := 1 + s.n(len(ls))
 	b := a + s.n(min(4, len(ls)-a+1))
-	return SourceRef{URI: id, Range: rng(a, b), Text: strings.Join(ls[a-1:b], "\n")}
+	return protocol.Source{URI: id, Range: rng(a, b), Text: strings.Join(ls[a-1:b], "\n")}
 }
 
 func (r *invRun) observe(ag *invAgent, anchor string, raced bool) {
-	var refs []SourceRef
+	var refs []protocol.Source
 	if h := ag.anchors[anchor]; h != nil && r.s.n(2) == 0 {
 		// Re-read the same span(s) as before.
 		for _, old := range h.refs {
@@ -456,34 +457,34 @@ func (r *invRun) observe(ag *invAgent, anchor string, raced bool) {
 			if old.Range != nil && ref.Range != nil {
 				ls := locator.SplitLines(r.content[old.URI])
 				if old.Range.End <= len(ls) {
-					ref = SourceRef{URI: old.URI, Range: old.Range, Text: strings.Join(ls[old.Range.Start-1:old.Range.End], "\n")}
+					ref = protocol.Source{URI: old.URI, Range: old.Range, Text: strings.Join(ls[old.Range.Start-1:old.Range.End], "\n")}
 				}
 			}
 			refs = append(refs, ref)
 		}
 	} else {
-		refs = []SourceRef{r.ref(r.srcs[r.s.n(len(r.srcs))], raced)}
+		refs = []protocol.Source{r.ref(r.srcs[r.s.n(len(r.srcs))], raced)}
 	}
 	r.register(ag, anchor, refs)
 }
 
 func (r *invRun) observeMulti(ag *invAgent) {
 	k := 2 + r.s.n(2)
-	refs := make([]SourceRef, k)
+	refs := make([]protocol.Source, k)
 	for i := range refs {
 		refs[i] = r.ref(r.srcs[r.s.n(len(r.srcs))], r.s.n(5) == 0)
 	}
 	r.register(ag, "", refs)
 }
 
-func (r *invRun) register(ag *invAgent, anchor string, refs []SourceRef) {
+func (r *invRun) register(ag *invAgent, anchor string, refs []protocol.Source) {
 	if anchor == "" {
 		ag.next++
 		anchor = fmt.Sprintf("call_%d", ag.next)
 	}
-	obs := Observation{Agent: ag.name, Turn: ag.turn, Anchor: anchor, Sources: refs}
+	obs := protocol.ObserveParams{Agent: ag.name, Turn: ag.turn, Anchor: anchor, Sources: refs}
 	if r.s.n(8) == 0 {
-		obs.Policy = &Policy{Local: invActions[r.s.n(len(invActions))], Drift: invActions[r.s.n(len(invActions))]}
+		obs.Policy = &protocol.Policy{Local: invActions[r.s.n(len(invActions))], Drift: invActions[r.s.n(len(invActions))]}
 	}
 	res, err := r.h.m.Observe(context.Background(), obs)
 	for _, ref := range refs {
@@ -502,7 +503,7 @@ func (r *invRun) register(ag *invAgent, anchor string, refs []SourceRef) {
 		r.fail("observe: %v", err)
 	}
 	switch res.Status {
-	case Valid, Patched, Invalid, Stale:
+	case protocol.Valid, protocol.Patched, protocol.Invalid, protocol.Stale:
 	default:
 		r.fail("observe %s: status %q", anchor, res.Status)
 	}
@@ -518,7 +519,7 @@ func (r *invRun) register(ag *invAgent, anchor string, refs []SourceRef) {
 	ag.anchors[anchor] = &heldBlock{agent: ag.name, anchor: anchor, block: res.Block, refs: refs, observed: res.Status}
 }
 
-func fmtRefs(refs []SourceRef) string {
+func fmtRefs(refs []protocol.Source) string {
 	var b strings.Builder
 	for _, ref := range refs {
 		if ref.Range != nil {
@@ -545,9 +546,9 @@ func (r *invRun) release(ag *invAgent) {
 		return
 	}
 	h := ag.anchors[a]
-	req := ReleaseRequest{Agent: ag.name, Anchors: []string{a}}
+	req := protocol.ReleaseParams{Agent: ag.name, Anchors: []string{a}}
 	if r.s.n(2) == 0 {
-		req = ReleaseRequest{Blocks: []string{h.block}}
+		req = protocol.ReleaseParams{Blocks: []string{h.block}}
 	}
 	res, err := r.h.m.Release(context.Background(), req)
 	r.logf("release %s/%s %+v -> %v %v", ag.name, a, req, res.Released, err)
@@ -616,7 +617,7 @@ func (r *invRun) concurrent() {
 		}
 	}
 	r.logf("concurrently: the edit above, sourceChanged %s, hint %s, sync of %d agents", changed, hinted, len(syncing))
-	results := make([]SyncResult, len(syncing))
+	results := make([]protocol.SyncResult, len(syncing))
 	errs := make([]error, len(syncing)+1)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -624,7 +625,9 @@ func (r *invRun) concurrent() {
 			f()
 		}
 	})
-	wg.Go(func() { _, errs[len(syncing)] = r.h.m.SourceChanged(context.Background(), Change{URI: changed}) })
+	wg.Go(func() {
+		_, errs[len(syncing)] = r.h.m.SourceChanged(context.Background(), protocol.SourceChangedParams{URI: changed})
+	})
 	wg.Go(func() { r.h.m.Hint(hinted) })
 	for i, ag := range syncing {
 		wg.Go(func() {
@@ -645,7 +648,7 @@ func (r *invRun) concurrent() {
 }
 
 // apply checks a delta's shape and keeps each anchor's latest view.
-func (r *invRun) apply(ag *invAgent, res SyncResult) {
+func (r *invRun) apply(ag *invAgent, res protocol.SyncResult) {
 	if res.Full {
 		r.fail("delta sync answered full")
 	}
@@ -748,7 +751,7 @@ func aboutAnchor(note, anchor string) string {
 	return strings.Join(out, "\n")
 }
 
-func fmtViews(vs []BlockView) string {
+func fmtViews(vs []protocol.BlockView) string {
 	var b strings.Builder
 	for _, v := range vs {
 		fmt.Fprintf(&b, "{%s %s %s", v.Block, v.Anchor, v.Status)
@@ -774,14 +777,14 @@ func fmtViews(vs []BlockView) string {
 // relative to the copy in place: a span that only moved is named at its new
 // lines; changed text is listed line by line ("+N: text"), attributed to the
 // agent's edit, or asked to be re-read.
-func (r *invRun) checkErratum(h *heldBlock, v *BlockView) {
-	if v.Status == Superseded {
+func (r *invRun) checkErratum(h *heldBlock, v *protocol.BlockView) {
+	if v.Status == protocol.Superseded {
 		if !strings.Contains(v.Erratum, "was read again in") {
 			r.fail("anchor %s: superseded erratum %q does not point to the newer read", h.anchor, v.Erratum)
 		}
 		return
 	}
-	if v.Status != Valid && v.Status != Patched {
+	if v.Status != protocol.Valid && v.Status != protocol.Patched {
 		if !strings.Contains(v.Erratum, "Re-read") && !strings.Contains(v.Erratum, "may be outdated") {
 			r.fail("anchor %s: %s erratum %q asks for no re-read", h.anchor, v.Status, v.Erratum)
 		}
@@ -914,7 +917,7 @@ func (r *invRun) check(ag *invAgent) {
 		}
 		if v == nil {
 			// No delta: the binding still shows the tool's original output.
-			if h.observed != Valid && !r.tailing() {
+			if h.observed != protocol.Valid && !r.tailing() {
 				r.fail("anchor %s: observe said %s but no sync delivered its view", a, h.observed)
 			}
 			if h.superseded || h.orphaned {
@@ -923,28 +926,28 @@ func (r *invRun) check(ag *invAgent) {
 			r.checkOriginal(h)
 			continue
 		}
-		if h.superseded != (v.Status == Superseded) || h.orphaned && v.Status != Invalid {
+		if h.superseded != (v.Status == protocol.Superseded) || h.orphaned && v.Status != protocol.Invalid {
 			r.fail("anchor %s: superseded by observe %v (orphaned %v), view status %s", a, h.superseded, h.orphaned, v.Status)
 		}
 		if h.superseded && v.SupersededBy != h.by {
 			r.fail("anchor %s: superseded by %s, the view says %s", a, h.by, v.SupersededBy)
 		}
 		switch v.Status {
-		case Valid, Patched:
+		case protocol.Valid, protocol.Patched:
 			if v.Notice != "" {
 				r.fail("anchor %s: %s view with a notice %q", a, v.Status, v.Notice)
 			}
 			r.checkSources(h, v, true)
-		case Stale:
+		case protocol.Stale:
 			if v.Notice == "" {
 				r.fail("anchor %s: stale view without a notice", a)
 			}
 			r.checkSources(h, v, false)
-		case Invalid, Superseded:
+		case protocol.Invalid, protocol.Superseded:
 			if v.Notice == "" || len(v.Sources) != 0 {
 				r.fail("anchor %s: %s view must have a notice and no sources: %+v", a, v.Status, *v)
 			}
-			if v.Status == Superseded && r.byBlock(ag, v.SupersededBy) == nil {
+			if v.Status == protocol.Superseded && r.byBlock(ag, v.SupersededBy) == nil {
 				// The notice says "a newer read is in the context": it must be.
 				r.fail("anchor %s: superseded by %q, which the agent no longer holds", a, v.SupersededBy)
 			}
@@ -990,11 +993,11 @@ func (r *invRun) checkSupersededCopy(ag *invAgent, h *heldBlock) {
 	}
 	if n := h.note; n != nil {
 		switch {
-		case n.Status == Superseded, warning(n.Erratum):
+		case n.Status == protocol.Superseded, warning(n.Erratum):
 			// A pointer (checkErratum read it) or a warning: both stay true.
 		case allTextUnchanged(n.Erratum):
 			r.checkTextUnchanged(h)
-		case n.Status == Valid || n.Status == Patched:
+		case n.Status == protocol.Valid || n.Status == protocol.Patched:
 			r.checkSources(h, n, true)
 		default:
 			r.fail("anchor %s: superseded, latest erratum %q (%s) neither points nor warns", h.anchor, n.Erratum, n.Status)
@@ -1004,7 +1007,7 @@ func (r *invRun) checkSupersededCopy(ag *invAgent, h *heldBlock) {
 	switch v := h.view; {
 	case v == nil:
 		r.checkOriginal(h)
-	case len(v.Sources) == 0, v.Status == Stale:
+	case len(v.Sources) == 0, v.Status == protocol.Stale:
 		// In place it shows a notice, or text marked as possibly outdated.
 	default:
 		r.checkSources(h, v, true)
@@ -1013,7 +1016,7 @@ func (r *invRun) checkSupersededCopy(ag *invAgent, h *heldBlock) {
 
 // checkSources checks a view's sources keep the observation's shape and,
 // when current is set, show exactly the current content.
-func (r *invRun) checkSources(h *heldBlock, v *BlockView, current bool) {
+func (r *invRun) checkSources(h *heldBlock, v *protocol.BlockView, current bool) {
 	if len(v.Sources) != len(h.refs) {
 		r.fail("anchor %s: %d sources in the view, %d observed", h.anchor, len(v.Sources), len(h.refs))
 	}
@@ -1047,7 +1050,7 @@ func (r *invRun) checkSources(h *heldBlock, v *BlockView, current bool) {
 
 // wasTrue reports whether some version of the source had sv's text at sv's
 // range (whole: the same lines, a final newline aside).
-func (r *invRun) wasTrue(sv SourceView) bool {
+func (r *invRun) wasTrue(sv protocol.Source) bool {
 	for _, c := range r.hist[sv.URI] {
 		if sv.Range == nil {
 			cl := locator.SplitLines(c)
@@ -1125,7 +1128,7 @@ func (r *invRun) compareFull(ag *invAgent) {
 		}
 		seen[v.Anchor] = true
 		if h.view == nil {
-			if v.Status != Valid {
+			if v.Status != protocol.Valid {
 				r.fail("full sync: anchor %s is %s, the deltas never said so (still original output)", v.Anchor, v.Status)
 			}
 			for i, sv := range v.Sources {
@@ -1137,7 +1140,7 @@ func (r *invRun) compareFull(ag *invAgent) {
 			continue
 		}
 		if v.Status != h.view.Status || v.Notice != h.view.Notice || !slices.EqualFunc(v.Sources, h.view.Sources, sameSourceView) {
-			r.fail("full sync: anchor %s is %s %s, the deltas say %s %s", v.Anchor, v.Status, fmtViews([]BlockView{v}), h.view.Status, fmtViews([]BlockView{*h.view}))
+			r.fail("full sync: anchor %s is %s %s, the deltas say %s %s", v.Anchor, v.Status, fmtViews([]protocol.BlockView{v}), h.view.Status, fmtViews([]protocol.BlockView{*h.view}))
 		}
 	}
 	for a := range ag.anchors {
@@ -1147,7 +1150,7 @@ func (r *invRun) compareFull(ag *invAgent) {
 	}
 }
 
-func sameSourceView(a, b SourceView) bool {
+func sameSourceView(a, b protocol.Source) bool {
 	return a.URI == b.URI && a.Text == b.Text && (a.Range == nil) == (b.Range == nil) && (a.Range == nil || *a.Range == *b.Range)
 }
 
@@ -1187,7 +1190,7 @@ func (r *invRun) checkStats() {
 			r.fail("stats: reconciliations[%s] = %d", k, n)
 		}
 	}
-	if total != held || st.Blocks[Superseded] != sup {
+	if total != held || st.Blocks[protocol.Superseded] != sup {
 		r.fail("stats: blocks %v (total %d), the script holds %d (%d superseded)", st.Blocks, total, held, sup)
 	}
 	if st.Sources != len(linked) || st.Agents != len(r.seen) || st.BytesHeld < 0 || st.VerifyPasses < 0 {
@@ -1210,13 +1213,13 @@ func (r *invRun) checkStats() {
 func TestRangeEndingInBlankLine(t *testing.T) {
 	tests := []struct {
 		name   string
-		ref    SourceRef
-		status Status
+		ref    protocol.Source
+		status protocol.Status
 	}{
-		{"blank last line", SourceRef{URI: fid, Range: rng(2, 3), Text: "b\n"}, Valid},
-		{"blank only", SourceRef{URI: fid, Range: rng(3, 3), Text: ""}, Valid},
-		{"terminated text", SourceRef{URI: fid, Range: rng(1, 2), Text: "a\nb\n"}, Valid},
-		{"terminated, blank last line", SourceRef{URI: fid, Range: rng(2, 3), Text: "b\n\n"}, Valid},
+		{"blank last line", protocol.Source{URI: fid, Range: rng(2, 3), Text: "b\n"}, protocol.Valid},
+		{"blank only", protocol.Source{URI: fid, Range: rng(3, 3), Text: ""}, protocol.Valid},
+		{"terminated text", protocol.Source{URI: fid, Range: rng(1, 2), Text: "a\nb\n"}, protocol.Valid},
+		{"terminated, blank last line", protocol.Source{URI: fid, Range: rng(2, 3), Text: "b\n\n"}, protocol.Valid},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1228,7 +1231,7 @@ func TestRangeEndingInBlankLine(t *testing.T) {
 			h.mem.set(fid, "new\na\nb\n\nc\n")
 			v := one(t, h.sync("main", 2))
 			want, _ := at("new\na\nb\n\nc\n", Range{Start: tc.ref.Range.Start + 1, End: tc.ref.Range.End + 1})
-			if v.Status != Patched || len(v.Sources) != 1 || v.Sources[0].Text != want || *v.Sources[0].Range != (protocol.Range{Start: tc.ref.Range.Start + 1, End: tc.ref.Range.End + 1}) {
+			if v.Status != protocol.Patched || len(v.Sources) != 1 || v.Sources[0].Text != want || *v.Sources[0].Range != (protocol.Range{Start: tc.ref.Range.Start + 1, End: tc.ref.Range.End + 1}) {
 				t.Fatalf("after an insert above: %+v, want patched %q", v, want)
 			}
 		})
@@ -1243,26 +1246,26 @@ func TestSupersededByReleased(t *testing.T) {
 	ls := numbered(8)
 	h := newHarness(t, Config{})
 	h.mem.set(fid, text(ls))
-	b1 := h.observe("main", 1, "call_1", SourceRef{URI: fid, Range: rng(2, 3), Text: span(ls, 2, 3)})
-	b2 := h.observe("main", 2, "call_2", SourceRef{URI: fid, Range: rng(1, 5), Text: span(ls, 1, 5)})
-	b3 := h.observe("main", 3, "call_3", SourceRef{URI: fid, Text: text(ls)})
+	b1 := h.observe("main", 1, "call_1", protocol.Source{URI: fid, Range: rng(2, 3), Text: span(ls, 2, 3)})
+	b2 := h.observe("main", 2, "call_2", protocol.Source{URI: fid, Range: rng(1, 5), Text: span(ls, 1, 5)})
+	b3 := h.observe("main", 3, "call_3", protocol.Source{URI: fid, Text: text(ls)})
 	if !slices.Equal(b2.Superseded, []string{b1.Block}) || !slices.Equal(b3.Superseded, []string{b2.Block}) {
 		t.Fatalf("superseded %v, %v", b2.Superseded, b3.Superseded)
 	}
 	h.sync("main", 3)
 
 	// b2 leaves: b3 still covers b1.
-	if _, err := h.m.Release(context.Background(), ReleaseRequest{Blocks: []string{b2.Block}}); err != nil {
+	if _, err := h.m.Release(context.Background(), protocol.ReleaseParams{Blocks: []string{b2.Block}}); err != nil {
 		t.Fatal(err)
 	}
 	v := one(t, h.sync("main", 3))
-	if v.Block != b1.Block || v.Status != Superseded || v.SupersededBy != b3.Block || !strings.Contains(v.Notice, "(turn 3)") {
+	if v.Block != b1.Block || v.Status != protocol.Superseded || v.SupersededBy != b3.Block || !strings.Contains(v.Notice, "(turn 3)") {
 		t.Fatalf("after releasing b2: %+v, want b1 superseded by %s", v, b3.Block)
 	}
 
 	// b3 leaves: nothing shows lines 2-3 any more, and the agent hears of it.
 	calls := len(h.onChangeCalls())
-	if _, err := h.m.Release(context.Background(), ReleaseRequest{Agent: "main", Anchors: []string{"call_3"}}); err != nil {
+	if _, err := h.m.Release(context.Background(), protocol.ReleaseParams{Agent: "main", Anchors: []string{"call_3"}}); err != nil {
 		t.Fatal(err)
 	}
 	if cs := h.onChangeCalls(); len(cs) != calls+1 || !slices.Equal(cs[len(cs)-1], []string{"main"}) {
@@ -1270,10 +1273,10 @@ func TestSupersededByReleased(t *testing.T) {
 	}
 	v = one(t, h.sync("main", 4))
 	want := "[concord] a newer read of /proj/main.go lines 2-3 replaced this one and has since been removed from the context; the content shown earlier is not available. Re-read /proj/main.go lines 2-3 before relying on it."
-	if v.Block != b1.Block || v.Status != Invalid || v.Notice != want || len(v.Sources) != 0 || v.SupersededBy != "" {
+	if v.Block != b1.Block || v.Status != protocol.Invalid || v.Notice != want || len(v.Sources) != 0 || v.SupersededBy != "" {
 		t.Fatalf("after releasing b3: %+v", v)
 	}
-	if st := h.m.Stats(); st.Blocks[Invalid] != 1 || st.Blocks[Superseded] != 0 || st.Sources != 0 {
+	if st := h.m.Stats(); st.Blocks[protocol.Invalid] != 1 || st.Blocks[protocol.Superseded] != 0 || st.Sources != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }

@@ -1,6 +1,10 @@
 package runtime
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/concord-ctx/concord/protocol"
+)
 
 // Block lifecycle (docs/design.md has the diagram). A block is in one
 // stage; every change of stage goes through index.enter, which checks it
@@ -41,10 +45,10 @@ func (ix *index) enter(b *block, to stage) {
 	b.stage = to
 	switch to {
 	case stageSuperseded:
-		b.status = Superseded
+		b.status = protocol.Superseded
 	case stageOrphaned:
-		b.status = Invalid
+		b.status = protocol.Invalid
 	case stageReleased:
-		b.status = Released
+		b.status = protocol.Released
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // Config configures a Manager.
 type Config struct {
-	Policy  PolicyConfig
+	Policy  protocol.PolicyConfig
 	Locator *protocol.LocatorParams // omitted fields take locator.DefaultParams (see LocatorParams)
 	// OnChange, when set, is called after a change altered the model-visible
 	// state of some agents' blocks (a hint for the blocksChanged
@@ -64,7 +64,7 @@ const DefaultAuditLimit = 1024
 // called under Manager.mu.
 type Manager struct {
 	params   locator.Params
-	policy   PolicyConfig
+	policy   protocol.PolicyConfig
 	onChange func([]string)
 	log      *slog.Logger
 
@@ -72,8 +72,8 @@ type Manager struct {
 	closed   bool
 	adapters map[string]Adapter
 	fallback Adapter
-	bySource map[string]Policy // BySource keys normalised to canonical ids
-	ix       index             // guarded by mu
+	bySource map[string]protocol.Policy // BySource keys normalised to canonical ids
+	ix       index                      // guarded by mu
 
 	placement string // PlacementInplace, PlacementTail or PlacementAuto
 	cacheTTL  time.Duration
@@ -103,7 +103,7 @@ func New(cfg Config) *Manager {
 		onChange: cfg.OnChange,
 		log:      log,
 		adapters: map[string]Adapter{},
-		bySource: map[string]Policy{},
+		bySource: map[string]protocol.Policy{},
 		ix:       newIndex(cfg.AuditLimit),
 		hints:    newHintQueue(),
 		ctx:      ctx,
@@ -233,7 +233,7 @@ func (m *Manager) Close() error {
 }
 
 // Stats returns counters for operators and benchmarks.
-func (m *Manager) Stats() Stats {
+func (m *Manager) Stats() protocol.StatsResult {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.ix.stats()

@@ -27,30 +27,30 @@ func TestPolicyPaths(t *testing.T) {
 
 	tests := []struct {
 		name       string
-		policy     Policy
+		policy     protocol.Policy
 		after      []string
-		status     Status
+		status     protocol.Status
 		text       string // "" = no sources in the view
 		notice     string // substring; "" = no notice
 		reasonPart string
 	}{
-		{"patch/local", Policy{Local: Patch}, local, Patched, span(local, 3, 5), "", "local"},
-		{"patch/drift", Policy{Drift: Patch}, drift, Patched, span(drift, 3, 5), "", "refreshed"},
-		{"refresh/local", Policy{Local: Refresh}, local, Patched, span(local, 3, 5), "", "refreshed: lines 3-5 re-read"},
-		{"refresh/drift", Policy{Drift: Refresh}, drift, Patched, span(drift, 3, 5), "", "refreshed"},
-		{"annotate/local", Policy{Local: Annotate}, local, Stale, span(base, 3, 5), "may be outdated. Re-read /proj/main.go lines 3-5", ""},
-		{"annotate/drift", Policy{Drift: Annotate}, drift, Stale, span(base, 3, 5), "may be outdated", "drift"},
-		{"suppress/local", Policy{Local: Suppress}, local, Invalid, "", "[concord] /proj/main.go changed since this read; the content shown earlier (lines 3-5) is no longer accurate. Re-read /proj/main.go lines 3-5 before relying on it.", ""},
-		{"suppress/drift", Policy{Drift: Suppress}, drift, Invalid, "", "Re-read /proj/main.go lines 3-5", "drift"},
-		{"default/local", Policy{}, local, Patched, span(local, 3, 5), "", ""},
-		{"default/drift", Policy{}, drift, Invalid, "", "no longer accurate", ""},
+		{"patch/local", protocol.Policy{Local: protocol.Patch}, local, protocol.Patched, span(local, 3, 5), "", "local"},
+		{"patch/drift", protocol.Policy{Drift: protocol.Patch}, drift, protocol.Patched, span(drift, 3, 5), "", "refreshed"},
+		{"refresh/local", protocol.Policy{Local: protocol.Refresh}, local, protocol.Patched, span(local, 3, 5), "", "refreshed: lines 3-5 re-read"},
+		{"refresh/drift", protocol.Policy{Drift: protocol.Refresh}, drift, protocol.Patched, span(drift, 3, 5), "", "refreshed"},
+		{"annotate/local", protocol.Policy{Local: protocol.Annotate}, local, protocol.Stale, span(base, 3, 5), "may be outdated. Re-read /proj/main.go lines 3-5", ""},
+		{"annotate/drift", protocol.Policy{Drift: protocol.Annotate}, drift, protocol.Stale, span(base, 3, 5), "may be outdated", "drift"},
+		{"suppress/local", protocol.Policy{Local: protocol.Suppress}, local, protocol.Invalid, "", "[concord] /proj/main.go changed since this read; the content shown earlier (lines 3-5) is no longer accurate. Re-read /proj/main.go lines 3-5 before relying on it.", ""},
+		{"suppress/drift", protocol.Policy{Drift: protocol.Suppress}, drift, protocol.Invalid, "", "Re-read /proj/main.go lines 3-5", "drift"},
+		{"default/local", protocol.Policy{}, local, protocol.Patched, span(local, 3, 5), "", ""},
+		{"default/drift", protocol.Policy{}, drift, protocol.Invalid, "", "no longer accurate", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Config{Policy: PolicyConfig{Global: tc.policy}})
+			h := newHarness(t, Config{Policy: protocol.PolicyConfig{Global: tc.policy}})
 			h.mem.set(fid, text(base))
-			o := h.observe("main", 1, "call_1", SourceRef{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
-			if o.Status != Valid {
+			o := h.observe("main", 1, "call_1", protocol.Source{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
+			if o.Status != protocol.Valid {
 				t.Fatalf("observe status %s, want valid", o.Status)
 			}
 			h.mem.set(fid, text(tc.after))
@@ -86,10 +86,10 @@ func TestPolicyPaths(t *testing.T) {
 }
 
 func TestPolicyResolution(t *testing.T) {
-	m := New(Config{Policy: PolicyConfig{
-		Global:   Policy{Local: Patch, Drift: Suppress, MaxAgeTurns: intp(0)},
-		ByType:   map[string]Policy{"mem": {Drift: Annotate, MaxAgeTurns: intp(10)}},
-		BySource: map[string]Policy{"mem://a": {Local: Refresh}},
+	m := New(Config{Policy: protocol.PolicyConfig{
+		Global:   protocol.Policy{Local: protocol.Patch, Drift: protocol.Suppress, MaxAgeTurns: intp(0)},
+		ByType:   map[string]protocol.Policy{"mem": {Drift: protocol.Annotate, MaxAgeTurns: intp(10)}},
+		BySource: map[string]protocol.Policy{"mem://a": {Local: protocol.Refresh}},
 	}})
 	defer m.Close()
 	_, fa := newMem()
@@ -103,12 +103,12 @@ func TestPolicyResolution(t *testing.T) {
 		s    *source
 		want effective
 	}{
-		{"global only", nil, srcX, effective{Patch, Suppress, true, 0}},
-		{"type over global", nil, srcB, effective{Patch, Annotate, true, 10}},
-		{"source over type", nil, srcA, effective{Refresh, Annotate, true, 10}},
-		{"block over source", &block{policy: &Policy{Local: Suppress, MaxAgeTurns: intp(2)}}, srcA, effective{Suppress, Annotate, true, 2}},
-		{"block field by field", &block{policy: &Policy{Drift: Refresh}}, srcA, effective{Refresh, Refresh, true, 10}},
-		{"invalid action inherits", &block{policy: &Policy{Local: "bogus"}}, srcX, effective{Patch, Suppress, true, 0}},
+		{"global only", nil, srcX, effective{protocol.Patch, protocol.Suppress, true, 0}},
+		{"type over global", nil, srcB, effective{protocol.Patch, protocol.Annotate, true, 10}},
+		{"source over type", nil, srcA, effective{protocol.Refresh, protocol.Annotate, true, 10}},
+		{"block over source", &block{policy: &protocol.Policy{Local: protocol.Suppress, MaxAgeTurns: intp(2)}}, srcA, effective{protocol.Suppress, protocol.Annotate, true, 2}},
+		{"block field by field", &block{policy: &protocol.Policy{Drift: protocol.Refresh}}, srcA, effective{protocol.Refresh, protocol.Refresh, true, 10}},
+		{"invalid action inherits", &block{policy: &protocol.Policy{Local: "bogus"}}, srcX, effective{protocol.Patch, protocol.Suppress, true, 0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,12 +123,12 @@ func TestMovedSpanIsProjectedAsPatched(t *testing.T) {
 	h := newHarness(t, Config{})
 	base := numbered(10)
 	h.mem.set(fid, text(base))
-	o := h.observe("main", 1, "c1", SourceRef{URI: fid, Range: rng(6, 8), Text: span(base, 6, 8)})
+	o := h.observe("main", 1, "c1", protocol.Source{URI: fid, Range: rng(6, 8), Text: span(base, 6, 8)})
 	after := append([]string{"// new header", "// second"}, base...)
 	h.mem.set(fid, text(after))
 	h.changed(fid)
 	v := one(t, h.sync("main", 2))
-	if v.Block != o.Block || v.Status != Patched || v.Reason != "moved: lines 6-8 -> 8-10" {
+	if v.Block != o.Block || v.Status != protocol.Patched || v.Reason != "moved: lines 6-8 -> 8-10" {
 		t.Fatalf("got %+v", v)
 	}
 	if v.Sources[0].Range == nil || *v.Sources[0].Range != (protocol.Range{Start: 8, End: 10}) || v.Sources[0].Text != span(base, 6, 8) {
@@ -140,7 +140,7 @@ func TestChangeOutsideSpanLeavesBlockAlone(t *testing.T) {
 	h := newHarness(t, Config{})
 	base := numbered(20)
 	h.mem.set(fid, text(base))
-	h.observe("main", 1, "c1", SourceRef{URI: fid, Range: rng(2, 4), Text: span(base, 2, 4)})
+	h.observe("main", 1, "c1", protocol.Source{URI: fid, Range: rng(2, 4), Text: span(base, 2, 4)})
 	after := append([]string(nil), base...)
 	after[15] = "changed far below"
 	h.mem.set(fid, text(after))
@@ -156,7 +156,7 @@ func TestChangeOutsideSpanLeavesBlockAlone(t *testing.T) {
 	h.mem.set(fid, text(after2))
 	h.changed(fid)
 	v := one(t, h.sync("main", 3))
-	if v.Status != Patched || v.Sources[0].Text != span(after2, 2, 4) || v.Sources[0].Version != hashOf(text(after2)) {
+	if v.Status != protocol.Patched || v.Sources[0].Text != span(after2, 2, 4) || v.Sources[0].Version != hashOf(text(after2)) {
 		t.Fatalf("got %+v", v)
 	}
 }
@@ -182,11 +182,11 @@ func TestSupersession(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Config{})
 			h.mem.set(fid, text(base))
-			ref := func(r *protocol.Range) SourceRef {
+			ref := func(r *protocol.Range) protocol.Source {
 				if r == nil {
-					return SourceRef{URI: fid, Text: text(base)}
+					return protocol.Source{URI: fid, Text: text(base)}
 				}
-				return SourceRef{URI: fid, Range: r, Text: span(base, r.Start, r.End)}
+				return protocol.Source{URI: fid, Range: r, Text: span(base, r.Start, r.End)}
 			}
 			o1 := h.observe("main", 1, "c1", ref(tc.first))
 			o2 := h.observe(tc.agent2, 2, "c2", ref(tc.second))
@@ -201,12 +201,12 @@ func TestSupersession(t *testing.T) {
 				return
 			}
 			v := one(t, r)
-			if v.Status != Superseded || v.SupersededBy != o2.Block || len(v.Sources) != 0 ||
+			if v.Status != protocol.Superseded || v.SupersededBy != o2.Block || len(v.Sources) != 0 ||
 				!strings.HasPrefix(v.Notice, "[concord] a newer read of /proj/main.go") {
 				t.Fatalf("got %+v", v)
 			}
 			// Audit trail: still counted, no longer reconciled.
-			if st := h.m.Stats(); st.Blocks[Superseded] != 1 {
+			if st := h.m.Stats(); st.Blocks[protocol.Superseded] != 1 {
 				t.Fatalf("stats %+v", st)
 			}
 			h.mem.set(fid, "all new\n")
@@ -221,27 +221,27 @@ func TestSupersession(t *testing.T) {
 }
 
 func TestAge(t *testing.T) {
-	h := newHarness(t, Config{Policy: PolicyConfig{ByType: map[string]Policy{"mem": {MaxAgeTurns: intp(3)}}}})
+	h := newHarness(t, Config{Policy: protocol.PolicyConfig{ByType: map[string]protocol.Policy{"mem": {MaxAgeTurns: intp(3)}}}})
 	base := numbered(5)
 	h.mem.set(fid, text(base))
-	o := h.observe("main", 2, "c1", SourceRef{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
+	o := h.observe("main", 2, "c1", protocol.Source{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
 	if r := h.sync("main", 5); len(r.Blocks) != 0 {
 		t.Fatalf("aged too early: %+v", r.Blocks)
 	}
 	v := one(t, h.sync("main", 6))
-	if v.Block != o.Block || v.Status != Stale || len(v.Sources) != 1 ||
+	if v.Block != o.Block || v.Status != protocol.Stale || len(v.Sources) != 1 ||
 		v.Notice != "[concord] this read of /proj/main.go lines 1-2 is from turn 2 (now turn 6, limit 3 turns) and may be outdated. Re-read /proj/main.go lines 1-2 before relying on it." {
 		t.Fatalf("got %+v", v)
 	}
 	// A re-read supersedes the aged block and is fresh.
-	o2 := h.observe("main", 6, "c2", SourceRef{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
-	if len(o2.Superseded) != 1 || o2.Status != Valid {
+	o2 := h.observe("main", 6, "c2", protocol.Source{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
+	if len(o2.Superseded) != 1 || o2.Status != protocol.Valid {
 		t.Fatalf("re-read %+v", o2)
 	}
 	// Age off (0) at the global level: never stale.
 	h2 := newHarness(t, Config{})
 	h2.mem.set(fid, text(base))
-	h2.observe("main", 1, "c1", SourceRef{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
+	h2.observe("main", 1, "c1", protocol.Source{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
 	if r := h2.sync("main", 1000); len(r.Blocks) != 0 {
 		t.Fatalf("age off but flagged: %+v", r.Blocks)
 	}
@@ -249,12 +249,12 @@ func TestAge(t *testing.T) {
 
 func TestEventsAreNeverTracked(t *testing.T) {
 	h := newHarness(t, Config{})
-	r, err := h.m.Observe(context.Background(), Observation{Agent: "main", Turn: 1, Anchor: "call_cmd", Kind: Event,
-		Sources: []SourceRef{{URI: "mem://proj/out.log", Text: "ran"}}})
+	r, err := h.m.Observe(context.Background(), protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_cmd", Kind: protocol.Event,
+		Sources: []protocol.Source{{URI: "mem://proj/out.log", Text: "ran"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Block != "" || r.Status != EventAck || EventAck != "event" || r.Superseded == nil {
+	if r.Block != "" || r.Status != protocol.EventAck || protocol.EventAck != "event" || r.Superseded == nil {
 		t.Fatalf("got %+v", r)
 	}
 	if st := h.m.Stats(); len(st.Blocks) != 0 || st.Sources != 0 || h.mem.reads.Load() != 0 {
@@ -269,9 +269,9 @@ func TestMultiSourceGrepBlock(t *testing.T) {
 	h.mem.set(ida, text(a))
 	h.mem.set(idb, text(b))
 	o := h.observe("main", 1, "grep_1",
-		SourceRef{URI: ida, Range: rng(2, 2), Text: a[1]},
-		SourceRef{URI: ida, Range: rng(7, 7), Text: a[6]},
-		SourceRef{URI: idb, Range: rng(4, 4), Text: b[3]},
+		protocol.Source{URI: ida, Range: rng(2, 2), Text: a[1]},
+		protocol.Source{URI: ida, Range: rng(7, 7), Text: a[6]},
+		protocol.Source{URI: idb, Range: rng(4, 4), Text: b[3]},
 	)
 	// A local edit in b.go's hit: only that link is patched.
 	b2 := append([]string(nil), b...)
@@ -281,7 +281,7 @@ func TestMultiSourceGrepBlock(t *testing.T) {
 		t.Fatalf("changed %v", cr.Blocks)
 	}
 	v := one(t, h.sync("main", 2))
-	if v.Status != Patched || len(v.Sources) != 3 || v.Sources[0].Text != a[1] || v.Sources[1].Text != a[6] || v.Sources[2].Text != b2[3] {
+	if v.Status != protocol.Patched || len(v.Sources) != 3 || v.Sources[0].Text != a[1] || v.Sources[1].Text != a[6] || v.Sources[2].Text != b2[3] {
 		t.Fatalf("got %+v", v)
 	}
 	// Drift under a.go's second hit: the block is suppressed, the notice names it.
@@ -290,7 +290,7 @@ func TestMultiSourceGrepBlock(t *testing.T) {
 	h.mem.set(ida, text(a2))
 	h.changed(ida)
 	v = one(t, h.sync("main", 3))
-	if v.Status != Invalid || !strings.Contains(v.Notice, "Re-read /proj/a.go line 7") || strings.Contains(v.Notice, "b.go") {
+	if v.Status != protocol.Invalid || !strings.Contains(v.Notice, "Re-read /proj/a.go line 7") || strings.Contains(v.Notice, "b.go") {
 		t.Fatalf("got %+v", v)
 	}
 	// A sync verifies both sources: nothing else pending.
@@ -304,21 +304,21 @@ func TestDeleteAndComeBack(t *testing.T) {
 	tests := []struct {
 		name   string
 		back   []string
-		status Status
+		status protocol.Status
 		rng    Range
 	}{
-		{"same content", base, Valid, Range{Start: 4, End: 5}},
-		{"shifted", append([]string{"new first line"}, base...), Patched, Range{Start: 5, End: 6}},
-		{"gone for good", []string{"unrelated", "content"}, Invalid, Range{}},
+		{"same content", base, protocol.Valid, Range{Start: 4, End: 5}},
+		{"shifted", append([]string{"new first line"}, base...), protocol.Patched, Range{Start: 5, End: 6}},
+		{"gone for good", []string{"unrelated", "content"}, protocol.Invalid, Range{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Config{})
 			h.mem.set(fid, text(base))
-			o := h.observe("main", 1, "c1", SourceRef{URI: fid, Range: rng(4, 5), Text: span(base, 4, 5)})
+			o := h.observe("main", 1, "c1", protocol.Source{URI: fid, Range: rng(4, 5), Text: span(base, 4, 5)})
 			h.mem.remove(fid)
 			v := one(t, h.sync("main", 2)) // the verify pass notices the deletion
-			if v.Status != Invalid || !strings.HasPrefix(v.Notice, "[concord] /proj/main.go was deleted") ||
+			if v.Status != protocol.Invalid || !strings.HasPrefix(v.Notice, "[concord] /proj/main.go was deleted") ||
 				!strings.Contains(v.Notice, "lines 4-5") {
 				t.Fatalf("after delete: %+v", v)
 			}
@@ -327,7 +327,7 @@ func TestDeleteAndComeBack(t *testing.T) {
 			if v.Block != o.Block || v.Status != tc.status {
 				t.Fatalf("after return: %+v", v)
 			}
-			if tc.status != Invalid && (v.Notice != "" || Range(*v.Sources[0].Range) != tc.rng || v.Sources[0].Text != span(base, 4, 5)) {
+			if tc.status != protocol.Invalid && (v.Notice != "" || Range(*v.Sources[0].Range) != tc.rng || v.Sources[0].Text != span(base, 4, 5)) {
 				t.Fatalf("after return: %+v", v)
 			}
 		})
@@ -342,25 +342,25 @@ func TestRacedReadAtRegistration(t *testing.T) {
 		name   string
 		shown  string
 		rng    *protocol.Range
-		status Status
+		status protocol.Status
 		text   string
 	}{
-		{"local edit raced", span(base, 4, 6), rng(4, 6), Patched, span(local, 4, 6)},
-		{"shifted lines raced", span(base, 4, 6), rng(3, 5), Patched, span(local, 4, 6)},
-		{"drift raced", "nothing like\nthis at all\nreally", rng(4, 6), Invalid, ""},
-		{"no race", span(local, 4, 6), rng(4, 6), Valid, span(local, 4, 6)},
-		{"whole read raced", text(base), nil, Patched, strings.TrimSuffix(text(local), "\n")},
+		{"local edit raced", span(base, 4, 6), rng(4, 6), protocol.Patched, span(local, 4, 6)},
+		{"shifted lines raced", span(base, 4, 6), rng(3, 5), protocol.Patched, span(local, 4, 6)},
+		{"drift raced", "nothing like\nthis at all\nreally", rng(4, 6), protocol.Invalid, ""},
+		{"no race", span(local, 4, 6), rng(4, 6), protocol.Valid, span(local, 4, 6)},
+		{"whole read raced", text(base), nil, protocol.Patched, strings.TrimSuffix(text(local), "\n")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Config{})
 			h.mem.set(fid, text(local)) // the write landed before registration
-			o := h.observe("main", 1, "c1", SourceRef{URI: fid, Range: tc.rng, Text: tc.shown})
+			o := h.observe("main", 1, "c1", protocol.Source{URI: fid, Range: tc.rng, Text: tc.shown})
 			if o.Status != tc.status {
 				t.Fatalf("observe status %s, want %s", o.Status, tc.status)
 			}
 			r := h.sync("main", 2)
-			if tc.status == Valid {
+			if tc.status == protocol.Valid {
 				if len(r.Blocks) != 0 {
 					t.Fatalf("projection %+v", r.Blocks)
 				}
@@ -390,7 +390,7 @@ func TestSourceErrors(t *testing.T) {
 		{"relative/path", ErrInvalidParams}, // the field is named: sources[0].uri
 	}
 	for _, tc := range tests {
-		_, err := h.m.Observe(context.Background(), Observation{Agent: "a", Anchor: "c", Sources: []SourceRef{{URI: tc.uri, Text: "x"}}})
+		_, err := h.m.Observe(context.Background(), protocol.ObserveParams{Agent: "a", Anchor: "c", Sources: []protocol.Source{{URI: tc.uri, Text: "x"}}})
 		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.uri) {
 			t.Errorf("%s: err %v, want %v naming the uri", tc.uri, err, tc.want)
 		}
@@ -412,12 +412,12 @@ func TestUnavailableAtObserve(t *testing.T) {
 		{"mem://proj/missing", "was deleted"},
 		{"mem://proj/bin", "could not be re-read (binary)"},
 	} {
-		o, err := h.m.Observe(context.Background(), Observation{Agent: tc.uri, Anchor: "c", Sources: []SourceRef{{URI: tc.uri, Range: rng(1, 1), Text: "x"}}})
-		if err != nil || o.Block == "" || o.Status != Invalid {
+		o, err := h.m.Observe(context.Background(), protocol.ObserveParams{Agent: tc.uri, Anchor: "c", Sources: []protocol.Source{{URI: tc.uri, Range: rng(1, 1), Text: "x"}}})
+		if err != nil || o.Block == "" || o.Status != protocol.Invalid {
 			t.Fatalf("%s: observe %+v %v, want an invalid block", tc.uri, o, err)
 		}
 		v := one(t, h.sync(tc.uri, 1))
-		if v.Block != o.Block || v.Status != Invalid || !strings.Contains(v.Notice, tc.notice) || len(v.Sources) != 0 {
+		if v.Block != o.Block || v.Status != protocol.Invalid || !strings.Contains(v.Notice, tc.notice) || len(v.Sources) != 0 {
 			t.Errorf("%s: sync %+v, want the notice %q", tc.uri, v, tc.notice)
 		}
 	}
@@ -431,29 +431,32 @@ func TestValidation(t *testing.T) {
 		call  func() error
 		field string
 	}{
-		{"agent", func() error { _, err := h.m.Observe(ctx, Observation{Sources: []SourceRef{{URI: fid}}}); return err }, "agent"},
-		{"sources", func() error { _, err := h.m.Observe(ctx, Observation{Agent: "a"}); return err }, "sources"},
+		{"agent", func() error {
+			_, err := h.m.Observe(ctx, protocol.ObserveParams{Sources: []protocol.Source{{URI: fid}}})
+			return err
+		}, "agent"},
+		{"sources", func() error { _, err := h.m.Observe(ctx, protocol.ObserveParams{Agent: "a"}); return err }, "sources"},
 		{"uri", func() error {
-			_, err := h.m.Observe(ctx, Observation{Agent: "a", Sources: []SourceRef{{URI: fid}, {Text: "x"}}})
+			_, err := h.m.Observe(ctx, protocol.ObserveParams{Agent: "a", Sources: []protocol.Source{{URI: fid}, {Text: "x"}}})
 			return err
 		}, "sources[1].uri"},
 		{"range", func() error {
-			_, err := h.m.Observe(ctx, Observation{Agent: "a", Sources: []SourceRef{{URI: fid, Range: rng(5, 2)}}})
+			_, err := h.m.Observe(ctx, protocol.ObserveParams{Agent: "a", Sources: []protocol.Source{{URI: fid, Range: rng(5, 2)}}})
 			return err
 		}, "sources[0].range.end"},
 		{"kind", func() error {
-			_, err := h.m.Observe(ctx, Observation{Agent: "a", Kind: "x", Sources: []SourceRef{{URI: fid}}})
+			_, err := h.m.Observe(ctx, protocol.ObserveParams{Agent: "a", Kind: "x", Sources: []protocol.Source{{URI: fid}}})
 			return err
 		}, "kind"},
 		{"policy", func() error {
-			_, err := h.m.Observe(ctx, Observation{Agent: "a", Policy: &Policy{Drift: "delete"}, Sources: []SourceRef{{URI: fid}}})
+			_, err := h.m.Observe(ctx, protocol.ObserveParams{Agent: "a", Policy: &protocol.Policy{Drift: "delete"}, Sources: []protocol.Source{{URI: fid}}})
 			return err
 		}, "policy.drift"},
-		{"turn", func() error { _, err := h.m.Sync(ctx, SyncRequest{Agent: "a", Turn: -1}); return err }, "turn"},
-		{"sync agent", func() error { _, err := h.m.Sync(ctx, SyncRequest{}); return err }, "agent"},
-		{"change uri", func() error { _, err := h.m.SourceChanged(ctx, Change{}); return err }, "uri"},
-		{"release", func() error { _, err := h.m.Release(ctx, ReleaseRequest{}); return err }, "blocks"},
-		{"release agent", func() error { _, err := h.m.Release(ctx, ReleaseRequest{Anchors: []string{"x"}}); return err }, "agent"},
+		{"turn", func() error { _, err := h.m.Sync(ctx, protocol.SyncParams{Agent: "a", Turn: -1}); return err }, "turn"},
+		{"sync agent", func() error { _, err := h.m.Sync(ctx, protocol.SyncParams{}); return err }, "agent"},
+		{"change uri", func() error { _, err := h.m.SourceChanged(ctx, protocol.SourceChangedParams{}); return err }, "uri"},
+		{"release", func() error { _, err := h.m.Release(ctx, protocol.ReleaseParams{}); return err }, "blocks"},
+		{"release agent", func() error { _, err := h.m.Release(ctx, protocol.ReleaseParams{Anchors: []string{"x"}}); return err }, "agent"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -470,23 +473,23 @@ func TestReleaseAndWatchRefcount(t *testing.T) {
 	h := newHarness(t, Config{})
 	base := numbered(10)
 	h.mem.set(fid, text(base))
-	o1 := h.observe("main", 1, "c1", SourceRef{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
-	o2 := h.observe("main", 1, "c2", SourceRef{URI: fid, Range: rng(5, 6), Text: span(base, 5, 6)})
+	o1 := h.observe("main", 1, "c1", protocol.Source{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
+	o2 := h.observe("main", 1, "c2", protocol.Source{URI: fid, Range: rng(5, 6), Text: span(base, 5, 6)})
 	if n := h.mem.watching(fid); n != 1 {
 		t.Fatalf("watches %d, want 1", n)
 	}
 	ctx := context.Background()
-	if _, err := h.m.Release(ctx, ReleaseRequest{Blocks: []string{o1.Block, "b999"}}); !errors.Is(err, ErrUnknownBlock) {
+	if _, err := h.m.Release(ctx, protocol.ReleaseParams{Blocks: []string{o1.Block, "b999"}}); !errors.Is(err, ErrUnknownBlock) {
 		t.Fatalf("err %v, want ErrUnknownBlock", err)
 	}
-	r, err := h.m.Release(ctx, ReleaseRequest{Agent: "main", Anchors: []string{"c1", "event-anchor"}})
+	r, err := h.m.Release(ctx, protocol.ReleaseParams{Agent: "main", Anchors: []string{"c1", "event-anchor"}})
 	if err != nil || !reflect.DeepEqual(r.Released, []string{o1.Block}) {
 		t.Fatalf("release %+v %v", r, err)
 	}
 	if n := h.mem.watching(fid); n != 1 {
 		t.Fatalf("watches %d after partial release, want 1", n)
 	}
-	if r, err = h.m.Release(ctx, ReleaseRequest{Blocks: []string{o2.Block}}); err != nil || len(r.Released) != 1 {
+	if r, err = h.m.Release(ctx, protocol.ReleaseParams{Blocks: []string{o2.Block}}); err != nil || len(r.Released) != 1 {
 		t.Fatalf("release %+v %v", r, err)
 	}
 	if n := h.mem.watching(fid); n != 0 {
@@ -501,7 +504,7 @@ func TestVerifyPassUsesStamp(t *testing.T) {
 	h := newHarness(t, Config{})
 	base := numbered(10)
 	h.mem.set(fid, text(base))
-	h.observe("main", 1, "c1", SourceRef{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
+	h.observe("main", 1, "c1", protocol.Source{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
 	reads := h.mem.reads.Load()
 	for i := 0; i < 5; i++ {
 		h.sync("main", 2+i)
@@ -513,7 +516,7 @@ func TestVerifyPassUsesStamp(t *testing.T) {
 	after[0] = strings.Replace(after[0], "value1", "v1", 1)
 	h.mem.set(fid, text(after)) // no SourceChanged, no hint: only the verify pass can see it
 	v := one(t, h.sync("main", 8))
-	if v.Status != Patched || h.mem.reads.Load() != reads+1 || h.m.Stats().VerifyPasses != 6 {
+	if v.Status != protocol.Patched || h.mem.reads.Load() != reads+1 || h.m.Stats().VerifyPasses != 6 {
 		t.Fatalf("got %+v reads=%d", v, h.mem.reads.Load()-reads)
 	}
 }
@@ -522,7 +525,7 @@ func TestHintAndOnChange(t *testing.T) {
 	h := newHarness(t, Config{})
 	base := numbered(10)
 	h.mem.set(fid, text(base))
-	h.observe("sub-1", 1, "c1", SourceRef{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
+	h.observe("sub-1", 1, "c1", protocol.Source{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
 	g0 := h.m.Generation()
 	after := append([]string(nil), base...)
 	after[1] = strings.Replace(after[1], "value2", "v2", 1)
@@ -537,7 +540,7 @@ func TestHintAndOnChange(t *testing.T) {
 		t.Fatalf("generation did not move")
 	}
 	r := h.sync("sub-1", 2)
-	if one(t, r).Status != Patched || r.Generation != h.m.Generation() {
+	if one(t, r).Status != protocol.Patched || r.Generation != h.m.Generation() {
 		t.Fatalf("got %+v", r)
 	}
 }
@@ -546,11 +549,11 @@ func TestFullProjection(t *testing.T) {
 	h := newHarness(t, Config{})
 	base := numbered(10)
 	h.mem.set(fid, text(base))
-	h.observe("main", 1, "c1", SourceRef{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
-	h.observe("main", 1, "c2", SourceRef{URI: fid, Range: rng(1, 3), Text: span(base, 1, 3)})
-	h.observe("other", 1, "c3", SourceRef{URI: fid, Range: rng(1, 3), Text: span(base, 1, 3)})
-	r, err := h.m.Sync(context.Background(), SyncRequest{Agent: "main", Turn: 2, Full: true})
-	if err != nil || !r.Full || len(r.Blocks) != 2 || r.Blocks[0].Status != Superseded || r.Blocks[1].Status != Valid ||
+	h.observe("main", 1, "c1", protocol.Source{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
+	h.observe("main", 1, "c2", protocol.Source{URI: fid, Range: rng(1, 3), Text: span(base, 1, 3)})
+	h.observe("other", 1, "c3", protocol.Source{URI: fid, Range: rng(1, 3), Text: span(base, 1, 3)})
+	r, err := h.m.Sync(context.Background(), protocol.SyncParams{Agent: "main", Turn: 2, Full: true})
+	if err != nil || !r.Full || len(r.Blocks) != 2 || r.Blocks[0].Status != protocol.Superseded || r.Blocks[1].Status != protocol.Valid ||
 		r.Blocks[1].Sources[0].Text != span(base, 1, 3) {
 		t.Fatalf("got %+v %v", r, err)
 	}
@@ -567,8 +570,8 @@ func TestSlowReadDoesNotBlockOthers(t *testing.T) {
 	slow, fast := "mem://proj/slow", "mem://proj/fast"
 	h.mem.set(slow, text(base))
 	h.mem.set(fast, text(base))
-	h.observe("a", 1, "c1", SourceRef{URI: slow, Range: rng(1, 1), Text: base[0]})
-	h.observe("b", 1, "c2", SourceRef{URI: fast, Range: rng(1, 1), Text: base[0]})
+	h.observe("a", 1, "c1", protocol.Source{URI: slow, Range: rng(1, 1), Text: base[0]})
+	h.observe("b", 1, "c2", protocol.Source{URI: fast, Range: rng(1, 1), Text: base[0]})
 	gate := make(chan struct{})
 	h.mem.mu.Lock()
 	h.mem.gate[slow] = gate
@@ -576,7 +579,7 @@ func TestSlowReadDoesNotBlockOthers(t *testing.T) {
 	h.mem.set(slow, text(numbered(6)))
 	done := make(chan error, 1)
 	go func() {
-		_, err := h.m.Sync(context.Background(), SyncRequest{Agent: "a", Turn: 2})
+		_, err := h.m.Sync(context.Background(), protocol.SyncParams{Agent: "a", Turn: 2})
 		done <- err
 	}()
 	for i := 0; i < 20; i++ {
@@ -611,17 +614,17 @@ func TestConcurrentUse(t *testing.T) {
 				id := ids[(g+i)%len(ids)]
 				ls := numbered(40)
 				s := 1 + (i*7)%35
-				_, _ = h.m.Observe(ctx, Observation{Agent: agent, Turn: i, Anchor: fmt.Sprintf("c%d-%d", g, i),
-					Sources: []SourceRef{{URI: id, Range: rng(s, s+3), Text: span(ls, s, s+3)}}})
+				_, _ = h.m.Observe(ctx, protocol.ObserveParams{Agent: agent, Turn: i, Anchor: fmt.Sprintf("c%d-%d", g, i),
+					Sources: []protocol.Source{{URI: id, Range: rng(s, s+3), Text: span(ls, s, s+3)}}})
 				if i%5 == 0 {
 					ls[s] = fmt.Sprintf("edited by %d at %d", g, i)
 					h.mem.set(id, text(ls))
-					_, _ = h.m.SourceChanged(ctx, Change{URI: id})
+					_, _ = h.m.SourceChanged(ctx, protocol.SourceChangedParams{URI: id})
 					h.m.Hint(id)
 				}
-				_, _ = h.m.Sync(ctx, SyncRequest{Agent: agent, Turn: i})
+				_, _ = h.m.Sync(ctx, protocol.SyncParams{Agent: agent, Turn: i})
 				if i%9 == 0 {
-					_, _ = h.m.Release(ctx, ReleaseRequest{Agent: agent, Anchors: []string{fmt.Sprintf("c%d-%d", g, i-1)}})
+					_, _ = h.m.Release(ctx, protocol.ReleaseParams{Agent: agent, Anchors: []string{fmt.Sprintf("c%d-%d", g, i-1)}})
 				}
 			}
 		}(g)
@@ -642,10 +645,10 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := h.m.Observe(ctx, Observation{Agent: "a", Sources: []SourceRef{{URI: fid}}}); !errors.Is(err, ErrClosed) {
+	if _, err := h.m.Observe(ctx, protocol.ObserveParams{Agent: "a", Sources: []protocol.Source{{URI: fid}}}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("observe after close: %v", err)
 	}
-	if _, err := h.m.Sync(ctx, SyncRequest{Agent: "a"}); !errors.Is(err, ErrClosed) {
+	if _, err := h.m.Sync(ctx, protocol.SyncParams{Agent: "a"}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("sync after close: %v", err)
 	}
 	h.m.Hint(fid) // must not block or panic
@@ -671,8 +674,8 @@ func TestSyncVerifiesOtherAgentsSources(t *testing.T) {
 	mine, theirs := "mem://proj/mine", "mem://proj/theirs"
 	h.mem.set(mine, text(base))
 	h.mem.set(theirs, text(base))
-	h.observe("a", 1, "c1", SourceRef{URI: mine, Range: rng(1, 1), Text: base[0]})
-	h.observe("b", 1, "c2", SourceRef{URI: theirs, Range: rng(1, 1), Text: base[0]})
+	h.observe("a", 1, "c1", protocol.Source{URI: mine, Range: rng(1, 1), Text: base[0]})
+	h.observe("b", 1, "c2", protocol.Source{URI: theirs, Range: rng(1, 1), Text: base[0]})
 	after := append([]string(nil), base...)
 	after[0] = strings.Replace(after[0], "value1", "v1", 1)
 	h.mem.set(theirs, text(after))
@@ -687,7 +690,7 @@ func TestSyncVerifiesOtherAgentsSources(t *testing.T) {
 		}
 		return false
 	})
-	if v := one(t, h.sync("b", 2)); v.Status != Patched {
+	if v := one(t, h.sync("b", 2)); v.Status != protocol.Patched {
 		t.Fatalf("b's block %+v", v)
 	}
 }
@@ -714,17 +717,17 @@ func TestAuditTrailIsBounded(t *testing.T) {
 			h := newHarness(t, Config{AuditLimit: limit})
 			h.mem.set(fid, text(base))
 			for i := 1; i <= tc.reads; i++ {
-				h.observe("main", i, fmt.Sprintf("call_%d", i), SourceRef{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
+				h.observe("main", i, fmt.Sprintf("call_%d", i), protocol.Source{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
 				if tc.syncEach {
 					h.sync("main", i)
 				}
 			}
-			if got := h.m.Stats().Blocks[Superseded]; got != tc.wantKept {
+			if got := h.m.Stats().Blocks[protocol.Superseded]; got != tc.wantKept {
 				t.Fatalf("superseded blocks kept = %d, want %d", got, tc.wantKept)
 			}
 			delivered := 0
 			for _, v := range h.sync("main", tc.reads+1).Blocks {
-				if v.Status == Superseded {
+				if v.Status == protocol.Superseded {
 					delivered++
 				}
 			}
@@ -742,24 +745,24 @@ func TestReobservedAnchorReplaces(t *testing.T) {
 	tests := []struct {
 		name   string
 		second []string // file content when the anchor is observed again
-		want   Status
+		want   protocol.Status
 	}{
-		{"unchanged file", base, Valid},
-		{"file changed in between", oneTokenEdited(base, 4), Patched},
+		{"unchanged file", base, protocol.Valid},
+		{"file changed in between", oneTokenEdited(base, 4), protocol.Patched},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Config{})
 			h.mem.set(fid, text(base))
-			first := h.observe("main", 1, "call_1", SourceRef{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
+			first := h.observe("main", 1, "call_1", protocol.Source{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
 			h.sync("main", 1)
 			h.mem.set(fid, text(tc.second))
-			again := h.observe("main", 2, "call_1", SourceRef{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
+			again := h.observe("main", 2, "call_1", protocol.Source{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
 			if len(again.Superseded) != 0 {
 				t.Fatalf("re-observation superseded %v; it should replace", again.Superseded)
 			}
 			st := h.m.Stats()
-			if n := st.Blocks[Valid] + st.Blocks[Patched] + st.Blocks[Superseded]; n != 1 {
+			if n := st.Blocks[protocol.Valid] + st.Blocks[protocol.Patched] + st.Blocks[protocol.Superseded]; n != 1 {
 				t.Fatalf("blocks by status %v, want exactly one block", st.Blocks)
 			}
 			if st.Reconciliations["replaced"] != 1 {
@@ -797,14 +800,14 @@ func TestReleaseRespectsAgent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Config{})
 			h.mem.set(fid, text(base))
-			o := h.observe("a", 1, "call_1", SourceRef{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
-			h.observe("b", 1, "call_1", SourceRef{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
-			res, err := h.m.Release(context.Background(), ReleaseRequest{Agent: tc.agent, Blocks: []string{o.Block}})
+			o := h.observe("a", 1, "call_1", protocol.Source{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
+			h.observe("b", 1, "call_1", protocol.Source{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
+			res, err := h.m.Release(context.Background(), protocol.ReleaseParams{Agent: tc.agent, Blocks: []string{o.Block}})
 			if tc.wantErr {
 				if !errors.Is(err, ErrUnknownBlock) || !strings.Contains(err.Error(), `belongs to agent "a"`) {
 					t.Fatalf("err %v, want ErrUnknownBlock naming the owner", err)
 				}
-				if n := h.m.Stats().Blocks[Valid]; n != 2 {
+				if n := h.m.Stats().Blocks[protocol.Valid]; n != 2 {
 					t.Fatalf("%d valid blocks after a refused release, want 2", n)
 				}
 				return
@@ -824,19 +827,19 @@ func TestDeletedSourceComesBack(t *testing.T) {
 	tests := []struct {
 		name     string
 		restored []string
-		want     Status
+		want     protocol.Status
 	}{
-		{"same content", base, Valid},
-		{"one token edited", oneTokenEdited(base, 4), Patched},
-		{"lines inserted above", append([]string{"// new header"}, base...), Patched},
+		{"same content", base, protocol.Valid},
+		{"one token edited", oneTokenEdited(base, 4), protocol.Patched},
+		{"lines inserted above", append([]string{"// new header"}, base...), protocol.Patched},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Config{})
 			h.mem.set(fid, text(base))
-			h.observe("main", 1, "call_1", SourceRef{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
+			h.observe("main", 1, "call_1", protocol.Source{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
 			h.mem.remove(fid)
-			if v := one(t, h.sync("main", 2)); v.Status != Invalid || !strings.Contains(v.Notice, "deleted") {
+			if v := one(t, h.sync("main", 2)); v.Status != protocol.Invalid || !strings.Contains(v.Notice, "deleted") {
 				t.Fatalf("after delete: %+v, want invalid with a deleted notice", v)
 			}
 			h.mem.set(fid, text(tc.restored))
@@ -870,20 +873,20 @@ func TestAnnotateKeepsWhatTheModelSaw(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Config{Policy: PolicyConfig{Global: Policy{Local: Patch, Drift: Annotate}}})
+			h := newHarness(t, Config{Policy: protocol.PolicyConfig{Global: protocol.Policy{Local: protocol.Patch, Drift: protocol.Annotate}}})
 			h.mem.set(fid, text(base))
-			h.observe("main", 1, "call_1", SourceRef{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
+			h.observe("main", 1, "call_1", protocol.Source{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
 			h.mem.set(fid, text(local))
 			h.changed(fid)
 			if tc.syncBefore {
-				if v := one(t, h.sync("main", 2)); v.Status != Patched {
+				if v := one(t, h.sync("main", 2)); v.Status != protocol.Patched {
 					t.Fatalf("local edit: %+v, want patched", v)
 				}
 			}
 			h.mem.set(fid, text(drift))
 			h.changed(fid)
 			v := one(t, h.sync("main", 3))
-			if v.Status != Stale || v.Notice == "" || len(v.Sources) != 1 || v.Sources[0].Text != tc.want {
+			if v.Status != protocol.Stale || v.Notice == "" || len(v.Sources) != 1 || v.Sources[0].Text != tc.want {
 				t.Fatalf("after drift: %+v, want stale keeping %q", v, tc.want)
 			}
 		})

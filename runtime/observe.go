@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/concord-ctx/concord/locator"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // lookup finds the adapter and canonical id for uri and the source entry,
@@ -33,18 +34,18 @@ func (m *Manager) lookup(uri string) (*source, error) {
 // Status EventAck and never tracked. A snapshot is verified against each
 // source's current content first: a read that raced a write is reconciled
 // at once.
-func (m *Manager) Observe(ctx context.Context, obs Observation) (ObserveResult, error) {
+func (m *Manager) Observe(ctx context.Context, obs protocol.ObserveParams) (protocol.ObserveResult, error) {
 	if err := validateObservation(&obs); err != nil {
-		return ObserveResult{}, err
+		return protocol.ObserveResult{}, err
 	}
-	if obs.Kind == Event {
-		return locked(m, func(*index) (ObserveResult, error) {
-			return ObserveResult{Status: EventAck, Superseded: []string{}}, nil
+	if obs.Kind == protocol.Event {
+		return locked(m, func(*index) (protocol.ObserveResult, error) {
+			return protocol.ObserveResult{Status: protocol.EventAck, Superseded: []string{}}, nil
 		})
 	}
 	srcs, err := m.lookupAll(obs.Sources)
 	if err != nil {
-		return ObserveResult{}, err
+		return protocol.ObserveResult{}, err
 	}
 	// Pinned, the sources keep their text while they load, before any
 	// link holds them.
@@ -52,12 +53,12 @@ func (m *Manager) Observe(ctx context.Context, obs Observation) (ObserveResult, 
 	if err := m.loadAll(ctx, srcs, obs.Sources); err != nil {
 		m.pin(srcs, -1)
 		m.flushNotify("")
-		return ObserveResult{}, err
+		return protocol.ObserveResult{}, err
 	}
-	res, err := locked(m, func(*index) (ObserveResult, error) {
+	res, err := locked(m, func(*index) (protocol.ObserveResult, error) {
 		b := m.register(obs, srcs)
-		res := ObserveResult{Block: b.id, Superseded: []string{}}
-		if b.status != Invalid {
+		res := protocol.ObserveResult{Block: b.id, Superseded: []string{}}
+		if b.status != protocol.Invalid {
 			res.Superseded = m.ix.supersede(b)
 		}
 		res.Status = b.status
@@ -65,7 +66,7 @@ func (m *Manager) Observe(ctx context.Context, obs Observation) (ObserveResult, 
 	})
 	m.pin(srcs, -1)
 	if err != nil {
-		return ObserveResult{}, err
+		return protocol.ObserveResult{}, err
 	}
 	m.syncWatch(srcs...)
 	m.syncPendingWatches()
@@ -75,7 +76,7 @@ func (m *Manager) Observe(ctx context.Context, obs Observation) (ObserveResult, 
 
 // lookupAll resolves every source of an observation, checking that keyed
 // sources carry a version.
-func (m *Manager) lookupAll(refs []SourceRef) ([]*source, error) {
+func (m *Manager) lookupAll(refs []protocol.Source) ([]*source, error) {
 	srcs := make([]*source, len(refs))
 	for i, ref := range refs {
 		s, err := m.lookup(ref.URI)
@@ -104,7 +105,7 @@ func (m *Manager) pin(srcs []*source, delta int) {
 }
 
 // loadAll loads each distinct source once (I/O outside the lock).
-func (m *Manager) loadAll(ctx context.Context, srcs []*source, refs []SourceRef) error {
+func (m *Manager) loadAll(ctx context.Context, srcs []*source, refs []protocol.Source) error {
 	loaded := map[*source]bool{}
 	for i, s := range srcs {
 		if loaded[s] {
@@ -119,7 +120,7 @@ func (m *Manager) loadAll(ctx context.Context, srcs []*source, refs []SourceRef)
 }
 
 // load brings src's current content into the manager (I/O outside the lock).
-func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
+func (m *Manager) load(ctx context.Context, src *source, ref protocol.Source) error {
 	src.io.Lock()
 	defer src.io.Unlock()
 	if src.reporter != nil {
@@ -178,7 +179,7 @@ func (m *Manager) load(ctx context.Context, src *source, ref SourceRef) error {
 
 // register builds the block, verifies each link against the source's current
 // text and indexes it. Caller holds m.mu.
-func (m *Manager) register(obs Observation, srcs []*source) *block {
+func (m *Manager) register(obs protocol.ObserveParams, srcs []*source) *block {
 	ag := m.ix.agent(obs.Agent)
 	if obs.Turn > ag.turn {
 		ag.turn = obs.Turn
@@ -214,7 +215,7 @@ func (m *Manager) register(obs Observation, srcs []*source) *block {
 	}
 	m.recompute(b)
 	placeRegistered(b, replaced)
-	if b.status != Valid || replaced {
+	if b.status != protocol.Valid || replaced {
 		m.ix.markDirty(b) // the next sync carries the repair (or resets the anchor's view)
 	}
 	return b

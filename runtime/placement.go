@@ -84,12 +84,12 @@ type agentPlace struct {
 
 // blockPlace is what the model has of a block.
 type blockPlace struct {
-	sentAfter int    // the agent's calls when the block was registered: unsent while calls == sentAfter
-	at        int    // the agent's reported prompt size then: where its message starts, at the earliest
-	reset     bool   // a new result for its anchor: the view goes in place whatever the placement
-	deferred  bool   // the in-place view lags the current state (a tail erratum or nothing was sent)
-	note      note   // what the latest erratum since its last in-place view says (noteNone: none was sent)
-	inplace   Status // status of the last in-place view ("" = the tool's original output)
+	sentAfter int             // the agent's calls when the block was registered: unsent while calls == sentAfter
+	at        int             // the agent's reported prompt size then: where its message starts, at the earliest
+	reset     bool            // a new result for its anchor: the view goes in place whatever the placement
+	deferred  bool            // the in-place view lags the current state (a tail erratum or nothing was sent)
+	note      note            // what the latest erratum since its last in-place view says (noteNone: none was sent)
+	inplace   protocol.Status // status of the last in-place view ("" = the tool's original output)
 }
 
 // note is what the latest erratum about a block says, which decides when a
@@ -218,7 +218,7 @@ const (
 
 // flushDue reports whether this sync places every deferred repair in place:
 // a full projection, a rebuilt prefix, or (auto) an expired cache.
-func (m *Manager) flushDue(ag *agentState, req SyncRequest, now time.Time) bool {
+func (m *Manager) flushDue(ag *agentState, req protocol.SyncParams, now time.Time) bool {
 	switch {
 	case m.placement == PlacementInplace:
 		return false
@@ -259,7 +259,7 @@ func (m *Manager) decide(b *block, flush bool) where {
 
 // place turns the changed blocks of one sync into views and errata, and
 // advances the agent's call clock. Caller holds m.mu.
-func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockView, bool) {
+func (m *Manager) place(ag *agentState, bs []*block, req protocol.SyncParams) ([]protocol.BlockView, bool) {
 	now := m.now()
 	flush := m.flushDue(ag, req, now)
 	if flush {
@@ -281,7 +281,7 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 	if req.PromptChars > 0 {
 		ag.pl.prompt = req.PromptChars
 	}
-	out := make([]BlockView, 0, len(bs))
+	out := make([]protocol.BlockView, 0, len(bs))
 	var tail tailErrata
 	cut := -1 // priced rewrites: where the first one starts (all after it is rewritten anyway)
 	for _, b := range bs {
@@ -335,7 +335,7 @@ func (m *Manager) place(ag *agentState, bs []*block, req SyncRequest) ([]BlockVi
 
 // placeInPlace returns b's view for its message in place: the model's copy
 // becomes the current state, and what was deferred or noted about it is done.
-func placeInPlace(b *block) BlockView {
+func placeInPlace(b *block) protocol.BlockView {
 	v := view(b)
 	for _, l := range b.links {
 		if len(v.Sources) > 0 {
@@ -364,7 +364,7 @@ func placeInPlace(b *block) BlockView {
 // promptChars, and is at least b's old size. A block an erratum was already
 // sent for is never priced in place: that erratum would stay in the prompt,
 // after the copy, and could contradict it. Caller holds m.mu.
-func (m *Manager) rewritePays(b *block, v BlockView, cs []clause, cut int) bool {
+func (m *Manager) rewritePays(b *block, v protocol.BlockView, cs []clause, cut int) bool {
 	p, ag := m.price, b.agent
 	if p == nil || m.placement != PlacementAuto || ag.pl.prompt == 0 || b.pl.note != noteNone || b.stage != stageLive {
 		return false
@@ -459,7 +459,7 @@ func (m *Manager) coverOf(s *block, set map[*block]bool) (*block, bool) {
 			return nil, in
 		}
 		in = in || set[next]
-		if next.status != Superseded {
+		if next.status != protocol.Superseded {
 			return next, in
 		}
 		b = next
@@ -476,7 +476,7 @@ type tailErrata struct {
 }
 
 // add appends v to out, placed at the tail with clauses cs.
-func (t *tailErrata) add(out []BlockView, v BlockView, cs []clause) []BlockView {
+func (t *tailErrata) add(out []protocol.BlockView, v protocol.BlockView, cs []clause) []protocol.BlockView {
 	v.Placement = PlacementTail
 	for _, c := range cs {
 		t.clauses = append(t.clauses, c)
@@ -487,7 +487,7 @@ func (t *tailErrata) add(out []BlockView, v BlockView, cs []clause) []BlockView 
 }
 
 // render writes the grouped errata into the views of out (renderErrata).
-func (t *tailErrata) render(out []BlockView) {
+func (t *tailErrata) render(out []protocol.BlockView) {
 	texts := renderErrata(t.clauses, t.owner, len(t.views))
 	for i, at := range t.views {
 		out[at].Erratum = texts[i]
@@ -502,7 +502,7 @@ func (t *tailErrata) render(out []BlockView) {
 // and is sent once. A superseded read is looked at when it, its cover or a
 // read between them is among bs (superseded or changed in this sync):
 // nothing else can falsify its copy. Caller holds m.mu.
-func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []BlockView) []BlockView {
+func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []protocol.BlockView) []protocol.BlockView {
 	inSync := make(map[*block]bool, len(bs))
 	for _, b := range bs {
 		inSync[b] = true
@@ -512,7 +512,7 @@ func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []
 			continue
 		}
 		switch s.pl.inplace {
-		case Superseded, Invalid, Stale:
+		case protocol.Superseded, protocol.Invalid, protocol.Stale:
 			if s.pl.note == noteNone {
 				continue // in place it shows a notice, or text already marked as possibly outdated
 			}

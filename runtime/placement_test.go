@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // fakeClock is a settable clock for cache-expiry tests.
@@ -23,7 +25,7 @@ type placed struct {
 	flushed bool
 }
 
-func placedOf(t *testing.T, r SyncResult) placed {
+func placedOf(t *testing.T, r protocol.SyncResult) placed {
 	t.Helper()
 	p := placed{flushed: r.Flushed}
 	for _, v := range r.Blocks {
@@ -57,7 +59,7 @@ func TestPlacement(t *testing.T) {
 	ownEdit := func(c, anchor string) step {
 		return func(h *harness, _ *fakeClock) {
 			h.mem.set(fid, c)
-			if _, err := h.m.SourceChanged(context.Background(), Change{URI: fid, Agent: "main", Anchor: anchor}); err != nil {
+			if _, err := h.m.SourceChanged(context.Background(), protocol.SourceChangedParams{URI: fid, Agent: "main", Anchor: anchor}); err != nil {
 				h.t.Fatal(err)
 			}
 		}
@@ -65,14 +67,14 @@ func TestPlacement(t *testing.T) {
 	wait := func(d time.Duration) step { return func(_ *harness, clk *fakeClock) { clk.t = clk.t.Add(d) } }
 	sent := func(h *harness, _ *fakeClock) { h.sync("main", 1) } // the read was in a model call
 	reread := func(h *harness, _ *fakeClock) {
-		h.observe("main", 2, "call_2", SourceRef{URI: fid, Range: rng(1, 10), Text: span(ls, 1, 10)})
+		h.observe("main", 2, "call_2", protocol.Source{URI: fid, Range: rng(1, 10), Text: span(ls, 1, 10)})
 	}
 	// The agent's edit lands on disk and a watcher applies it before the
 	// binding reports it (another agent's read verifies the source first).
 	watcherFirst := func(h *harness, _ *fakeClock) {
 		h.mem.set(fid, text(edited))
-		h.observe("other", 1, "o_1", SourceRef{URI: fid, Range: rng(1, 1), Text: ls[0]})
-		if _, err := h.m.SourceChanged(context.Background(), Change{URI: fid, Agent: "main", Anchor: "call_7"}); err != nil {
+		h.observe("other", 1, "o_1", protocol.Source{URI: fid, Range: rng(1, 1), Text: ls[0]})
+		if _, err := h.m.SourceChanged(context.Background(), protocol.SourceChangedParams{URI: fid, Agent: "main", Anchor: "call_7"}); err != nil {
 			h.t.Fatal(err)
 		}
 	}
@@ -84,7 +86,7 @@ func TestPlacement(t *testing.T) {
 			h.mem.mu.Lock()
 			cur := h.mem.files[fid]
 			h.mem.mu.Unlock()
-			h.observe("main", 2, anchor, SourceRef{URI: fid, Range: rng(a, b), Text: span(strings.Split(strings.TrimSuffix(cur, "\n"), "\n"), a, b)})
+			h.observe("main", 2, anchor, protocol.Source{URI: fid, Range: rng(a, b), Text: span(strings.Split(strings.TrimSuffix(cur, "\n"), "\n"), a, b)})
 		}
 	}
 	movedThenEdited := append([]string{"// a", "// b"}, edited...)
@@ -184,11 +186,11 @@ func TestPlacement(t *testing.T) {
 			clk := &fakeClock{t: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
 			h := newHarness(t, Config{Placement: tc.placement, Now: clk.now})
 			h.mem.set(fid, text(ls))
-			h.observe("main", 1, read, SourceRef{URI: fid, Range: rng(3, 5), Text: span(ls, 3, 5)})
+			h.observe("main", 1, read, protocol.Source{URI: fid, Range: rng(3, 5), Text: span(ls, 3, 5)})
 			for _, s := range tc.steps {
 				s(h, clk)
 			}
-			r, err := h.m.Sync(context.Background(), SyncRequest{Agent: "main", Turn: 3, PrefixRebuilt: tc.rebuilt})
+			r, err := h.m.Sync(context.Background(), protocol.SyncParams{Agent: "main", Turn: 3, PrefixRebuilt: tc.rebuilt})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,8 +211,8 @@ func TestErrataSticky(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
 	h := newHarness(t, Config{Placement: PlacementAuto, Now: clk.now})
 	h.mem.set(fid, text(ls))
-	h.observe("main", 1, "call_1", SourceRef{URI: fid, Range: rng(3, 5), Text: span(ls, 3, 5)})
-	h.observe("main", 1, "call_2", SourceRef{URI: fid, Range: rng(8, 9), Text: span(ls, 8, 9)})
+	h.observe("main", 1, "call_1", protocol.Source{URI: fid, Range: rng(3, 5), Text: span(ls, 3, 5)})
+	h.observe("main", 1, "call_2", protocol.Source{URI: fid, Range: rng(8, 9), Text: span(ls, 8, 9)})
 	h.sync("main", 1)
 
 	h.mem.set(fid, text(append([]string{"// a"}, ls...)))
@@ -359,12 +361,12 @@ func TestPricedPlacement(t *testing.T) {
 			h := newHarness(t, Config{Placement: tc.placement, Price: tc.price})
 			h.mem.set(fid, text(ls))
 			prompt := 1000 // what the runtime reports; grows with each call
-			syncAt := func(turn int) SyncResult {
+			syncAt := func(turn int) protocol.SyncResult {
 				chars := prompt
 				if tc.behind < 0 {
 					chars = 0
 				}
-				r, err := h.m.Sync(context.Background(), SyncRequest{Agent: "main", Turn: turn, PromptChars: chars})
+				r, err := h.m.Sync(context.Background(), protocol.SyncParams{Agent: "main", Turn: turn, PromptChars: chars})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -373,10 +375,10 @@ func TestPricedPlacement(t *testing.T) {
 			}
 			if !tc.firstRead {
 				h.mem.set("mem://proj/other.go", "x\n")
-				h.observe("main", 0, "o_0", SourceRef{URI: "mem://proj/other.go", Text: "x"})
+				h.observe("main", 0, "o_0", protocol.Source{URI: "mem://proj/other.go", Text: "x"})
 			}
 			syncAt(0) // the server learns where the read starts
-			h.observe("main", 1, "call_1", SourceRef{URI: fid, Text: text(ls)})
+			h.observe("main", 1, "call_1", protocol.Source{URI: fid, Text: text(ls)})
 			prompt += len(text(ls)) + max(tc.behind, 0)
 			syncAt(1)
 			if tc.noteFirst {
@@ -429,7 +431,7 @@ func TestErrataInsertionVsReplacement(t *testing.T) {
 			t.Run(p+" "+tc.name, func(t *testing.T) {
 				h := newHarness(t, Config{Placement: p})
 				h.mem.set(fid, text(ls))
-				h.observe("main", 1, "call_1", SourceRef{URI: fid, Text: text(ls)})
+				h.observe("main", 1, "call_1", protocol.Source{URI: fid, Text: text(ls)})
 				h.sync("main", 1)
 				h.mem.set(fid, text(tc.content))
 				got := placedOf(t, h.sync("main", 2))

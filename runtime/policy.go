@@ -10,7 +10,7 @@ import (
 
 // effective is a policy with every field resolved.
 type effective struct {
-	local, drift Action
+	local, drift protocol.Action
 	driftSet     bool // a layer chose drift (else it is the default, Suppress)
 	maxAge       int
 }
@@ -18,7 +18,7 @@ type effective struct {
 // resolve merges the layers block > source > resource type > global, field
 // by field; invalid actions are skipped like empty ones. Caller holds m.mu.
 func (m *Manager) resolve(b *block, s *source) effective {
-	layers := make([]*Policy, 0, 4)
+	layers := make([]*protocol.Policy, 0, 4)
 	if b != nil && b.policy != nil {
 		layers = append(layers, b.policy)
 	}
@@ -31,7 +31,7 @@ func (m *Manager) resolve(b *block, s *source) effective {
 		}
 	}
 	layers = append(layers, &m.policy.Global)
-	e := effective{local: Patch, drift: Suppress}
+	e := effective{local: protocol.Patch, drift: protocol.Suppress}
 	var gotLocal, gotAge bool
 	for _, p := range layers {
 		if !gotLocal && validAction(p.Local) {
@@ -47,9 +47,9 @@ func (m *Manager) resolve(b *block, s *source) effective {
 	return e
 }
 
-func validAction(a Action) bool {
+func validAction(a protocol.Action) bool {
 	switch a {
-	case Patch, Refresh, Annotate, Suppress:
+	case protocol.Patch, protocol.Refresh, protocol.Annotate, protocol.Suppress:
 		return true
 	}
 	return false
@@ -68,13 +68,13 @@ func (m *Manager) maxAge(b *block) int {
 
 // ValidatePolicy checks one policy layer; field names it on the wire
 // ("policy", "policy.global").
-func ValidatePolicy(field string, p *Policy) error {
+func ValidatePolicy(field string, p *protocol.Policy) error {
 	if p == nil {
 		return nil
 	}
 	for _, f := range []struct {
 		name string
-		a    Action
+		a    protocol.Action
 	}{{"local", p.Local}, {"drift", p.Drift}} {
 		if f.a != "" && !validAction(f.a) {
 			return fieldErr(field+"."+f.name, "must be patch, refresh, annotate or suppress, not %q", f.a)
@@ -88,7 +88,7 @@ func ValidatePolicy(field string, p *Policy) error {
 
 // ValidatePolicyConfig checks every layer; field names the whole ("policy").
 // Keys are visited in sorted order, so the error named is deterministic.
-func ValidatePolicyConfig(field string, c *PolicyConfig) error {
+func ValidatePolicyConfig(field string, c *protocol.PolicyConfig) error {
 	if c == nil {
 		return nil
 	}
@@ -97,7 +97,7 @@ func ValidatePolicyConfig(field string, c *PolicyConfig) error {
 	}
 	for _, layer := range []struct {
 		name string
-		m    map[string]Policy
+		m    map[string]protocol.Policy
 	}{{"byType", c.ByType}, {"bySource", c.BySource}} {
 		for _, k := range slices.Sorted(maps.Keys(layer.m)) {
 			p := layer.m[k]
@@ -111,8 +111,8 @@ func ValidatePolicyConfig(field string, c *PolicyConfig) error {
 
 // MergePolicy lays over on base, field by field within each layer and key;
 // the result shares no map with either.
-func MergePolicy(base PolicyConfig, over *PolicyConfig) PolicyConfig {
-	out := PolicyConfig{Global: base.Global, ByType: maps.Clone(base.ByType), BySource: maps.Clone(base.BySource)}
+func MergePolicy(base protocol.PolicyConfig, over *protocol.PolicyConfig) protocol.PolicyConfig {
+	out := protocol.PolicyConfig{Global: base.Global, ByType: maps.Clone(base.ByType), BySource: maps.Clone(base.BySource)}
 	if over == nil {
 		return out
 	}
@@ -122,17 +122,17 @@ func MergePolicy(base PolicyConfig, over *PolicyConfig) PolicyConfig {
 	return out
 }
 
-func mergeLayer(base, over map[string]Policy) map[string]Policy {
+func mergeLayer(base, over map[string]protocol.Policy) map[string]protocol.Policy {
 	for k, p := range over {
 		if base == nil {
-			base = map[string]Policy{}
+			base = map[string]protocol.Policy{}
 		}
 		base[k] = mergeOne(base[k], p)
 	}
 	return base
 }
 
-func mergeOne(base, over Policy) Policy {
+func mergeOne(base, over protocol.Policy) protocol.Policy {
 	if over.Local != "" {
 		base.Local = over.Local
 	}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/concord-ctx/concord/locator"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // sourceText is a source's content as the model would see it: CRLF as LF, and no leading byte
@@ -331,7 +332,7 @@ func (rc *reconciler) apply(l *link, res locator.Result) {
 			// ranged read are the whole file now).
 			all := Range{Start: 1, End: len(rc.newLines)}
 			res.Near = &all
-			pol.drift = Refresh
+			pol.drift = protocol.Refresh
 		}
 		rc.act(l, pol.drift, res, false)
 	}
@@ -371,10 +372,10 @@ func (rc *reconciler) restore(l *link) {
 }
 
 // act applies a policy action to a link whose span changed.
-func (rc *reconciler) act(l *link, a Action, res locator.Result, local bool) {
+func (rc *reconciler) act(l *link, a protocol.Action, res locator.Result, local bool) {
 	src := rc.src
 	switch a {
-	case Patch:
+	case protocol.Patch:
 		if local {
 			if l.whole {
 				l.text = wholeText(src.text)
@@ -387,7 +388,7 @@ func (rc *reconciler) act(l *link, a Action, res locator.Result, local bool) {
 			return
 		}
 		fallthrough // drift cannot be relocated: rewrite the same lines in place
-	case Refresh:
+	case protocol.Refresh:
 		if l.whole {
 			l.text = wholeText(src.text)
 		} else {
@@ -401,7 +402,7 @@ func (rc *reconciler) act(l *link, a Action, res locator.Result, local bool) {
 				r.End = len(rc.newLines)
 			}
 			if r.Start > r.End {
-				rc.drop(l, Suppress, locator.Result{Status: locator.Invalid, Removed: true}, res.Reason+fmt.Sprintf("; refresh: %s no longer exist", linesOf(l.rng)))
+				rc.drop(l, protocol.Suppress, locator.Result{Status: locator.Invalid, Removed: true}, res.Reason+fmt.Sprintf("; refresh: %s no longer exist", linesOf(l.rng)))
 				return
 			}
 			l.rng, l.text = r, locator.JoinLines(rc.newLines[r.Start-1:r.End])
@@ -425,10 +426,10 @@ func (rc *reconciler) whichLines(l *link) string {
 // drop keeps the old text with a warning (annotate) or omits it (suppress).
 // res is the locator's verdict: where the span went, when known, is what
 // the notice asks the model to re-read.
-func (rc *reconciler) drop(l *link, a Action, res locator.Result, reason string) {
+func (rc *reconciler) drop(l *link, a protocol.Action, res locator.Result, reason string) {
 	w := rc.whereNow(l, res)
 	l.tracked, l.anchor, l.cause, l.tail = false, nil, causePolicy, false
-	if a == Annotate {
+	if a == protocol.Annotate {
 		l.keepShown()
 		l.state, l.notice = linkStale, noticeAnnotate(l, w)
 		rc.m.ix.count("annotated")
@@ -455,7 +456,7 @@ func (rc *reconciler) gone(l *link, c cause, readErr string) {
 	}
 	l.tracked, l.cause = false, c
 	l.state = linkInvalid
-	if rc.m.resolve(l.block, rc.src).drift == Annotate {
+	if rc.m.resolve(l.block, rc.src).drift == protocol.Annotate {
 		// Keeps l.text: a source that comes back unchanged restores it as is.
 		l.state = linkStale
 	}
@@ -481,26 +482,26 @@ func (m *Manager) recompute(b *block) {
 	if b.stage != stageLive {
 		return
 	}
-	st := Valid
+	st := protocol.Valid
 	var notices []string
 	for _, l := range b.links {
 		switch l.state {
 		case linkInvalid:
-			st = Invalid
+			st = protocol.Invalid
 			notices = append(notices, l.notice)
 		case linkStale:
-			if st != Invalid {
-				st = Stale
+			if st != protocol.Invalid {
+				st = protocol.Stale
 			}
 			notices = append(notices, l.notice)
 		default:
-			if l.patched && st == Valid {
-				st = Patched
+			if l.patched && st == protocol.Valid {
+				st = protocol.Patched
 			}
 		}
 	}
-	if b.aged && st != Invalid {
-		st = Stale
+	if b.aged && st != protocol.Invalid {
+		st = protocol.Stale
 		notices = append(notices, b.ageNotice)
 	}
 	b.status, b.notice = st, strings.Join(notices, "\n")

@@ -70,13 +70,13 @@ func TestRemoteChanged(t *testing.T) {
 				if !strings.HasPrefix(tt.uri, "file:") {
 					text, version = "id: 42", "v1"
 				}
-				res, err := m.Observe(ctx, runtime.Observation{Agent: "main", Anchor: "call_1",
-					Sources: []runtime.SourceRef{{URI: tt.uri, Text: text, Version: version}}})
+				res, err := m.Observe(ctx, protocol.ObserveParams{Agent: "main", Anchor: "call_1",
+					Sources: []protocol.Source{{URI: tt.uri, Text: text, Version: version}}})
 				if err != nil || res.Status != protocol.Valid {
 					t.Fatalf("observe: %+v, %v", res, err)
 				}
 				block = res.Block
-				m.Sync(ctx, runtime.SyncRequest{Agent: "main"}) // the model saw it
+				m.Sync(ctx, protocol.SyncParams{Agent: "main"}) // the model saw it
 			}
 			if tt.change != nil {
 				tt.change()
@@ -98,7 +98,7 @@ func TestRemoteChanged(t *testing.T) {
 			if len(ids) != 1 || ids[0] != block {
 				t.Fatalf("RemoteChanged = %v, want [%s]", ids, block)
 			}
-			res, err := m.Sync(ctx, runtime.SyncRequest{Agent: "main"})
+			res, err := m.Sync(ctx, protocol.SyncParams{Agent: "main"})
 			if err != nil || len(res.Blocks) != 1 {
 				t.Fatalf("sync: %+v, %v", res, err)
 			}
@@ -114,14 +114,14 @@ func TestRemoteChanged(t *testing.T) {
 			if ids, _ := m.RemoteChanged(ctx, runtime.RemoteChange{URI: tt.uri, Version: "v3", Host: "build-9"}); len(ids) != 1 {
 				t.Fatalf("second remote change changed %v", ids)
 			}
-			if res, _ := m.Sync(ctx, runtime.SyncRequest{Agent: "main"}); len(res.Blocks) != 1 || !strings.Contains(res.Blocks[0].Notice, "build-9") {
+			if res, _ := m.Sync(ctx, protocol.SyncParams{Agent: "main"}); len(res.Blocks) != 1 || !strings.Contains(res.Blocks[0].Notice, "build-9") {
 				t.Fatalf("after the second change: %+v", res.Blocks)
 			}
 			text := "id: 42"
-			if _, err := m.SourceChanged(ctx, runtime.Change{URI: tt.uri, Version: "v3", Text: &text}); err != nil {
+			if _, err := m.SourceChanged(ctx, protocol.SourceChangedParams{URI: tt.uri, Version: "v3", Text: &text}); err != nil {
 				t.Fatal(err)
 			}
-			if res, _ := m.Sync(ctx, runtime.SyncRequest{Agent: "main"}); len(res.Blocks) != 1 || res.Blocks[0].Status == protocol.Invalid {
+			if res, _ := m.Sync(ctx, protocol.SyncParams{Agent: "main"}); len(res.Blocks) != 1 || res.Blocks[0].Status == protocol.Invalid {
 				t.Fatalf("after this host's client reported the source: %+v", res.Blocks)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/concord-ctx/concord/locator"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // TestEditHeavySessionModel replays a model of real edit-heavy coding
@@ -84,17 +85,17 @@ func runSessionModel(t *testing.T, rnd *rand.Rand, placement string, stale func(
 	r.agents = []*invAgent{ag}
 	calls := 30 + rnd.IntN(31)
 	lines := func(id string) []string { return locator.SplitLines(r.content[id]) }
-	window := func(id string, center, half int) SourceRef {
+	window := func(id string, center, half int) protocol.Source {
 		ls := lines(id)
 		a, b := max(1, center-half), min(len(ls), center+half)
-		return SourceRef{URI: id, Range: rng(a, b), Text: strings.Join(ls[a-1:b], "\n")}
+		return protocol.Source{URI: id, Range: rng(a, b), Text: strings.Join(ls[a-1:b], "\n")}
 	}
 	for range calls {
 		id := r.srcs[rnd.IntN(len(r.srcs))]
 		n := len(lines(id))
 		switch k := rnd.IntN(100); {
 		case k < 35: // a view of a range (the editor's view_range, cat -n | sed -n)
-			r.register(ag, "", []SourceRef{window(id, 1+rnd.IntN(n), 5+rnd.IntN(25))})
+			r.register(ag, "", []protocol.Source{window(id, 1+rnd.IntN(n), 5+rnd.IntN(25))})
 		case k < 75: // the agent's own edit, then its snippet
 			ls := lines(id)
 			at := rnd.IntN(n)
@@ -112,12 +113,12 @@ func runSessionModel(t *testing.T, rnd *rand.Rand, placement string, stale func(
 			r.set(id, text(ls))
 			ag.next++
 			anchor := fmt.Sprintf("call_%d", ag.next)
-			if _, err := h.m.SourceChanged(t.Context(), Change{URI: id, Agent: ag.name, Anchor: anchor}); err != nil {
+			if _, err := h.m.SourceChanged(t.Context(), protocol.SourceChangedParams{URI: id, Agent: ag.name, Anchor: anchor}); err != nil {
 				t.Fatal(err)
 			}
-			r.register(ag, anchor, []SourceRef{window(id, min(at+1, len(ls)), 4)})
+			r.register(ag, anchor, []protocol.Source{window(id, min(at+1, len(ls)), 4)})
 		case k < 85: // a view of the whole file
-			r.register(ag, "", []SourceRef{{URI: id, Text: r.content[id]}})
+			r.register(ag, "", []protocol.Source{{URI: id, Text: r.content[id]}})
 		case k < 92: // someone else writes the file
 			ls := lines(id)
 			ls[rnd.IntN(len(ls))] = "    changed outside"

@@ -107,16 +107,16 @@ feed:
 // blocks, and returns the agent's projection: the blocks whose model-visible
 // state changed since its previous Sync, or every block when Full. An agent
 // that has observed nothing gets an empty projection.
-func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error) {
+func (m *Manager) Sync(ctx context.Context, req protocol.SyncParams) (protocol.SyncResult, error) {
 	if err := validateSync(req); err != nil {
-		return SyncResult{}, err
+		return protocol.SyncResult{}, err
 	}
 	plan, err := locked(m, func(ix *index) (syncPlan, error) { return ix.planSync(req, m.now()), nil })
 	if err != nil {
-		return SyncResult{}, err
+		return protocol.SyncResult{}, err
 	}
 	if plan.agent == nil {
-		return SyncResult{Generation: plan.gen, Full: req.Full, Blocks: []BlockView{},
+		return protocol.SyncResult{Generation: plan.gen, Full: req.Full, Blocks: []protocol.BlockView{},
 			Flushed: m.placement != PlacementInplace && (req.Full || req.PrefixRebuilt)}, nil
 	}
 	// Every source with live blocks is verified: the agent's own sources
@@ -125,11 +125,11 @@ func (m *Manager) Sync(ctx context.Context, req SyncRequest) (SyncResult, error)
 	// else's source never blocks this sync.
 	m.enqueue(plan.others, false)
 	if err := m.verifyAll(ctx, plan.own); err != nil {
-		return SyncResult{}, err
+		return protocol.SyncResult{}, err
 	}
-	res, err := locked(m, func(ix *index) (SyncResult, error) { return m.project(plan.agent, req), nil })
+	res, err := locked(m, func(ix *index) (protocol.SyncResult, error) { return m.project(plan.agent, req), nil })
 	if err != nil {
-		return SyncResult{}, err
+		return protocol.SyncResult{}, err
 	}
 	m.flushNotify(req.Agent)
 	return res, nil
@@ -147,7 +147,7 @@ type syncPlan struct {
 // observe anything (a client that names a new agent per call gains nothing).
 const maxPrelude = 1024
 
-func (ix *index) planSync(req SyncRequest, now time.Time) syncPlan {
+func (ix *index) planSync(req protocol.SyncParams, now time.Time) syncPlan {
 	ag := ix.agents[req.Agent]
 	if ag == nil {
 		// Its calls and prompt size still count: the first read's place in
@@ -178,7 +178,7 @@ func (ix *index) planSync(req SyncRequest, now time.Time) syncPlan {
 // project ages the agent's blocks and takes its projection: the dirty
 // blocks (or all, when Full), whose views become what the model last saw.
 // Caller holds m.mu.
-func (m *Manager) project(ag *agentState, req SyncRequest) SyncResult {
+func (m *Manager) project(ag *agentState, req protocol.SyncParams) protocol.SyncResult {
 	m.ix.verified()
 	m.age(ag, req.Turn)
 	var bs []*block
@@ -194,7 +194,7 @@ func (m *Manager) project(ag *agentState, req SyncRequest) SyncResult {
 	ag.dirty = nil
 	m.ix.notified(ag.name)
 	sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
-	res := SyncResult{Full: req.Full}
+	res := protocol.SyncResult{Full: req.Full}
 	res.Blocks, res.Flushed = m.place(ag, bs, req)
 	res.Generation = m.ix.generation() // after place: a flush re-places deferred views, a new projection
 	return res
@@ -207,7 +207,7 @@ func (m *Manager) age(ag *agentState, turn int) {
 		return // no layer sets maxAgeTurns and no block does
 	}
 	for b := range ag.blocks {
-		if b.aged || b.status == Superseded || b.status == Invalid {
+		if b.aged || b.status == protocol.Superseded || b.status == protocol.Invalid {
 			continue
 		}
 		n := m.maxAge(b)
@@ -224,14 +224,14 @@ func (m *Manager) age(ag *agentState, turn int) {
 }
 
 // view is the model-facing projection of one block. Caller holds m.mu.
-func view(b *block) BlockView {
-	v := BlockView{Block: b.id, Anchor: b.anchor, Agent: b.agent.name, Turn: b.turn, Status: b.status,
+func view(b *block) protocol.BlockView {
+	v := protocol.BlockView{Block: b.id, Anchor: b.anchor, Agent: b.agent.name, Turn: b.turn, Status: b.status,
 		Notice: b.notice, SupersededBy: b.supersededBy, Reason: b.reason}
 	switch b.status {
-	case Valid, Patched, Stale:
-		v.Sources = make([]SourceView, len(b.links))
+	case protocol.Valid, protocol.Patched, protocol.Stale:
+		v.Sources = make([]protocol.Source, len(b.links))
 		for i, l := range b.links {
-			sv := SourceView{URI: l.uri, Text: l.text, Version: l.version, TotalLines: l.totalLines()}
+			sv := protocol.Source{URI: l.uri, Text: l.text, Version: l.version, TotalLines: l.totalLines()}
 			if !l.whole {
 				r := protocol.Range(l.rng)
 				sv.Range = &r

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // Request validation: the one place the rules of docs/protocol.md are
 // checked, each error naming the wire field ("sources[1].range.end").
 // What JSON types already refuse (a string for a number) is the decoder's.
 
-func validateObservation(obs *Observation) error {
+func validateObservation(obs *protocol.ObserveParams) error {
 	if obs.Agent == "" {
 		return fieldErr("agent", "required")
 	}
@@ -19,12 +21,12 @@ func validateObservation(obs *Observation) error {
 	}
 	switch obs.Kind {
 	case "":
-		obs.Kind = Snapshot
-	case Snapshot, Event:
+		obs.Kind = protocol.Snapshot
+	case protocol.Snapshot, protocol.Event:
 	default:
 		return fieldErr("kind", "must be snapshot or event, not %q", obs.Kind)
 	}
-	if len(obs.Sources) == 0 && obs.Kind != Event {
+	if len(obs.Sources) == 0 && obs.Kind != protocol.Event {
 		return fieldErr("sources", "required: at least one source")
 	}
 	for i := range obs.Sources {
@@ -35,7 +37,7 @@ func validateObservation(obs *Observation) error {
 	return ValidatePolicy("policy", obs.Policy)
 }
 
-func validateSource(field string, src *SourceRef) error {
+func validateSource(field string, src *protocol.Source) error {
 	if err := validateURI(field+".uri", src.URI); err != nil {
 		return err
 	}
@@ -63,7 +65,7 @@ func validateURI(field, uri string) error {
 	return nil
 }
 
-func validateSync(req SyncRequest) error {
+func validateSync(req protocol.SyncParams) error {
 	if req.Agent == "" {
 		return fieldErr("agent", "required")
 	}
@@ -76,7 +78,7 @@ func validateSync(req SyncRequest) error {
 	return nil
 }
 
-func validateRelease(req ReleaseRequest) error {
+func validateRelease(req protocol.ReleaseParams) error {
 	if len(req.Blocks) == 0 && len(req.Anchors) == 0 {
 		return fieldErr("blocks", "required: blocks or anchors (with agent)")
 	}

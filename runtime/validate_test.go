@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // TestValidateObservation: the rules of observe's params that JSON types
@@ -35,7 +37,7 @@ func TestValidateObservation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var o Observation
+			var o protocol.ObserveParams
 			if err := json.Unmarshal([]byte(tt.params), &o); err != nil {
 				t.Fatal(err)
 			}

@@ -20,7 +20,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/concord-ctx/concord/rpc"
-	"github.com/concord-ctx/concord/runtime"
 )
 
 type serveOptions struct {
@@ -96,7 +95,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if o.feed.URL != "" && openFeed == nil {
 		return fmt.Errorf("--feed: %w", feed.ErrNotBuilt)
 	}
-	var policy runtime.PolicyConfig
+	var policy protocol.PolicyConfig
 	if o.policyFile != "" {
 		data, err := os.ReadFile(o.policyFile)
 		if err != nil {

@@ -110,7 +110,7 @@ func TestReportStampRead(t *testing.T) {
 
 const uri = "res://db/users/42"
 
-func setup(t *testing.T, pol runtime.PolicyConfig) (*runtime.Manager, *client) {
+func setup(t *testing.T, pol protocol.PolicyConfig) (*runtime.Manager, *client) {
 	t.Helper()
 	c := &client{content: map[string]runtime.Content{}}
 	m := runtime.New(runtime.Config{Policy: pol})
@@ -124,31 +124,31 @@ func TestManagerKeyedSources(t *testing.T) {
 	drift := "id: 42\nstatus: deleted by an administrator last week\nreason: account merge into another one\nteam: core"
 	tests := []struct {
 		name    string
-		pol     runtime.PolicyConfig
+		pol     protocol.PolicyConfig
 		text    *string // sourceChanged text; nil = version only (fetch)
 		fetched string  // what the client answers readSource with
 		fetches int
-		status  runtime.Status
+		status  protocol.Status
 		want    string // source text in the view; "" = none
 		notice  string
 	}{
-		{"local edit reported with text", runtime.PolicyConfig{}, &local, "", 0, runtime.Patched, "name: Ann Lee\nrole: user", ""},
-		{"local edit fetched", runtime.PolicyConfig{}, nil, local, 1, runtime.Patched, "name: Ann Lee\nrole: user", ""},
-		{"drift suppressed", runtime.PolicyConfig{}, nil, drift, 1, runtime.Invalid, "", "[concord] res://db/users/42 changed since this read; the content shown earlier (lines 2-3) is no longer accurate. Where those lines are now is unknown. Re-read res://db/users/42 (now 4 lines) before relying on it."},
-		{"drift refreshed through fetch", runtime.PolicyConfig{ByType: map[string]runtime.Policy{"res": {Drift: runtime.Refresh}}}, nil, drift,
-			1, runtime.Patched, "status: deleted by an administrator last week\nreason: account merge into another one", ""},
-		{"client cannot answer", runtime.PolicyConfig{}, nil, "", 1, runtime.Invalid, "", "could not be re-read"},
+		{"local edit reported with text", protocol.PolicyConfig{}, &local, "", 0, protocol.Patched, "name: Ann Lee\nrole: user", ""},
+		{"local edit fetched", protocol.PolicyConfig{}, nil, local, 1, protocol.Patched, "name: Ann Lee\nrole: user", ""},
+		{"drift suppressed", protocol.PolicyConfig{}, nil, drift, 1, protocol.Invalid, "", "[concord] res://db/users/42 changed since this read; the content shown earlier (lines 2-3) is no longer accurate. Where those lines are now is unknown. Re-read res://db/users/42 (now 4 lines) before relying on it."},
+		{"drift refreshed through fetch", protocol.PolicyConfig{ByType: map[string]protocol.Policy{"res": {Drift: protocol.Refresh}}}, nil, drift,
+			1, protocol.Patched, "status: deleted by an administrator last week\nreason: account merge into another one", ""},
+		{"client cannot answer", protocol.PolicyConfig{}, nil, "", 1, protocol.Invalid, "", "could not be re-read"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m, c := setup(t, tc.pol)
 			ctx := context.Background()
-			o, err := m.Observe(ctx, runtime.Observation{Agent: "main", Turn: 1, Anchor: "q1",
-				Sources: []runtime.SourceRef{{URI: uri, Range: &protocol.Range{Start: 2, End: 3}, Text: "name: Ann Lee\nrole: admin", Version: "v1"}}})
-			if err != nil || o.Status != runtime.Valid {
+			o, err := m.Observe(ctx, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "q1",
+				Sources: []protocol.Source{{URI: uri, Range: &protocol.Range{Start: 2, End: 3}, Text: "name: Ann Lee\nrole: admin", Version: "v1"}}})
+			if err != nil || o.Status != protocol.Valid {
 				t.Fatalf("observe %+v %v", o, err)
 			}
-			if r, err := m.Sync(ctx, runtime.SyncRequest{Agent: "main", Turn: 2}); err != nil || len(r.Blocks) != 0 {
+			if r, err := m.Sync(ctx, protocol.SyncParams{Agent: "main", Turn: 2}); err != nil || len(r.Blocks) != 0 {
 				t.Fatalf("sync %+v %v", r, err)
 			}
 			if c.count() != 0 {
@@ -159,11 +159,11 @@ func TestManagerKeyedSources(t *testing.T) {
 			} else if tc.text == nil {
 				c.err = errors.New("readSource: method not found")
 			}
-			cr, err := m.SourceChanged(ctx, runtime.Change{URI: uri, Text: tc.text, Version: "v2"})
+			cr, err := m.SourceChanged(ctx, protocol.SourceChangedParams{URI: uri, Text: tc.text, Version: "v2"})
 			if err != nil || len(cr.Blocks) != 1 {
 				t.Fatalf("sourceChanged %+v %v", cr, err)
 			}
-			r, err := m.Sync(ctx, runtime.SyncRequest{Agent: "main", Turn: 3})
+			r, err := m.Sync(ctx, protocol.SyncParams{Agent: "main", Turn: 3})
 			if err != nil || len(r.Blocks) != 1 {
 				t.Fatalf("sync %+v %v", r, err)
 			}
@@ -178,7 +178,7 @@ func TestManagerKeyedSources(t *testing.T) {
 				t.Fatalf("notice %q, want %q", v.Notice, tc.notice)
 			}
 			// The verify pass never fetches needlessly.
-			if _, err := m.Sync(ctx, runtime.SyncRequest{Agent: "main", Turn: 4}); err != nil || c.count() != tc.fetches {
+			if _, err := m.Sync(ctx, protocol.SyncParams{Agent: "main", Turn: 4}); err != nil || c.count() != tc.fetches {
 				t.Fatalf("sync fetched again: %v %d", err, c.count())
 			}
 		})
@@ -186,38 +186,38 @@ func TestManagerKeyedSources(t *testing.T) {
 }
 
 func TestKeyedRacedRead(t *testing.T) {
-	m, c := setup(t, runtime.PolicyConfig{})
+	m, c := setup(t, protocol.PolicyConfig{})
 	ctx := context.Background()
 	v1 := "a: 1\nb: 2\nc: 3"
 	v2 := "a: 1\nb: 20\nc: 3"
-	if _, err := m.Observe(ctx, runtime.Observation{Agent: "main", Turn: 1, Anchor: "q1",
-		Sources: []runtime.SourceRef{{URI: uri, Text: v1, Version: "v1"}}}); err != nil {
+	if _, err := m.Observe(ctx, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "q1",
+		Sources: []protocol.Source{{URI: uri, Text: v1, Version: "v1"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.SourceChanged(ctx, runtime.Change{URI: uri, Text: &v2, Version: "v2"}); err != nil {
+	if _, err := m.SourceChanged(ctx, protocol.SourceChangedParams{URI: uri, Text: &v2, Version: "v2"}); err != nil {
 		t.Fatal(err)
 	}
 	// A read of v1 reported after v2 is known: verified against v2.
-	o, err := m.Observe(ctx, runtime.Observation{Agent: "sub", Turn: 1, Anchor: "q2",
-		Sources: []runtime.SourceRef{{URI: uri, Range: &protocol.Range{Start: 2, End: 2}, Text: "b: 2", Version: "v1"}}})
-	if err != nil || o.Status != runtime.Patched || c.count() != 0 {
+	o, err := m.Observe(ctx, protocol.ObserveParams{Agent: "sub", Turn: 1, Anchor: "q2",
+		Sources: []protocol.Source{{URI: uri, Range: &protocol.Range{Start: 2, End: 2}, Text: "b: 2", Version: "v1"}}})
+	if err != nil || o.Status != protocol.Patched || c.count() != 0 {
 		t.Fatalf("observe %+v %v fetches=%d", o, err, c.count())
 	}
-	r, _ := m.Sync(ctx, runtime.SyncRequest{Agent: "sub", Turn: 2})
+	r, _ := m.Sync(ctx, protocol.SyncParams{Agent: "sub", Turn: 2})
 	if len(r.Blocks) != 1 || r.Blocks[0].Sources[0].Text != "b: 20" {
 		t.Fatalf("sync %+v", r)
 	}
 }
 
 func TestKeyedValidation(t *testing.T) {
-	m, _ := setup(t, runtime.PolicyConfig{})
+	m, _ := setup(t, protocol.PolicyConfig{})
 	ctx := context.Background()
-	_, err := m.Observe(ctx, runtime.Observation{Agent: "main", Sources: []runtime.SourceRef{{URI: uri, Text: "x"}}})
+	_, err := m.Observe(ctx, protocol.ObserveParams{Agent: "main", Sources: []protocol.Source{{URI: uri, Text: "x"}}})
 	var fe *runtime.FieldError
 	if !errors.As(err, &fe) || fe.Field != "sources[0].version" {
 		t.Fatalf("observe without version: %v", err)
 	}
-	_, err = m.SourceChanged(ctx, runtime.Change{URI: uri})
+	_, err = m.SourceChanged(ctx, protocol.SourceChangedParams{URI: uri})
 	if !errors.As(err, &fe) || fe.Field != "version" {
 		t.Fatalf("sourceChanged without version or text: %v", err)
 	}
