@@ -35,7 +35,7 @@ func newEnvDebounce(t *testing.T, mode string, debounce time.Duration) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, root: root, m: runtime.New(runtime.Config{Placement: runtime.PlacementInplace})}
+	e := &env{t: t, root: root, m: runtime.New(runtime.Config{Options: protocol.InitializeParams{Placement: runtime.PlacementInplace}})}
 	e.fa, err = fileadapter.New(fileadapter.Config{Roots: []string{root}, Mode: mode, MaxBytes: 1 << 20,
 		PollInterval: 10 * time.Millisecond, Debounce: debounce}, e.m.Hint)
 	if err != nil {
@@ -221,7 +221,7 @@ func TestListingSource(t *testing.T) {
 			e := newEnv(t, mode)
 			hinted := make(chan struct{}, 100)
 			e.m.Close()
-			e.m = runtime.New(runtime.Config{Placement: runtime.PlacementInplace, OnChange: func([]string) {
+			e.m = runtime.New(runtime.Config{Options: protocol.InitializeParams{Placement: runtime.PlacementInplace}, OnChange: func([]string) {
 				select {
 				case hinted <- struct{}{}:
 				default:

@@ -41,7 +41,7 @@ type relEnv struct {
 func newRelEnv(t *testing.T, root string, cfg Config) *relEnv {
 	t.Helper()
 	e := &relEnv{t: t, root: root}
-	e.m = runtime.New(runtime.Config{Placement: runtime.PlacementInplace, OnChange: func([]string) { e.onChange.Add(1) }})
+	e.m = runtime.New(runtime.Config{Options: protocol.InitializeParams{Placement: runtime.PlacementInplace}, OnChange: func([]string) { e.onChange.Add(1) }})
 	cfg.Roots = []string{root}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 20 * time.Millisecond

@@ -1,8 +1,10 @@
 // Package protocol holds the wire messages of docs/protocol.md, version 1:
 // one set of types, with their JSON names, used by the server (package rpc),
 // the Go client (rpc/client), the benchmark and the core's API (package
-// runtime). It is pure types (the standard library only). JSON names here
-// are the contract; change them only together with the document.
+// runtime). It is pure types and their rules (the standard library only):
+// each params type's Validate checks what JSON types cannot express, naming
+// the wire field, so a field and its rule are added in one place. JSON
+// names here are the contract; change them only together with the document.
 //
 // The bindings' wire types are generated from these (go generate, see
 // internal/wiregen). A string field tagged enum:"X" takes the values of the
@@ -13,7 +15,13 @@ package protocol
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
 )
 
 // Version is the one protocol version this server speaks.
@@ -154,6 +162,41 @@ type InitializeParams struct {
 	Feed *FeedParams `json:"feed,omitempty"`
 }
 
+// Validate checks initialize's params: the one place every option is
+// checked, from the version to the locator thresholds. What depends on the
+// host (a root that does not exist, a feed this build lacks) is checked
+// where it is used.
+func (p *InitializeParams) Validate() error {
+	if p.ProtocolVersion == 0 {
+		return FieldErrorf("protocolVersion", "required (this server speaks %d)", Version)
+	}
+	if p.Roots == nil {
+		return FieldErrorf("roots", "required: the workspace roots, absolute paths ([] for keyed sources only)")
+	}
+	for i, r := range p.Roots {
+		if !filepath.IsAbs(r) {
+			return FieldErrorf(fmt.Sprintf("roots[%d]", i), "must be an absolute path, not %q", r)
+		}
+	}
+	switch p.Watch {
+	case "", WatchAuto, WatchFsnotify, WatchPoll, WatchHooks:
+	default:
+		return FieldErrorf("watch", "must be auto, fsnotify, poll or hooks, not %q", p.Watch)
+	}
+	switch p.Placement {
+	case "", PlacementInplace, PlacementTail, PlacementAuto:
+	default:
+		return FieldErrorf("placement", "must be inplace, tail or auto, not %q", p.Placement)
+	}
+	if err := p.Cache.Validate("cache"); err != nil {
+		return err
+	}
+	if err := p.Policy.Validate("policy"); err != nil {
+		return err
+	}
+	return p.Locator.Validate("locator")
+}
+
 // FeedParams are initialize's change-feed settings; an omitted field keeps
 // the operator's (serve's --feed flags). Credentials are never here: they
 // are the operator's (--feed-creds, --feed-nkey).
@@ -200,6 +243,29 @@ type CacheParams struct {
 	Price *CachePrice `json:"price,omitempty"`
 }
 
+// Validate checks the cache hints; field names them ("cache").
+func (c *CacheParams) Validate(field string) error {
+	if c == nil {
+		return nil
+	}
+	if c.TTLSeconds != nil && !(*c.TTLSeconds > 0) {
+		return FieldErrorf(field+".ttlSeconds", "must be > 0 (seconds)")
+	}
+	if p := c.Price; p != nil && !(p.Write > 0 && p.Read >= 0 && p.Read <= p.Write) {
+		return FieldErrorf(field+".price", "must have write > 0 and 0 <= read <= write (multiples of the input price), not write %g, read %g", p.Write, p.Read)
+	}
+	return nil
+}
+
+// TTL is the cache lifetime the hints ask for, 0 when they leave it out
+// (then the server's default applies).
+func (c *CacheParams) TTL() time.Duration {
+	if c == nil || c.TTLSeconds == nil {
+		return 0
+	}
+	return time.Duration(*c.TTLSeconds * float64(time.Second))
+}
+
 // CachePrice is what one prompt token costs, in units of the provider's
 // plain input price, when the call writes it to the cache (a miss; 1.25 at
 // Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at
@@ -218,6 +284,22 @@ type LocatorParams struct {
 	ContextLines      *int     `json:"contextLines,omitempty"`
 }
 
+// Validate checks the thresholds; field names the whole ("locator").
+func (l *LocatorParams) Validate(field string) error {
+	switch {
+	case l == nil:
+	case l.MinSimilarity != nil && (*l.MinSimilarity < 0 || *l.MinSimilarity > 1):
+		return FieldErrorf(field+".minSimilarity", "must be between 0 and 1")
+	case l.SubstitutionRatio != nil && (*l.SubstitutionRatio < 0 || *l.SubstitutionRatio > 1):
+		return FieldErrorf(field+".substitutionRatio", "must be between 0 and 1")
+	case l.MinSubstitutions != nil && *l.MinSubstitutions < 0:
+		return FieldErrorf(field+".minSubstitutions", "must be >= 0")
+	case l.ContextLines != nil && *l.ContextLines < 0:
+		return FieldErrorf(field+".contextLines", "must be >= 0")
+	}
+	return nil
+}
+
 // Policy says what to do on a local edit and on drift, and when a block
 // merely aged. Empty fields inherit: block > source > resource type > global.
 type Policy struct {
@@ -231,6 +313,63 @@ type PolicyConfig struct {
 	Global   Policy            `json:"global"`
 	ByType   map[string]Policy `json:"byType,omitempty"`   // by adapter scheme, e.g. "file", "res"
 	BySource map[string]Policy `json:"bySource,omitempty"` // by source URI
+}
+
+// Valid reports whether a is one of the four actions.
+func (a Action) Valid() bool {
+	switch a {
+	case Patch, Refresh, Annotate, Suppress:
+		return true
+	}
+	return false
+}
+
+// Validate checks one policy layer; field names it on the wire ("policy",
+// "policy.global").
+func (p *Policy) Validate(field string) error {
+	if p == nil {
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		a    Action
+	}{{"local", p.Local}, {"drift", p.Drift}} {
+		if f.a != "" && !f.a.Valid() {
+			return FieldErrorf(field+"."+f.name, "must be patch, refresh, annotate or suppress, not %q", f.a)
+		}
+	}
+	if p.MaxAgeTurns != nil && *p.MaxAgeTurns < 0 {
+		return FieldErrorf(field+".maxAgeTurns", "must be >= 0")
+	}
+	return nil
+}
+
+// Validate checks every layer; field names the whole ("policy"). Keys are
+// visited in sorted order, so the error named is deterministic.
+func (c *PolicyConfig) Validate(field string) error {
+	if c == nil {
+		return nil
+	}
+	if err := c.Global.Validate(field + ".global"); err != nil {
+		return err
+	}
+	for _, layer := range []struct {
+		name string
+		m    map[string]Policy
+	}{{"byType", c.ByType}, {"bySource", c.BySource}} {
+		keys := make([]string, 0, len(layer.m))
+		for k := range layer.m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := layer.m[k]
+			if err := p.Validate(field + "." + layer.name + "." + k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // InitializeResult answers initialize.
@@ -282,6 +421,85 @@ type ObserveParams struct {
 	Policy  *Policy  `json:"policy,omitempty"` // optional block-level override
 }
 
+// Validate checks observe's params; an empty Kind is a snapshot.
+func (o *ObserveParams) Validate() error {
+	if o.Agent == "" {
+		return FieldErrorf("agent", "required")
+	}
+	if o.Turn < 0 {
+		return FieldErrorf("turn", "must be >= 0")
+	}
+	switch o.Kind {
+	case "", Snapshot, Event:
+	default:
+		return FieldErrorf("kind", "must be snapshot or event, not %q", o.Kind)
+	}
+	if len(o.Sources) == 0 && o.Kind != Event {
+		return FieldErrorf("sources", "required: at least one source")
+	}
+	for i := range o.Sources {
+		if err := o.Sources[i].Validate(fmt.Sprintf("sources[%d]", i)); err != nil {
+			return err
+		}
+	}
+	return o.Policy.Validate("policy")
+}
+
+// Validate checks one observed source; field names it ("sources[1]").
+func (s *Source) Validate(field string) error {
+	if err := validateURI(field+".uri", s.URI); err != nil {
+		return err
+	}
+	if r := s.Range; r != nil {
+		if r.Start < 1 {
+			return FieldErrorf(field+".range.start", "must be >= 1 (lines are 1-based)")
+		}
+		if r.End == 0 { // absent: 0 is never a valid end
+			return FieldErrorf(field+".range.end", "required: the last line read (inclusive, >= start)")
+		}
+		if r.End < r.Start {
+			return FieldErrorf(field+".range.end", "must be >= start (%d)", r.Start)
+		}
+	}
+	return nil
+}
+
+func validateURI(field, uri string) error {
+	if uri == "" {
+		return FieldErrorf(field, "required")
+	}
+	if Scheme(uri) == "" {
+		return FieldErrorf(field, "must be a URI with a scheme (file:///abs/path, res://…), not %q", clip(uri, 80))
+	}
+	return nil
+}
+
+// Scheme returns the URI's lower-cased scheme, or "" when it has none.
+func Scheme(uri string) string {
+	i := strings.IndexByte(uri, ':')
+	if i <= 0 {
+		return ""
+	}
+	for j, c := range uri[:i] {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (j == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return ""
+		}
+	}
+	return strings.ToLower(uri[:i])
+}
+
+// clip shortens s to n bytes for an error message, never cutting a character.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // ObserveResult answers observe.
 type ObserveResult struct {
 	Block      string   `json:"block"`      // "" for events
@@ -302,6 +520,10 @@ type SourceChangedParams struct {
 	Anchor string `json:"anchor,omitempty"`
 }
 
+// Validate checks sourceChanged's params (the version a keyed source needs
+// is the core's to check: only it knows which sources are keyed).
+func (c *SourceChangedParams) Validate() error { return validateURI("uri", c.URI) }
+
 // SourceChangedResult answers sourceChanged.
 type SourceChangedResult struct {
 	Blocks []string `json:"blocks"` // blocks whose state changed
@@ -321,6 +543,20 @@ type SyncParams struct {
 	// errata (0: not reported). With cache.price it tells the server how
 	// much an in-place rewrite would invalidate.
 	PromptChars int `json:"promptChars,omitempty"`
+}
+
+// Validate checks sync's params.
+func (p *SyncParams) Validate() error {
+	if p.Agent == "" {
+		return FieldErrorf("agent", "required")
+	}
+	if p.Turn < 0 {
+		return FieldErrorf("turn", "must be >= 0")
+	}
+	if p.PromptChars < 0 {
+		return FieldErrorf("promptChars", "must be >= 0")
+	}
+	return nil
 }
 
 // SyncResult is the projection: blocks whose model-visible state changed
@@ -424,6 +660,17 @@ type ReleaseParams struct {
 	Anchors []string `json:"anchors,omitempty"`
 }
 
+// Validate checks release's params.
+func (p *ReleaseParams) Validate() error {
+	if len(p.Blocks) == 0 && len(p.Anchors) == 0 {
+		return FieldErrorf("blocks", "required: blocks or anchors (with agent)")
+	}
+	if len(p.Anchors) > 0 && p.Agent == "" {
+		return FieldErrorf("agent", "required with anchors")
+	}
+	return nil
+}
+
 // ReleaseResult answers release.
 type ReleaseResult struct {
 	Released []string `json:"released"`
@@ -474,4 +721,33 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("concord error %d: %s (data %s)", e.Code, e.Message, e.Data)
 	}
 	return fmt.Sprintf("concord error %d: %s", e.Code, e.Message)
+}
+
+// ErrInvalidParams is what every FieldError is (errors.Is), unless it
+// wraps a more precise cause.
+var ErrInvalidParams = errors.New("invalid parameters")
+
+// FieldError is invalid params naming the offending wire field in the
+// wire's own notation ("sources[0].range.end"); the server answers it with
+// CodeInvalidParams and data {"field": Field}. It wraps Err, or
+// ErrInvalidParams when Err is nil.
+type FieldError struct {
+	Field  string
+	Reason string
+	Err    error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrInvalidParams) (or Err) true.
+func (e *FieldError) Unwrap() error {
+	if e.Err != nil {
+		return e.Err
+	}
+	return ErrInvalidParams
+}
+
+// FieldErrorf is a FieldError with a formatted reason.
+func FieldErrorf(field, format string, args ...any) error {
+	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }

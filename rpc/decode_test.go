@@ -65,7 +65,7 @@ func TestDecodeInitializeMapField(t *testing.T) {
 	if err := decodeParams(raw(`{"protocolVersion":1,"roots":["rel"]}`), &p); err != nil {
 		t.Fatal(err)
 	}
-	err = validateInitialize(&p)
+	err = p.Validate()
 	if !errors.As(err, &fe) || fe.Field != "roots[0]" {
 		t.Fatalf("err = %v, want field roots[0]", err)
 	}

@@ -37,12 +37,13 @@ func wire(e *Error) *jsonrpc2.Error {
 	return w
 }
 
-// fieldError is invalid params naming the offending wire field: the core's
-// type, so that the server and the core report fields one way.
-type fieldError = runtime.FieldError
+// fieldError is invalid params naming the offending wire field: the
+// protocol's type, so that the server, the core and the params' Validate
+// report fields one way.
+type fieldError = protocol.FieldError
 
 func invalidField(field, format string, args ...any) error {
-	return &fieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return protocol.FieldErrorf(field, format, args...)
 }
 
 // toError maps any handler error to the wire; this is the one place where

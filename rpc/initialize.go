@@ -6,11 +6,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"log/slog"
 
 	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/runtime"
 )
+
+// SessionConfig is what initialize hands NewSession: the client's options,
+// validated (protocol.InitializeParams.Validate), with the operator's policy
+// laid under initialize's and the watch mode defaulted, passed on as they
+// are to the session and its core (runtime.Config.Options); and the
+// session's ties back to this connection.
+type SessionConfig struct {
+	Options protocol.InitializeParams
+	// Notify tells the client that the blocks of these agents changed
+	// (blocksChanged). It never blocks: hints are coalesced.
+	Notify func(agents []string)
+	// Fetch asks the client for a keyed source's content (readSource).
+	Fetch  func(ctx context.Context, uri string) (runtime.Content, error)
+	Logger *slog.Logger
+}
+
+// NewSessionFunc builds a session's core for initialize and reports the
+// effective watch mode. A *protocol.FieldError (protocol.FieldErrorf, e.g.
+// a root that does not exist) becomes invalid params naming the field.
+type NewSessionFunc func(ctx context.Context, cfg SessionConfig) (core Core, watch string, err error)
 
 func (s *Server) initialize(ctx context.Context, raw *json.RawMessage) (any, error) {
 	// The version comes first: a client of another version may send fields
@@ -31,39 +51,26 @@ func (s *Server) initialize(ctx context.Context, raw *json.RawMessage) (any, err
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
-	if err := validateInitialize(&p); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	cfg := SessionConfig{
-		Roots:   p.Roots,
-		Watch:   p.Watch,
-		Policy:  runtime.MergePolicy(s.cfg.Policy, p.Policy),
-		Locator: p.Locator,
-		Notify:  s.notes.add,
-		Fetch:   s.readSource,
-		Logger:  s.log,
-
-		Placement: p.Placement,
-		CacheTTL:  runtime.CacheTTL(p.Cache),
-		Feed:      p.Feed,
+	policy := runtime.MergePolicy(s.cfg.Policy, p.Policy)
+	p.Policy = &policy // the operator's policy, initialize's laid over it
+	if p.Watch == "" {
+		p.Watch = protocol.WatchAuto
 	}
-	if p.Cache != nil {
-		cfg.Price = p.Cache.Price
-	}
-	if cfg.Watch == "" {
-		cfg.Watch = protocol.WatchAuto
-	}
-	if p.ClientInfo != nil {
-		cfg.Client = *p.ClientInfo
-	}
-	core, watch, err := s.cfg.NewSession(ctx, cfg)
+	core, watch, err := s.cfg.NewSession(ctx, SessionConfig{Options: p, Notify: s.notes.add, Fetch: s.readSource, Logger: s.log})
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	s.core, s.state = core, stateRunning
 	s.mu.Unlock()
-	s.log.Info("session started", "client", cfg.Client.Name, "clientVersion", cfg.Client.Version, "roots", cfg.Roots, "watch", watch)
+	var client protocol.Info
+	if p.ClientInfo != nil {
+		client = *p.ClientInfo
+	}
+	s.log.Info("session started", "client", client.Name, "clientVersion", client.Version, "roots", p.Roots, "watch", watch)
 	return protocol.InitializeResult{
 		ProtocolVersion: protocol.Version,
 		ServerInfo:      protocol.Info{Name: s.cfg.Name, Version: s.cfg.Version},
@@ -77,34 +84,6 @@ func (s *Server) initialize(ctx context.Context, raw *json.RawMessage) (any, err
 			Placement:     cmp.Or(p.Placement, runtime.DefaultPlacement),
 		},
 	}, nil
-}
-
-// validateInitialize checks what the server itself uses (version, roots,
-// watch); the policy and the locator thresholds are the core's to check.
-func validateInitialize(p *protocol.InitializeParams) error {
-	if p.ProtocolVersion == 0 {
-		return invalidField("protocolVersion", "required (this server speaks %d)", protocol.Version)
-	}
-	if p.Roots == nil {
-		return invalidField("roots", "required: the workspace roots, absolute paths ([] for keyed sources only)")
-	}
-	for i, r := range p.Roots {
-		if !filepath.IsAbs(r) {
-			return invalidField(fmt.Sprintf("roots[%d]", i), "must be an absolute path, not %q", r)
-		}
-	}
-	switch p.Watch {
-	case "", protocol.WatchAuto, protocol.WatchFsnotify, protocol.WatchPoll, protocol.WatchHooks:
-	default:
-		return invalidField("watch", "must be auto, fsnotify, poll or hooks, not %q", p.Watch)
-	}
-	if err := runtime.ValidatePlacement(p.Placement, p.Cache); err != nil {
-		return err
-	}
-	if err := runtime.ValidatePolicyConfig("policy", p.Policy); err != nil {
-		return err
-	}
-	return runtime.ValidateLocator("locator", p.Locator)
 }
 
 // ParsePolicy reads a policy file (the JSON of initialize's "policy") and
@@ -125,7 +104,7 @@ func ParsePolicy(data []byte) (protocol.PolicyConfig, error) {
 		}
 		return protocol.PolicyConfig{}, err
 	}
-	if err := runtime.ValidatePolicyConfig("policy", &p); err != nil {
+	if err := p.Validate("policy"); err != nil {
 		return protocol.PolicyConfig{}, err
 	}
 	return runtime.MergePolicy(protocol.PolicyConfig{}, &p), nil

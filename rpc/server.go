@@ -36,42 +36,6 @@ type Core interface {
 	Close() error
 }
 
-// SessionConfig is what initialize resolved; NewSession builds the core
-// and its adapters from it.
-type SessionConfig struct {
-	Client protocol.Info
-	Roots  []string // absolute, as the client sent them
-	Watch  string   // auto, fsnotify, poll or hooks
-	// Policy is the operator's policy with initialize's laid over it.
-	Policy protocol.PolicyConfig
-	// Locator are initialize's thresholds, validated; the core fills in
-	// the defaults of omitted fields (runtime.LocatorParams).
-	Locator *protocol.LocatorParams
-	// Notify tells the client that the blocks of these agents changed
-	// (blocksChanged). It never blocks: hints are coalesced.
-	Notify func(agents []string)
-	// Fetch asks the client for a keyed source's content (readSource).
-	Fetch  func(ctx context.Context, uri string) (runtime.Content, error)
-	Logger *slog.Logger
-	// Placement of repairs ("" = runtime.DefaultPlacement), the prompt cache's lifetime
-	// and its prices (initialize's placement, cache.ttlSeconds and cache.price).
-	Placement string
-	CacheTTL  time.Duration
-	Price     *protocol.CachePrice
-	// Feed is initialize's change-feed settings (nil: the operator's).
-	Feed *protocol.FeedParams
-}
-
-// NewSessionFunc builds a session's core for initialize and reports the
-// effective watch mode. An error made with FieldError becomes invalid params.
-type NewSessionFunc func(ctx context.Context, cfg SessionConfig) (core Core, watch string, err error)
-
-// FieldError is invalid params naming the offending wire field, for
-// NewSessionFunc implementations (e.g. a root that does not exist).
-func FieldError(field, reason string) error {
-	return &fieldError{Field: field, Reason: reason}
-}
-
 // Config configures Serve.
 type Config struct {
 	NewSession NewSessionFunc

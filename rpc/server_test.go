@@ -97,7 +97,7 @@ func TestToErrorMapping(t *testing.T) {
 		{runtime.ErrUnreadable, protocol.CodeUnavailable, "unreadable"},
 		{runtime.ErrUnknownScheme, protocol.CodeInvalidParams, ""},
 		{runtime.ErrInvalidParams, protocol.CodeInvalidParams, ""},
-		{&runtime.FieldError{Field: "sources[0].range", Reason: "x"}, protocol.CodeInvalidParams, ""},
+		{&protocol.FieldError{Field: "sources[0].range", Reason: "x"}, protocol.CodeInvalidParams, ""},
 		{runtime.ErrUnknownBlock, protocol.CodeUnknownBlock, ""},
 		{runtime.ErrClosed, protocol.CodeInvalidRequest, ""},
 		{context.Canceled, protocol.CodeRequestCancelled, ""},

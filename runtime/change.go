@@ -15,7 +15,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // Files are re-read from disk (the disk is the truth; Text is only a hint).
 // Keyed sources take Text when given, else the adapter asks the client.
 func (m *Manager) SourceChanged(ctx context.Context, ch protocol.SourceChangedParams) (protocol.SourceChangedResult, error) {
-	if err := validateURI("uri", ch.URI); err != nil {
+	if err := ch.Validate(); err != nil {
 		return protocol.SourceChangedResult{}, err
 	}
 	src, err := m.lookup(ch.URI)
@@ -67,7 +67,7 @@ func (m *Manager) reread(ctx context.Context, src *source, ch protocol.SourceCha
 // (nothing is released); unknown anchors are skipped (events have anchors but
 // no blocks).
 func (m *Manager) Release(ctx context.Context, req protocol.ReleaseParams) (protocol.ReleaseResult, error) {
-	if err := validateRelease(req); err != nil {
+	if err := req.Validate(); err != nil {
 		return protocol.ReleaseResult{}, err
 	}
 	res, err := locked(m, func(ix *index) (protocol.ReleaseResult, error) { return ix.release(req) })
@@ -81,5 +81,5 @@ func (m *Manager) Release(ctx context.Context, req protocol.ReleaseParams) (prot
 
 // unknownBlock names the release entry that was refused.
 func unknownBlock(i int, format string, args ...any) error {
-	return &FieldError{Field: fmt.Sprintf("blocks[%d]", i), Reason: ErrUnknownBlock.Error() + ": " + fmt.Sprintf(format, args...), Err: ErrUnknownBlock}
+	return &protocol.FieldError{Field: fmt.Sprintf("blocks[%d]", i), Reason: ErrUnknownBlock.Error() + ": " + fmt.Sprintf(format, args...), Err: ErrUnknownBlock}
 }

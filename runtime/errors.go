@@ -3,6 +3,8 @@ package runtime
 import (
 	"errors"
 	"fmt"
+
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // Errors adapters and the manager return; rpc maps them to wire error codes.
@@ -14,7 +16,7 @@ var (
 	ErrBinary        = errors.New("source is binary")
 	ErrTooLarge      = errors.New("source exceeds size cap")
 	ErrUnreadable    = errors.New("source unreadable")
-	ErrInvalidParams = errors.New("invalid parameters")
+	ErrInvalidParams = protocol.ErrInvalidParams // what every *protocol.FieldError is
 	ErrClosed        = errors.New("manager closed")
 )
 
@@ -22,26 +24,11 @@ var (
 // know (wire code -32012).
 var ErrUnknownBlock = errors.New("unknown block or agent")
 
-// FieldError is an error naming the offending request field, e.g.
-// "sources[0].uri". It wraps Err, or ErrInvalidParams when Err is nil.
-type FieldError struct {
-	Field  string
-	Reason string
-	Err    error
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
-
-// Unwrap makes errors.Is(err, ErrInvalidParams) (or Err) true.
-func (e *FieldError) Unwrap() error {
-	if e.Err != nil {
-		return e.Err
-	}
-	return ErrInvalidParams
-}
-
+// fieldErr is invalid params naming a wire field, for the checks only the
+// core can make (a keyed source's version); the params' own rules are
+// protocol's (their Validate methods).
 func fieldErr(field, format string, args ...any) error {
-	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return protocol.FieldErrorf(field, format, args...)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

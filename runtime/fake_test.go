@@ -160,8 +160,8 @@ func newHarness(t testing.TB, cfg Config) *harness {
 		h.calls = append(h.calls, agents)
 		h.mu.Unlock()
 	}
-	if cfg.Placement == "" {
-		cfg.Placement = PlacementInplace // the repairs themselves; placement has its own tests
+	if cfg.Options.Placement == "" {
+		cfg.Options.Placement = PlacementInplace // the repairs themselves; placement has its own tests
 	}
 	h.m = New(cfg)
 	var a *fakeAdapter

@@ -185,7 +185,7 @@ func runScenario(t *testing.T, ar archive) string {
 			t.Fatalf("policy.json: %v", err)
 		}
 	}
-	m := runtime.New(runtime.Config{Policy: pc, Placement: runtime.PlacementInplace})
+	m := runtime.New(runtime.Config{Options: protocol.InitializeParams{Policy: &pc, Placement: runtime.PlacementInplace}})
 	fa, err := fileadapter.New(fileadapter.Config{Roots: []string{root}, Mode: fileadapter.ModeHooks}, m.Hint)
 	if err != nil {
 		t.Fatal(err)

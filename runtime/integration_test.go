@@ -36,7 +36,7 @@ func newFileEnv(t *testing.T, mode string, pc protocol.PolicyConfig) *fileEnv {
 		t.Fatal(err)
 	}
 	e := &fileEnv{t: t, root: root, hits: map[string]int{}}
-	e.m = runtime.New(runtime.Config{Policy: pc, Placement: runtime.PlacementInplace, OnChange: func(agents []string) {
+	e.m = runtime.New(runtime.Config{Options: protocol.InitializeParams{Policy: &pc, Placement: runtime.PlacementInplace}, OnChange: func(agents []string) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		for _, a := range agents {

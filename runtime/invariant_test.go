@@ -246,9 +246,9 @@ func runScript(t *testing.T, data []byte, placement string) {
 		cfg.BySource = map[string]protocol.Policy{"mem://s0": {Local: invActions[s.n(len(invActions))], Drift: invActions[s.n(len(invActions))]}}
 	}
 	clk := &fakeClock{t: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
-	mcfg := Config{Policy: cfg, Placement: placement, Now: clk.now}
+	mcfg := Config{Options: protocol.InitializeParams{Policy: &cfg, Placement: placement}, Now: clk.now}
 	if placement == placementAutoPriced {
-		mcfg.Placement, mcfg.Price = PlacementAuto, &CachePrice{Write: 1.25, Read: 0.1}
+		mcfg.Options.Placement, mcfg.Options.Cache = PlacementAuto, &protocol.CacheParams{Price: &CachePrice{Write: 1.25, Read: 0.1}}
 	}
 	h := newHarness(t, mcfg)
 	r := &invRun{t: t, h: h, s: s, content: map[string]string{}, hist: map[string][]string{}, seen: map[string]bool{}, placement: placement, clk: clk}

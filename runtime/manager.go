@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"sort"
@@ -15,8 +16,13 @@ import (
 
 // Config configures a Manager.
 type Config struct {
-	Policy  protocol.PolicyConfig
-	Locator *protocol.LocatorParams // omitted fields take locator.DefaultParams (see LocatorParams)
+	// Options are initialize's params as the client sent them, checked by
+	// their Validate (the server does; New does not), with the operator's
+	// policy laid under (MergePolicy). The Manager keeps them as they are
+	// and reads what it uses: policy, locator, placement, cache. Omitted
+	// options take the defaults (LocatorParams, DefaultPlacement,
+	// DefaultCacheTTL).
+	Options protocol.InitializeParams
 	// OnChange, when set, is called after a change altered the model-visible
 	// state of some agents' blocks (a hint for the blocksChanged
 	// notification; Sync stays the source of truth). It is called outside the
@@ -30,16 +36,8 @@ type Config struct {
 	// already reported by a sync are forgotten, so a long session that
 	// re-reads the same lines does not grow without bound.
 	AuditLimit int
-	// Placement is where repairs of messages the model has seen go
-	// (PlacementInplace; PlacementTail; PlacementAuto, the default), and
-	// CacheTTL how long the provider keeps a prompt cached (default
-	// DefaultCacheTTL). Price (nil: none), under auto, also rewrites in
-	// place what the model has seen when that costs less than an erratum.
 	// Now is the clock (default time.Now), for tests.
-	Placement string
-	CacheTTL  time.Duration
-	Price     *CachePrice
-	Now       func() time.Time
+	Now func() time.Time
 }
 
 // DefaultAuditLimit is Config.AuditLimit's default.
@@ -63,8 +61,16 @@ const DefaultAuditLimit = 1024
 // Nothing takes io or watchMu while holding Manager.mu, and no adapter is
 // called under Manager.mu.
 type Manager struct {
-	params   locator.Params
-	policy   protocol.PolicyConfig
+	// opts are the session's options as Config gave them (opts.Policy is
+	// never nil); the fields after it are the views of them the hot paths
+	// read, resolved once in New: defaults filled in, units converted.
+	opts      protocol.InitializeParams
+	params    locator.Params // opts.Locator
+	placement string         // opts.Placement: PlacementInplace, PlacementTail or PlacementAuto
+	cacheTTL  time.Duration  // opts.Cache.TTL
+	price     *CachePrice    // opts.Cache.Price
+	clock     func() time.Time
+
 	onChange func([]string)
 	log      *slog.Logger
 
@@ -75,11 +81,6 @@ type Manager struct {
 	bySource map[string]protocol.Policy // BySource keys normalised to canonical ids
 	ix       index                      // guarded by mu
 
-	placement string // PlacementInplace, PlacementTail or PlacementAuto
-	cacheTTL  time.Duration
-	price     *CachePrice
-	clock     func() time.Time
-
 	hints  *hintQueue
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -88,43 +89,43 @@ type Manager struct {
 
 // New returns a Manager. Close it to stop its hint worker and adapters.
 func New(cfg Config) *Manager {
-	p := LocatorParams(cfg.Locator)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := ValidatePolicyConfig("policy", &cfg.Policy); err != nil {
-		log.Warn("policy: invalid entries are ignored", "err", err)
+	opts, pol := cfg.Options, protocol.PolicyConfig{}
+	if opts.Policy != nil {
+		pol = *opts.Policy
 	}
+	opts.Policy = &pol // the Manager's own: the caller's stays the caller's
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
-		params:   p,
-		policy:   cfg.Policy,
-		onChange: cfg.OnChange,
-		log:      log,
-		adapters: map[string]Adapter{},
-		bySource: map[string]protocol.Policy{},
-		ix:       newIndex(cfg.AuditLimit),
-		hints:    newHintQueue(),
-		ctx:      ctx,
-		cancel:   cancel,
-		done:     make(chan struct{}),
+		opts:      opts,
+		params:    LocatorParams(opts.Locator),
+		placement: cmp.Or(opts.Placement, DefaultPlacement),
+		cacheTTL:  cmp.Or(opts.Cache.TTL(), DefaultCacheTTL),
+		clock:     cfg.Now,
+		onChange:  cfg.OnChange,
+		log:       log,
+		adapters:  map[string]Adapter{},
+		bySource:  map[string]protocol.Policy{},
+		ix:        newIndex(cfg.AuditLimit),
+		hints:     newHintQueue(),
+		ctx:       ctx,
+		cancel:    cancel,
+		done:      make(chan struct{}),
 	}
-	for k, pol := range cfg.Policy.BySource {
+	if opts.Cache != nil {
+		m.price = opts.Cache.Price
+	}
+	for k, pol := range opts.Policy.BySource {
 		m.bySource[k] = pol
 		m.ix.useAge(&pol)
 	}
-	for _, pol := range cfg.Policy.ByType {
+	for _, pol := range opts.Policy.ByType {
 		m.ix.useAge(&pol)
 	}
-	m.ix.useAge(&cfg.Policy.Global)
-	m.placement, m.cacheTTL, m.price, m.clock = cfg.Placement, cfg.CacheTTL, cfg.Price, cfg.Now
-	if m.placement == "" {
-		m.placement = DefaultPlacement
-	}
-	if m.cacheTTL <= 0 {
-		m.cacheTTL = DefaultCacheTTL
-	}
+	m.ix.useAge(&opts.Policy.Global)
 	go m.runHints()
 	return m
 }
@@ -157,8 +158,8 @@ func (m *Manager) AddAdapter(a Adapter) {
 	} else {
 		m.adapters[strings.ToLower(a.Scheme())] = a
 	}
-	keys := make([]string, 0, len(m.policy.BySource))
-	for k := range m.policy.BySource {
+	keys := make([]string, 0, len(m.opts.Policy.BySource))
+	for k := range m.opts.Policy.BySource {
 		if m.adapterForLocked(k) == a {
 			keys = append(keys, k)
 		}
@@ -168,7 +169,7 @@ func (m *Manager) AddAdapter(a Adapter) {
 	for _, k := range keys {
 		if id, err := a.Normalize(k); err == nil {
 			m.mu.Lock()
-			m.bySource[id] = m.policy.BySource[k]
+			m.bySource[id] = m.opts.Policy.BySource[k]
 			m.mu.Unlock()
 		} else {
 			m.log.Warn("policy.bySource: key not usable", "uri", k, "err", err)
@@ -181,7 +182,7 @@ func uriScheme(uri string) string {
 	if strings.HasPrefix(uri, "/") {
 		return "file"
 	}
-	return scheme(uri)
+	return protocol.Scheme(uri)
 }
 
 func (m *Manager) adapterForLocked(uri string) Adapter {

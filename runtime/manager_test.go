@@ -47,7 +47,7 @@ func TestPolicyPaths(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Config{Policy: protocol.PolicyConfig{Global: tc.policy}})
+			h := newHarness(t, Config{Options: protocol.InitializeParams{Policy: &protocol.PolicyConfig{Global: tc.policy}}})
 			h.mem.set(fid, text(base))
 			o := h.observe("main", 1, "call_1", protocol.Source{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
 			if o.Status != protocol.Valid {
@@ -86,11 +86,11 @@ func TestPolicyPaths(t *testing.T) {
 }
 
 func TestPolicyResolution(t *testing.T) {
-	m := New(Config{Policy: protocol.PolicyConfig{
+	m := New(Config{Options: protocol.InitializeParams{Policy: &protocol.PolicyConfig{
 		Global:   protocol.Policy{Local: protocol.Patch, Drift: protocol.Suppress, MaxAgeTurns: intp(0)},
 		ByType:   map[string]protocol.Policy{"mem": {Drift: protocol.Annotate, MaxAgeTurns: intp(10)}},
 		BySource: map[string]protocol.Policy{"mem://a": {Local: protocol.Refresh}},
-	}})
+	}}})
 	defer m.Close()
 	_, fa := newMem()
 	m.AddAdapter(fa)
@@ -221,7 +221,7 @@ func TestSupersession(t *testing.T) {
 }
 
 func TestAge(t *testing.T) {
-	h := newHarness(t, Config{Policy: protocol.PolicyConfig{ByType: map[string]protocol.Policy{"mem": {MaxAgeTurns: intp(3)}}}})
+	h := newHarness(t, Config{Options: protocol.InitializeParams{Policy: &protocol.PolicyConfig{ByType: map[string]protocol.Policy{"mem": {MaxAgeTurns: intp(3)}}}}})
 	base := numbered(5)
 	h.mem.set(fid, text(base))
 	o := h.observe("main", 2, "c1", protocol.Source{URI: fid, Range: rng(1, 2), Text: span(base, 1, 2)})
@@ -461,7 +461,7 @@ func TestValidation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call()
-			var fe *FieldError
+			var fe *protocol.FieldError
 			if !errors.Is(err, ErrInvalidParams) || !errors.As(err, &fe) || fe.Field != tc.field {
 				t.Fatalf("err %v, want invalid params naming %q", err, tc.field)
 			}
@@ -873,7 +873,7 @@ func TestAnnotateKeepsWhatTheModelSaw(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Config{Policy: protocol.PolicyConfig{Global: protocol.Policy{Local: protocol.Patch, Drift: protocol.Annotate}}})
+			h := newHarness(t, Config{Options: protocol.InitializeParams{Policy: &protocol.PolicyConfig{Global: protocol.Policy{Local: protocol.Patch, Drift: protocol.Annotate}}}})
 			h.mem.set(fid, text(base))
 			h.observe("main", 1, "call_1", protocol.Source{URI: fid, Range: rng(3, 5), Text: span(base, 3, 5)})
 			h.mem.set(fid, text(local))

@@ -35,7 +35,7 @@ func (m *Manager) lookup(uri string) (*source, error) {
 // source's current content first: a read that raced a write is reconciled
 // at once.
 func (m *Manager) Observe(ctx context.Context, obs protocol.ObserveParams) (protocol.ObserveResult, error) {
-	if err := validateObservation(&obs); err != nil {
+	if err := obs.Validate(); err != nil {
 		return protocol.ObserveResult{}, err
 	}
 	if obs.Kind == protocol.Event {

@@ -40,40 +40,13 @@ const DefaultPlacement = PlacementAuto
 // CacheParams are initialize's cache hints.
 type CacheParams = protocol.CacheParams
 
-// DefaultCacheTTL is Config.CacheTTL's default: the prompt cache lifetime
+// DefaultCacheTTL is the cache lifetime when initialize's cache.ttlSeconds
+// is left out: the prompt cache lifetime
 // of the major providers (Anthropic's default, OpenAI's typical).
 const DefaultCacheTTL = 5 * time.Minute
 
-// ValidatePlacement checks initialize's placement and cache hints.
-func ValidatePlacement(placement string, cache *CacheParams) error {
-	switch placement {
-	case "", PlacementInplace, PlacementTail, PlacementAuto:
-	default:
-		return fieldErr("placement", "must be inplace, tail or auto, not %q", placement)
-	}
-	if cache == nil {
-		return nil
-	}
-	if cache.TTLSeconds != nil && !(*cache.TTLSeconds > 0) {
-		return fieldErr("cache.ttlSeconds", "must be > 0 (seconds)")
-	}
-	if p := cache.Price; p != nil && !(p.Write > 0 && p.Read >= 0 && p.Read <= p.Write) {
-		return fieldErr("cache.price", "must have write > 0 and 0 <= read <= write (multiples of the input price), not write %g, read %g", p.Write, p.Read)
-	}
-	return nil
-}
-
 // CachePrice is initialize's cache.price.
 type CachePrice = protocol.CachePrice
-
-// CacheTTL returns the cache lifetime the hints ask for (the default when
-// they leave it out).
-func CacheTTL(cache *CacheParams) time.Duration {
-	if cache == nil || cache.TTLSeconds == nil {
-		return DefaultCacheTTL
-	}
-	return time.Duration(*cache.TTLSeconds * float64(time.Second))
-}
 
 // agentPlace is an agent's model-call clock.
 type agentPlace struct {

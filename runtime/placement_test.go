@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -184,7 +183,7 @@ func TestPlacement(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := &fakeClock{t: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
-			h := newHarness(t, Config{Placement: tc.placement, Now: clk.now})
+			h := newHarness(t, Config{Options: protocol.InitializeParams{Placement: tc.placement}, Now: clk.now})
 			h.mem.set(fid, text(ls))
 			h.observe("main", 1, read, protocol.Source{URI: fid, Range: rng(3, 5), Text: span(ls, 3, 5)})
 			for _, s := range tc.steps {
@@ -209,7 +208,7 @@ func TestPlacement(t *testing.T) {
 func TestErrataSticky(t *testing.T) {
 	ls := numbered(10)
 	clk := &fakeClock{t: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
-	h := newHarness(t, Config{Placement: PlacementAuto, Now: clk.now})
+	h := newHarness(t, Config{Options: protocol.InitializeParams{Placement: PlacementAuto}, Now: clk.now})
 	h.mem.set(fid, text(ls))
 	h.observe("main", 1, "call_1", protocol.Source{URI: fid, Range: rng(3, 5), Text: span(ls, 3, 5)})
 	h.observe("main", 1, "call_2", protocol.Source{URI: fid, Range: rng(8, 9), Text: span(ls, 8, 9)})
@@ -288,40 +287,6 @@ func TestRenderErrata(t *testing.T) {
 	}
 }
 
-func TestValidatePlacement(t *testing.T) {
-	neg, zero, ok := -1.0, 0.0, 60.0
-	tests := []struct {
-		placement string
-		ttl       *float64
-		price     *CachePrice
-		field     string
-	}{
-		{"", nil, nil, ""}, {"auto", &ok, nil, ""}, {"tail", nil, nil, ""}, {"inplace", nil, nil, ""},
-		{"end", nil, nil, "placement"}, {"auto", &neg, nil, "cache.ttlSeconds"}, {"auto", &zero, nil, "cache.ttlSeconds"},
-		{"auto", nil, &CachePrice{Write: 1.25, Read: 0.1}, ""}, {"auto", nil, &CachePrice{Write: 1, Read: 1}, ""},
-		{"auto", nil, &CachePrice{Write: 0, Read: 0}, "cache.price"}, {"auto", nil, &CachePrice{Write: 1, Read: -0.1}, "cache.price"},
-		{"auto", nil, &CachePrice{Write: 0.5, Read: 1}, "cache.price"},
-	}
-	for _, tc := range tests {
-		err := ValidatePlacement(tc.placement, &CacheParams{TTLSeconds: tc.ttl, Price: tc.price})
-		var fe *FieldError
-		if got := ""; err != nil {
-			if !errors.As(err, &fe) {
-				t.Fatalf("%q: %v is not a FieldError", tc.placement, err)
-			}
-			got = fe.Field
-			if got != tc.field {
-				t.Errorf("%q ttl %v: field %q, want %q", tc.placement, tc.ttl, got, tc.field)
-			}
-		} else if tc.field != "" {
-			t.Errorf("%q ttl %v: accepted, want an error on %s", tc.placement, tc.ttl, tc.field)
-		}
-	}
-	if CacheTTL(nil) != DefaultCacheTTL || CacheTTL(&CacheParams{TTLSeconds: &ok}) != time.Minute {
-		t.Fatal("CacheTTL")
-	}
-}
-
 // TestPricedPlacement: with cache prices (auto), a repair of a message the
 // model has seen goes in place when the rewrite costs less than its
 // erratum: a large read that drifted, at the end of the prompt, becomes
@@ -358,7 +323,7 @@ func TestPricedPlacement(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Config{Placement: tc.placement, Price: tc.price})
+			h := newHarness(t, Config{Options: protocol.InitializeParams{Placement: tc.placement, Cache: &protocol.CacheParams{Price: tc.price}}})
 			h.mem.set(fid, text(ls))
 			prompt := 1000 // what the runtime reports; grows with each call
 			syncAt := func(turn int) protocol.SyncResult {
@@ -429,7 +394,7 @@ func TestErrataInsertionVsReplacement(t *testing.T) {
 			{"replacement", replaced, "[concord] Outdated in /proj/main.go: call_1 changed:" + body},
 		} {
 			t.Run(p+" "+tc.name, func(t *testing.T) {
-				h := newHarness(t, Config{Placement: p})
+				h := newHarness(t, Config{Options: protocol.InitializeParams{Placement: p}})
 				h.mem.set(fid, text(ls))
 				h.observe("main", 1, "call_1", protocol.Source{URI: fid, Text: text(ls)})
 				h.sync("main", 1)

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"maps"
-	"slices"
 
 	"github.com/concord-ctx/concord/locator"
 	"github.com/concord-ctx/concord/protocol"
@@ -26,18 +25,18 @@ func (m *Manager) resolve(b *block, s *source) effective {
 		if p, ok := m.bySource[s.id]; ok {
 			layers = append(layers, &p)
 		}
-		if p, ok := m.policy.ByType[s.scheme]; ok {
+		if p, ok := m.opts.Policy.ByType[s.scheme]; ok {
 			layers = append(layers, &p)
 		}
 	}
-	layers = append(layers, &m.policy.Global)
+	layers = append(layers, &m.opts.Policy.Global)
 	e := effective{local: protocol.Patch, drift: protocol.Suppress}
 	var gotLocal, gotAge bool
 	for _, p := range layers {
-		if !gotLocal && validAction(p.Local) {
+		if !gotLocal && p.Local.Valid() {
 			e.local, gotLocal = p.Local, true
 		}
-		if !e.driftSet && validAction(p.Drift) {
+		if !e.driftSet && p.Drift.Valid() {
 			e.drift, e.driftSet = p.Drift, true
 		}
 		if !gotAge && p.MaxAgeTurns != nil && *p.MaxAgeTurns >= 0 {
@@ -45,14 +44,6 @@ func (m *Manager) resolve(b *block, s *source) effective {
 		}
 	}
 	return e
-}
-
-func validAction(a protocol.Action) bool {
-	switch a {
-	case protocol.Patch, protocol.Refresh, protocol.Annotate, protocol.Suppress:
-		return true
-	}
-	return false
 }
 
 // maxAge is the smallest positive age limit among the block's links; 0 = off.
@@ -64,49 +55,6 @@ func (m *Manager) maxAge(b *block) int {
 		}
 	}
 	return n
-}
-
-// ValidatePolicy checks one policy layer; field names it on the wire
-// ("policy", "policy.global").
-func ValidatePolicy(field string, p *protocol.Policy) error {
-	if p == nil {
-		return nil
-	}
-	for _, f := range []struct {
-		name string
-		a    protocol.Action
-	}{{"local", p.Local}, {"drift", p.Drift}} {
-		if f.a != "" && !validAction(f.a) {
-			return fieldErr(field+"."+f.name, "must be patch, refresh, annotate or suppress, not %q", f.a)
-		}
-	}
-	if p.MaxAgeTurns != nil && *p.MaxAgeTurns < 0 {
-		return fieldErr(field+".maxAgeTurns", "must be >= 0")
-	}
-	return nil
-}
-
-// ValidatePolicyConfig checks every layer; field names the whole ("policy").
-// Keys are visited in sorted order, so the error named is deterministic.
-func ValidatePolicyConfig(field string, c *protocol.PolicyConfig) error {
-	if c == nil {
-		return nil
-	}
-	if err := ValidatePolicy(field+".global", &c.Global); err != nil {
-		return err
-	}
-	for _, layer := range []struct {
-		name string
-		m    map[string]protocol.Policy
-	}{{"byType", c.ByType}, {"bySource", c.BySource}} {
-		for _, k := range slices.Sorted(maps.Keys(layer.m)) {
-			p := layer.m[k]
-			if err := ValidatePolicy(field+"."+layer.name+"."+k, &p); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // MergePolicy lays over on base, field by field within each layer and key;
@@ -144,23 +92,6 @@ func mergeOne(base, over protocol.Policy) protocol.Policy {
 		base.MaxAgeTurns = &n
 	}
 	return base
-}
-
-// ValidateLocator checks initialize's locator thresholds; field names the
-// whole ("locator").
-func ValidateLocator(field string, l *protocol.LocatorParams) error {
-	switch {
-	case l == nil:
-	case l.MinSimilarity != nil && (*l.MinSimilarity < 0 || *l.MinSimilarity > 1):
-		return fieldErr(field+".minSimilarity", "must be between 0 and 1")
-	case l.SubstitutionRatio != nil && (*l.SubstitutionRatio < 0 || *l.SubstitutionRatio > 1):
-		return fieldErr(field+".substitutionRatio", "must be between 0 and 1")
-	case l.MinSubstitutions != nil && *l.MinSubstitutions < 0:
-		return fieldErr(field+".minSubstitutions", "must be >= 0")
-	case l.ContextLines != nil && *l.ContextLines < 0:
-		return fieldErr(field+".contextLines", "must be >= 0")
-	}
-	return nil
 }
 
 // LocatorParams resolves the thresholds, the one place defaults are filled

@@ -56,7 +56,7 @@ func TestRemoteChanged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := runtime.New(runtime.Config{Placement: runtime.PlacementInplace})
+			m := runtime.New(runtime.Config{Options: protocol.InitializeParams{Placement: runtime.PlacementInplace}})
 			defer m.Close()
 			fa, err := fileadapter.New(fileadapter.Config{Roots: []string{root}, Mode: fileadapter.ModeHooks}, m.Hint)
 			if err != nil {

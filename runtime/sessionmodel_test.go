@@ -59,9 +59,9 @@ var anchorOf = regexp.MustCompile(`anchor (\S+?):`)
 // runSessionModel runs one session and returns the violations and syncs.
 func runSessionModel(t *testing.T, rnd *rand.Rand, placement string, stale func(anchor string)) (int, int) {
 	clk := &fakeClock{t: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
-	cfg := Config{Placement: placement, Now: clk.now}
+	cfg := Config{Options: protocol.InitializeParams{Placement: placement}, Now: clk.now}
 	if placement == placementAutoPriced {
-		cfg.Placement, cfg.Price = PlacementAuto, &CachePrice{Write: 1.25, Read: 0.1}
+		cfg.Options.Placement, cfg.Options.Cache = PlacementAuto, &protocol.CacheParams{Price: &CachePrice{Write: 1.25, Read: 0.1}}
 	}
 	h := newHarness(t, cfg)
 	r := &invRun{t: t, h: h, s: &script{}, content: map[string]string{}, hist: map[string][]string{}, seen: map[string]bool{}, placement: placement, clk: clk}

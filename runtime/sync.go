@@ -108,7 +108,7 @@ feed:
 // state changed since its previous Sync, or every block when Full. An agent
 // that has observed nothing gets an empty projection.
 func (m *Manager) Sync(ctx context.Context, req protocol.SyncParams) (protocol.SyncResult, error) {
-	if err := validateSync(req); err != nil {
+	if err := req.Validate(); err != nil {
 		return protocol.SyncResult{}, err
 	}
 	plan, err := locked(m, func(ix *index) (syncPlan, error) { return ix.planSync(req, m.now()), nil })

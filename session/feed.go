@@ -1,14 +1,12 @@
 package session
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/concord-ctx/concord/feed"
 	"github.com/concord-ctx/concord/protocol"
-	"github.com/concord-ctx/concord/rpc"
 )
 
 // FeedOptions are the operator's change-feed settings (serve's --feed
@@ -39,16 +37,16 @@ func (o FeedOptions) merge(p *protocol.FeedParams, open feed.OpenFunc) (FeedOpti
 		return o, nil
 	}
 	if open == nil {
-		return o, rpc.FieldError("feed", feed.ErrNotBuilt.Error())
+		return o, protocol.FieldErrorf("feed", "%s", feed.ErrNotBuilt.Error())
 	}
 	if o.Name == "" {
-		return o, rpc.FieldError("feed.name", "required with a feed: the workspace's feed name, the same on every host")
+		return o, protocol.FieldErrorf("feed.name", "required with a feed: the workspace's feed name, the same on every host")
 	}
 	if err := feed.CheckName(o.Name); err != nil {
-		return o, rpc.FieldError("feed.name", err.Error())
+		return o, protocol.FieldErrorf("feed.name", "%s", err.Error())
 	}
 	if o.Root != "" && !filepath.IsAbs(o.Root) {
-		return o, rpc.FieldError("feed.root", fmt.Sprintf("must be an absolute path, not %q", o.Root))
+		return o, protocol.FieldErrorf("feed.root", "must be an absolute path, not %q", o.Root)
 	}
 	if o.Host == "" {
 		o.Host, _ = os.Hostname()
@@ -57,7 +55,7 @@ func (o FeedOptions) merge(p *protocol.FeedParams, open feed.OpenFunc) (FeedOpti
 		}
 	}
 	if strings.ContainsFunc(o.Host, func(r rune) bool { return r < ' ' || r == 0x7f }) || len(o.Host) > 255 {
-		return o, rpc.FieldError("feed.host", fmt.Sprintf("%q is not a usable host name", o.Host))
+		return o, protocol.FieldErrorf("feed.host", "%q is not a usable host name", o.Host)
 	}
 	return o, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/concord-ctx/concord/feed"
 	"github.com/concord-ctx/concord/fileadapter"
+	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc"
 	"github.com/concord-ctx/concord/runtime"
 	"github.com/concord-ctx/concord/runtime/keyed"
@@ -22,7 +23,7 @@ func withFeed(_ context.Context, m *runtime.Manager, o FeedOptions, _ feed.OpenF
 		return m, nil
 	}
 	m.Close()
-	return nil, rpc.FieldError("feed", feed.ErrNotBuilt.Error())
+	return nil, protocol.FieldErrorf("feed", "%s", feed.ErrNotBuilt.Error())
 }
 
 // feedHint is the file adapter's notify: the manager's hint.

@@ -35,13 +35,13 @@ type Options struct {
 // New returns the rpc.NewSessionFunc that builds sessions with these options.
 func New(o Options) rpc.NewSessionFunc {
 	return func(ctx context.Context, cfg rpc.SessionConfig) (rpc.Core, string, error) {
-		fo, err := o.Feed.merge(cfg.Feed, o.OpenFeed)
+		opts := cfg.Options
+		fo, err := o.Feed.merge(opts.Feed, o.OpenFeed)
 		if err != nil {
 			return nil, "", err
 		}
-		m := runtime.New(runtime.Config{Policy: cfg.Policy, Locator: cfg.Locator, OnChange: cfg.Notify, Logger: cfg.Logger,
-			Placement: cfg.Placement, CacheTTL: cfg.CacheTTL, Price: cfg.Price})
-		if len(cfg.Roots) == 0 {
+		m := runtime.New(runtime.Config{Options: opts, OnChange: cfg.Notify, Logger: cfg.Logger})
+		if len(opts.Roots) == 0 {
 			// Keyed sources only: file URIs must be refused, not taken for keys.
 			m.AddAdapter(noFiles{})
 			ka := keyed.New(cfg.Fetch)
@@ -51,8 +51,8 @@ func New(o Options) rpc.NewSessionFunc {
 		}
 		hint := &feedHint{m: m}
 		fa, err := fileadapter.New(fileadapter.Config{
-			Roots:        cfg.Roots,
-			Mode:         cfg.Watch,
+			Roots:        opts.Roots,
+			Mode:         opts.Watch,
 			PollInterval: o.PollInterval,
 			Debounce:     o.Debounce,
 			MaxBytes:     o.MaxSource,
@@ -62,14 +62,14 @@ func New(o Options) rpc.NewSessionFunc {
 			m.Close()
 			var re *fileadapter.RootError
 			if errors.As(err, &re) && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrInvalid)) {
-				return nil, "", rpc.FieldError(fmt.Sprintf("roots[%d]", re.Index), err.Error())
+				return nil, "", protocol.FieldErrorf(fmt.Sprintf("roots[%d]", re.Index), "%s", err.Error())
 			}
 			return nil, "", fmt.Errorf("start file watching: %w", err)
 		}
 		m.AddAdapter(fa)
 		ka := keyed.New(cfg.Fetch)
 		m.AddAdapter(ka)
-		core, err := withFeed(ctx, m, fo, o.OpenFeed, fa, ka, feedRoot(fo, cfg.Roots), cfg.Logger)
+		core, err := withFeed(ctx, m, fo, o.OpenFeed, fa, ka, feedRoot(fo, opts.Roots), cfg.Logger)
 		if err != nil {
 			return nil, "", err
 		}

@@ -113,7 +113,7 @@ const uri = "res://db/users/42"
 func setup(t *testing.T, pol protocol.PolicyConfig) (*runtime.Manager, *client) {
 	t.Helper()
 	c := &client{content: map[string]runtime.Content{}}
-	m := runtime.New(runtime.Config{Policy: pol})
+	m := runtime.New(runtime.Config{Options: protocol.InitializeParams{Policy: &pol}})
 	m.AddAdapter(keyed.New(c.fetch))
 	t.Cleanup(func() { m.Close() })
 	return m, c
@@ -213,7 +213,7 @@ func TestKeyedValidation(t *testing.T) {
 	m, _ := setup(t, protocol.PolicyConfig{})
 	ctx := context.Background()
 	_, err := m.Observe(ctx, protocol.ObserveParams{Agent: "main", Sources: []protocol.Source{{URI: uri, Text: "x"}}})
-	var fe *runtime.FieldError
+	var fe *protocol.FieldError
 	if !errors.As(err, &fe) || fe.Field != "sources[0].version" {
 		t.Fatalf("observe without version: %v", err)
 	}
