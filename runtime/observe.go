@@ -84,7 +84,7 @@ func (m *Manager) lookupAll(refs []protocol.Source) ([]*source, error) {
 			return nil, wrapSource("observe", i, ref.URI, err)
 		}
 		if s.reporter != nil && ref.Version == "" {
-			return nil, fieldErr(fmt.Sprintf("sources[%d].version", i), "required for keyed (non-file) sources")
+			return nil, protocol.FieldErrorf(fmt.Sprintf("sources[%d].version", i), "required for keyed (non-file) sources")
 		}
 		srcs[i] = s
 	}

@@ -1,61 +1,16 @@
 package runtime
 
+// The session's options (initialize's, protocol.InitializeParams) are
+// checked by their Validate; what is resolved from them once is here: the
+// locator thresholds with their defaults, and the operator's policy with
+// initialize's laid over it.
+
 import (
 	"maps"
 
 	"github.com/concord-ctx/concord/locator"
 	"github.com/concord-ctx/concord/protocol"
 )
-
-// effective is a policy with every field resolved.
-type effective struct {
-	local, drift protocol.Action
-	driftSet     bool // a layer chose drift (else it is the default, Suppress)
-	maxAge       int
-}
-
-// resolve merges the layers block > source > resource type > global, field
-// by field; invalid actions are skipped like empty ones. Caller holds m.mu.
-func (m *Manager) resolve(b *block, s *source) effective {
-	layers := make([]*protocol.Policy, 0, 4)
-	if b != nil && b.policy != nil {
-		layers = append(layers, b.policy)
-	}
-	if s != nil {
-		if p, ok := m.bySource[s.id]; ok {
-			layers = append(layers, &p)
-		}
-		if p, ok := m.opts.Policy.ByType[s.scheme]; ok {
-			layers = append(layers, &p)
-		}
-	}
-	layers = append(layers, &m.opts.Policy.Global)
-	e := effective{local: protocol.Patch, drift: protocol.Suppress}
-	var gotLocal, gotAge bool
-	for _, p := range layers {
-		if !gotLocal && p.Local.Valid() {
-			e.local, gotLocal = p.Local, true
-		}
-		if !e.driftSet && p.Drift.Valid() {
-			e.drift, e.driftSet = p.Drift, true
-		}
-		if !gotAge && p.MaxAgeTurns != nil && *p.MaxAgeTurns >= 0 {
-			e.maxAge, gotAge = *p.MaxAgeTurns, true
-		}
-	}
-	return e
-}
-
-// maxAge is the smallest positive age limit among the block's links; 0 = off.
-func (m *Manager) maxAge(b *block) int {
-	n := 0
-	for _, l := range b.links {
-		if a := m.resolve(b, l.src).maxAge; a > 0 && (n == 0 || a < n) {
-			n = a
-		}
-	}
-	return n
-}
 
 // MergePolicy lays over on base, field by field within each layer and key;
 // the result shares no map with either.
