@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // Version is the message format's version; a message of another version is
@@ -153,28 +154,28 @@ func checkPath(p string) error {
 	return nil
 }
 
-var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:.`)
-
 // checkURI accepts a keyed source's uri: a scheme other than file, and more.
 func checkURI(u string) error {
 	if err := plainText(u, maxKey); err != nil {
 		return err
 	}
-	if !schemeRE.MatchString(u) {
+	s := protocol.Scheme(u)
+	if s == "" || len(u) == len(s)+1 {
 		return errors.New("no scheme")
 	}
-	if len(u) >= 5 && strings.EqualFold(u[:5], "file:") {
+	if s == "file" {
 		return errors.New("a file goes by path, relative to the workspace root")
 	}
 	return nil
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // CheckName accepts a feed name: it is a token of a NATS subject and part of
 // a stream name, so letters, digits, '-' and '_' only.
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
+	other := func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+	}
+	if len(name) < 1 || len(name) > 64 || strings.IndexFunc(name, other) >= 0 {
 		return fmt.Errorf("feed name %q: want 1 to 64 letters, digits, '-' or '_'", name)
 	}
 	return nil

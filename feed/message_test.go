@@ -86,9 +86,25 @@ func TestEncodeRoundTrip(t *testing.T) {
 
 func TestCheckName(t *testing.T) {
 	for name, ok := range map[string]bool{"repo": true, "my_repo-2": true, "": false, "a.b": false, "a*": false, "a>": false,
-		"with space": false, strings.Repeat("x", 65): false} {
+		"with space": false, strings.Repeat("x", 65): false, strings.Repeat("x", 64): true, "é": false, "A_Z-09": true} {
 		if err := CheckName(name); (err == nil) != ok {
 			t.Errorf("CheckName(%q) = %v, want ok=%v", name, err, ok)
+		}
+	}
+}
+
+// TestCheckURI: a keyed source's uri is a scheme (a letter, then letters,
+// digits, '+', '-', '.'), a colon and at least one more character; not file.
+func TestCheckURI(t *testing.T) {
+	for u, want := range map[string]string{"res://db/1": "", "a+b.c-d:x": "", "R:x": "", "res:": "no scheme", ":x": "no scheme",
+		"1a:x": "no scheme", "a_b:x": "no scheme", "db/users": "no scheme", "file:///a": "a file goes by path, relative to the workspace root",
+		"FILE:x": "a file goes by path, relative to the workspace root", "res:\nx": "has a control character"} {
+		got := ""
+		if err := checkURI(u); err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("checkURI(%q) = %q, want %q", u, got, want)
 		}
 	}
 }
