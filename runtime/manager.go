@@ -98,12 +98,16 @@ func New(cfg Config) *Manager {
 		pol = *opts.Policy
 	}
 	opts.Policy = &pol // the Manager's own: the caller's stays the caller's
+	if err := pol.Validate("policy"); err != nil {
+		// A Go caller that skipped Validate: resolve skips invalid actions.
+		log.Warn("policy: invalid entries are ignored", "err", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
 		opts:      opts,
 		params:    LocatorParams(opts.Locator),
 		placement: cmp.Or(opts.Placement, DefaultPlacement),
-		cacheTTL:  cmp.Or(opts.Cache.TTL(), DefaultCacheTTL),
+		cacheTTL:  opts.Cache.TTL(),
 		clock:     cfg.Now,
 		onChange:  cfg.OnChange,
 		log:       log,
@@ -114,6 +118,9 @@ func New(cfg Config) *Manager {
 		ctx:       ctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
+	}
+	if m.cacheTTL <= 0 { // left out (Validate refuses <= 0 on the wire)
+		m.cacheTTL = DefaultCacheTTL
 	}
 	if opts.Cache != nil {
 		m.price = opts.Cache.Price
