@@ -132,23 +132,7 @@ func (m *Manager) load(ctx context.Context, src *source, ref protocol.Source) er
 		src.reporter.Report(src.id, ref.Version, text)
 	}
 	stamp, serr := src.adapter.Stamp(ctx, src.id)
-	var fresh, others bool
-	m.withLock(func() {
-		fresh = serr == nil && stamp != "" && src.stamp == stamp && src.state == statePresent && (src.known || src.reporter != nil)
-		others = len(src.links) > 0
-	})
-	switch {
-	case fresh:
-		return nil
-	case src.reporter != nil && !others:
-		// Nothing else depends on this source: take the client's word for
-		// the version instead of asking it to read again during observe.
-		m.withLock(func() {
-			m.applyUnknown(src, stamp, stamp)
-			if ref.Range == nil && stamp == ref.Version {
-				m.attribute(src, m.applyContent(src, stamp, Content{Text: ref.Text, Version: ref.Version}), "", "")
-			}
-		})
+	if m.settled(src, stamp, serr, ref) {
 		return nil
 	}
 	c, err := src.adapter.Read(ctx, src.id)
@@ -175,6 +159,26 @@ func (m *Manager) load(ctx context.Context, src *source, ref protocol.Source) er
 		return nil
 	}
 	return err
+}
+
+// settled reports, under the lock, that src needs no read: its stamp is
+// the one already applied, or it is a keyed source nothing else depends on,
+// so the client's word for the version is taken (and applied) instead of
+// asking it to read again during observe.
+func (m *Manager) settled(src *source, stamp string, serr error, ref protocol.Source) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case serr == nil && stamp != "" && src.stamp == stamp && src.state == statePresent && (src.known || src.reporter != nil):
+		return true
+	case src.reporter != nil && len(src.links) == 0:
+		m.applyUnknown(src, stamp, stamp)
+		if ref.Range == nil && stamp == ref.Version {
+			m.attribute(src, m.applyContent(src, stamp, Content{Text: ref.Text, Version: ref.Version}), "", "")
+		}
+		return true
+	}
+	return false
 }
 
 // register builds the block, verifies each link against the source's current
