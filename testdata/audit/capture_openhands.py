@@ -1,0 +1,101 @@
+"""Capture real OpenHands SDK session stores for `concord audit`'s tests.
+
+The pinned SDK (bindings/python) runs plain agents (no Concord) with the real
+file_editor and terminal tools against the scripted fake model of the binding
+tests (bindings/python/tests/fake_llm.py, 127.0.0.1), each conversation
+persisted with persistence_dir. The stores land in
+testdata/audit/openhands/<conversation id>/ (base_state.json, events/).
+
+    cd bindings/python && .venv/bin/python ../../testdata/audit/capture_openhands.py
+
+The workspace is /tmp/concord-audit/openhands (removed first), so the paths
+in the stores are the same on every run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "bindings/python/tests"))
+
+from pydantic import SecretStr  # noqa: E402
+
+from openhands.sdk import LLM, Agent, Conversation, Tool  # noqa: E402
+from openhands.tools.file_editor import FileEditorTool  # noqa: E402
+from openhands.tools.terminal import TerminalTool  # noqa: E402
+
+from fake_llm import FakeLLM, Reply  # noqa: E402
+
+WS = Path("/tmp/concord-audit/openhands")
+OUT = HERE / "openhands"
+
+
+def config(n: int = 20) -> str:
+    return "".join(f"setting_{i} = {i}\n" for i in range(1, n + 1))
+
+
+def run(name: str, files: dict[str, str], script) -> None:
+    ws = WS / name
+    ws.mkdir(parents=True)
+    for rel, text in files.items():
+        (ws / rel).write_text(text)
+    with FakeLLM(script(ws)) as fake:
+        llm = LLM(usage_id="agent", model="openai/fake", base_url=fake.base_url, api_key=SecretStr("sk-fake"),
+                  api_mode="chat", num_retries=0, timeout=30)
+        agent = Agent(llm=llm, tools=[Tool(name=FileEditorTool.name), Tool(name=TerminalTool.name)])
+        cid = uuid.uuid5(uuid.NAMESPACE_URL, "concord-audit/" + name)
+        conv = Conversation(agent=agent, workspace=str(ws), visualizer=None, persistence_dir=str(OUT),
+                            conversation_id=cid)
+        try:
+            conv.send_message("Please fix the config.")
+            conv.run()
+            fake.check()
+        finally:
+            conv.close()
+    print(name, cid)
+
+
+def read_edit_read(ws: Path):
+    f = str(ws / "config.py")
+    return [
+        lambda r: Reply.call("call_1", "file_editor", command="view", path=f),
+        lambda r: Reply.call("call_2", "file_editor", command="str_replace", path=f,
+                             old_str="setting_5 = 5\n", new_str="setting_5 = 50\nsetting_5b = 51\n"),
+        lambda r: Reply.call("call_3", "file_editor", command="view", path=f, view_range=[1, 10]),
+        lambda r: Reply.call("call_4", "file_editor", command="insert", path=f, insert_line=0,
+                             new_str="# tuned\n"),
+        lambda r: Reply.call("call_5", "terminal", command=f"grep -n setting_1 {f}"),
+        lambda r: Reply.finish(),
+    ]
+
+
+def changed_outside(ws: Path):
+    f = ws / "app.py"
+
+    def change(r):
+        # Out of band, between two model calls: a line changed, one added above.
+        f.write_text("import os\n" + config(12).replace("setting_8 = 8", "setting_8 = 'eight'"))
+        return Reply.call("call_2", "terminal", command=f"cat -n {f}")
+
+    return [
+        lambda r: Reply.call("call_1", "file_editor", command="view", path=str(f), view_range=[6, 10]),
+        change,
+        lambda r: Reply.call("call_3", "file_editor", command="str_replace", path=str(f),
+                             old_str="setting_3 = 3", new_str="setting_3 = 'three'"),
+        lambda r: Reply.finish(),
+    ]
+
+
+def main() -> None:
+    shutil.rmtree(WS, ignore_errors=True)
+    shutil.rmtree(OUT, ignore_errors=True)
+    run("read-edit-read", {"config.py": config()}, read_edit_read)
+    run("changed-outside", {"app.py": config(12)}, changed_outside)
+
+
+if __name__ == "__main__":
+    main()
