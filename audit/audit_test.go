@@ -1,0 +1,187 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/audit/golden from this run")
+
+const stores = "../testdata/audit"
+
+// golden compares got with testdata/audit/golden/name (or rewrites it).
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	file := filepath.Join(stores, "golden", name)
+	if *update {
+		if err := os.WriteFile(file, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run go test ./audit -run %s -update)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from this run (go test ./audit -update to accept):\n--- got\n%s", file, got)
+	}
+}
+
+// TestAuditRealStores replays the sessions the pinned OpenHands SDK and
+// OpenCode really wrote (testdata/audit/README.md) and checks the reports
+// against the goldens, and the facts each scenario was scripted to show.
+func TestAuditRealStores(t *testing.T) {
+	for _, dir := range []string{"openhands", "opencode"} {
+		t.Run(dir, func(t *testing.T) {
+			ins, errs := Find([]string{filepath.Join(stores, dir)})
+			if len(errs) > 0 || len(ins) != 2 {
+				t.Fatalf("inputs %v, errors %v: want the 2 captured sessions", ins, errs)
+			}
+			rep, err := Run(context.Background(), ins, Options{}, true, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Errors) > 0 {
+				t.Fatalf("errors: %v", rep.Errors)
+			}
+			var js bytes.Buffer
+			enc := json.NewEncoder(&js)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(rep); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, dir+".json", js.Bytes())
+			var txt bytes.Buffer
+			if err := rep.WriteText(&txt); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, dir+".txt", txt.Bytes())
+			for _, s := range rep.Sessions {
+				// Every scenario reads a file, then it changes (the agent's
+				// edit or behind its back) while the read is in context.
+				if s.StaleViews == 0 || s.StaleCalls == 0 || s.Concord.Errata+s.Concord.InPlace == 0 {
+					t.Errorf("%s: no stale view found or repaired: %+v", s.File, s)
+				}
+				if s.Calls < 4 {
+					t.Errorf("%s: %d model calls, the script made at least 4", s.File, s.Calls)
+				}
+			}
+		})
+	}
+}
+
+// treeSum is a checksum of every file (path, mode, content) under root.
+func treeSum(t *testing.T, root string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %v %d\n", p, info.Mode(), info.Size())
+		if d.Type().IsRegular() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h.Write(data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAuditDamagedInputs: unknown and damaged files each get an error
+// naming them, the other sessions are audited all the same, and nothing
+// under the input changes.
+func TestAuditDamagedInputs(t *testing.T) {
+	root := t.TempDir()
+	copyTree(t, filepath.Join(stores, "openhands"), filepath.Join(root, "openhands"))
+	copyTree(t, filepath.Join(stores, "opencode"), filepath.Join(root, "opencode"))
+	bad := map[string]string{
+		"truncated.json":   `{"info": {"id": "ses_x"}, "messages": [`,
+		"unknown.json":     `{"hello": "world"}`,
+		"notjson.jsonl":    "this is not json\n",
+		"orphan-tool.json": `[{"role":"tool","tool_call_id":"nope","content":"x"}]`,
+	}
+	for name, text := range bad {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A conversation with one event cut short.
+	broken := filepath.Join(root, "openhands-broken")
+	copyTree(t, filepath.Join(stores, "openhands"), broken)
+	events, _ := filepath.Glob(filepath.Join(broken, "*", "events", "event-00003-*.json"))
+	if len(events) == 0 {
+		t.Fatal("no event-00003 to damage")
+	}
+	if err := os.WriteFile(events[0], []byte(`{"kind": "ObservationEvent", "observation": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := treeSum(t, root)
+
+	ins, errs := Find([]string{root, filepath.Join(root, "missing")})
+	rep, err := Run(context.Background(), ins, Options{Timeline: true}, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Errors = append(errs, rep.Errors...)
+	if after := treeSum(t, root); after != before {
+		t.Fatal("the audit changed its input tree")
+	}
+	named := map[string]string{}
+	for _, e := range rep.Errors {
+		named[filepath.Base(e.File)] = e.Error
+	}
+	for _, want := range []string{"truncated.json", "unknown.json", "notjson.jsonl", "orphan-tool.json", "missing", filepath.Base(filepath.Dir(filepath.Dir(events[0])))} {
+		if _, ok := named[want]; !ok {
+			t.Errorf("no error names %s; errors: %v", want, rep.Errors)
+		}
+	}
+	if msg := named["unknown.json"]; !strings.Contains(msg, "not a session") {
+		t.Errorf("unknown.json: %q does not say what is accepted", msg)
+	}
+	// The 4 good sessions, and the broken copy's other conversation.
+	if rep.Totals.Sessions != 5 {
+		t.Errorf("%d sessions audited, want 5; errors %v", rep.Totals.Sessions, rep.Errors)
+	}
+}
