@@ -16,12 +16,14 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/audit/golden from this run")
 
-const stores = "../testdata/audit"
+const stores = "../testdata/audit/sessions"
+
+const goldenDir = "../testdata/audit/golden"
 
 // golden compares got with testdata/audit/golden/name (or rewrites it).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	file := filepath.Join(stores, "golden", name)
+	file := filepath.Join(goldenDir, name)
 	if *update {
 		if err := os.WriteFile(file, got, 0o644); err != nil {
 			t.Fatal(err)

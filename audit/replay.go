@@ -327,7 +327,7 @@ func (r *replayer) shownKind(rec *blockRec) string {
 			}
 			continue
 		}
-		if p.End <= len(lines) && strings.Join(lines[p.Start-1:p.End], "\n") == p.Text {
+		if p.Start >= 1 && p.End >= p.Start-1 && p.End <= len(lines) && strings.Join(lines[p.Start-1:p.End], "\n") == p.Text {
 			continue
 		}
 		if !strings.Contains("\n"+strings.Join(lines, "\n")+"\n", "\n"+p.Text+"\n") {

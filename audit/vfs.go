@@ -67,6 +67,7 @@ func (v *vfs) setWhole(p, text string) bool {
 // whether a line already known now reads otherwise (the file changed
 // behind the session's back, or by a command).
 func (v *vfs) merge(p string, start int, lines []string) bool {
+	start = max(start, 1)
 	f := v.file(p)
 	changed := f.unknown
 	if f.unknown {
@@ -132,6 +133,7 @@ func (v *vfs) insert(p string, after int, text string) bool {
 // splice replaces oldN lines at line at (1-based) with the new lines: an
 // edit known only by where it happened and what it left.
 func (v *vfs) splice(p string, at, oldN int, lines []string) {
+	at, oldN = max(at, 1), max(oldN, 0)
 	f := v.file(p)
 	for len(f.lines) < at-1+oldN {
 		f.lines = append(f.lines, v.hole())

@@ -3,7 +3,7 @@
 // The pinned opencode-ai (bindings/ts node_modules) runs without any plugin against the scripted
 // fake model of the binding's e2e tests (127.0.0.1), in a project under /tmp/concord-audit/opencode
 // with HOME/XDG dirs of its own; then `opencode export <sessionID>` prints the session, which is
-// saved as testdata/audit/opencode/<scenario>.json. OpenCode 1.18 keeps sessions in SQLite
+// saved as testdata/audit/sessions/opencode/<scenario>.json. OpenCode 1.18 keeps sessions in SQLite
 // (opencode.db); the export is the JSON form the audit reads.
 //
 //   make -C bindings/ts build && node testdata/audit/capture_opencode.mjs
@@ -18,7 +18,7 @@ const { runOpencode, opencodeBinary } = await import(path.join(ts, "dist/test/e2
 const { FakeModel } = await import(path.join(ts, "dist/test/e2e/fakemodel.js"))
 
 const ROOT = "/tmp/concord-audit/opencode"
-const OUT = path.join(here, "opencode")
+const OUT = path.join(here, "sessions", "opencode")
 const CONFIG = Array.from({ length: 12 }, (_, i) => `key_${i + 1}: value ${i + 1}`).join("\n") + "\n"
 
 function workspace(name, files) {

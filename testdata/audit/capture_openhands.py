@@ -4,7 +4,7 @@ The pinned SDK (bindings/python) runs plain agents (no Concord) with the real
 file_editor and terminal tools against the scripted fake model of the binding
 tests (bindings/python/tests/fake_llm.py, 127.0.0.1), each conversation
 persisted with persistence_dir. The stores land in
-testdata/audit/openhands/<conversation id>/ (base_state.json, events/).
+testdata/audit/sessions/openhands/<conversation id>/ (base_state.json, events/).
 
     cd bindings/python && .venv/bin/python ../../testdata/audit/capture_openhands.py
 
@@ -31,7 +31,7 @@ from openhands.tools.terminal import TerminalTool  # noqa: E402
 from fake_llm import FakeLLM, Reply  # noqa: E402
 
 WS = Path("/tmp/concord-audit/openhands")
-OUT = HERE / "openhands"
+OUT = HERE / "sessions" / "openhands"
 
 
 def config(n: int = 20) -> str:
