@@ -270,14 +270,15 @@ func (r *replayer) staleKind(bv protocol.BlockView, rec *blockRec) string {
 	case protocol.Invalid:
 		return StaleGone
 	case protocol.Patched:
-		total := 0
-		for _, s := range bv.Sources {
-			total += len(s.Text)
+		if len(bv.Sources) != len(rec.parts) {
+			return StaleChanged
 		}
-		if total == rec.chars && len(bv.Sources) == len(rec.files) {
-			return StaleMoved
+		for i, s := range bv.Sources {
+			if s.Text != rec.parts[i].Text {
+				return StaleChanged
+			}
 		}
-		return StaleChanged
+		return StaleMoved // the same text, at other lines
 	}
 	return StaleOther
 }

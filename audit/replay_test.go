@@ -107,6 +107,21 @@ func TestReplay(t *testing.T) {
 			m.tool("c3", "read", map[string]any{"filePath": f}, ocRead(f, []string{"something else entirely"}, 1, 1))
 			m.final()
 		}, 1, 2, nil},
+		{"written by a command, seen by a later read", func(m *msgs) {
+			// serve learns of a command's write from the file watcher; the
+			// replay when a later read shows the file otherwise.
+			upper := append([]string(nil), ten...)
+			upper[1] = "LINE 2 of the file"
+			m.tool("c1", "read", map[string]any{"filePath": f, "offset": 1, "limit": 3}, ocRead(f, ten, 1, 3))
+			m.tool("c2", "bash", map[string]any{"command": "sed -i 2s/line/LINE/ " + f, "description": "x"}, "")
+			m.tool("c3", "read", map[string]any{"filePath": f, "offset": 2, "limit": 1}, ocRead(f, upper, 2, 2))
+			m.final()
+		}, 1, 1, map[string]int{StaleChanged: 1}},
+		{"an edit of lines never shown", func(m *msgs) {
+			m.tool("c1", "read", map[string]any{"filePath": f, "offset": 1, "limit": 3}, ocRead(f, ten, 1, 3))
+			m.tool("c2", "edit", map[string]any{"filePath": f, "oldString": "line 9 of", "newString": "line nine of"}, "Edit applied successfully.")
+			m.final()
+		}, 1, 1, map[string]int{StaleGone: 1}},
 		{"re-read after the edit is fresh", func(m *msgs) {
 			m.tool("c1", "read", map[string]any{"filePath": f}, ocRead(f, ten, 1, 10))
 			m.tool("c2", "edit", map[string]any{"filePath": f, "oldString": "line 1 of the file", "newString": "inserted at the top\nline 1 of the file"}, "Edit applied successfully.")

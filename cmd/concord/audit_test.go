@@ -16,7 +16,13 @@ const auditStores = "../../testdata/audit/sessions"
 // runBin runs the real binary and returns stdout, stderr and the status.
 func runBin(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return runBinIn(t, "", args...)
+}
+
+func runBinIn(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(concordBin, args...)
+	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -26,11 +32,12 @@ func runBin(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 }
 
-// TestAuditCommand: the binary on the captured stores prints the summary
-// the README shows (golden: testdata/audit/golden/cli.txt), and --json is
-// the report; a damaged input is named on stderr with status 1.
+// TestAuditCommand: the binary on the captured stores, run from the
+// repository's root as the README shows, prints the summary the README
+// pastes (golden: testdata/audit/golden/cli.txt), and --json is the
+// report; a damaged input is named on stderr with status 1.
 func TestAuditCommand(t *testing.T) {
-	out, stderr, code := runBin(t, "audit", "--price", "anthropic", auditStores+"/openhands", auditStores+"/opencode")
+	out, stderr, code := runBinIn(t, "../..", "audit", "--price", "anthropic", "testdata/audit/sessions")
 	if code != 0 || stderr != "" {
 		t.Fatalf("status %d, stderr %q", code, stderr)
 	}
@@ -41,6 +48,19 @@ func TestAuditCommand(t *testing.T) {
 		}
 	} else if want, err := os.ReadFile(golden); err != nil || string(want) != out {
 		t.Errorf("output differs from %s (go test ./cmd/concord -run AuditCommand -update):\n%s", golden, out)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = "    " + l // a Markdown code block; blank lines stay blank
+		}
+	}
+	if !strings.Contains(string(readme), strings.Join(lines, "\n")) {
+		t.Errorf("README.md does not show this run's output (section \"See how much stale context your agents worked from\"):\n%s", out)
 	}
 	js, _, code := runBin(t, "audit", "--json", auditStores)
 	var rep struct {
