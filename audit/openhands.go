@@ -85,70 +85,14 @@ func loadOpenHands(dir string) (*Session, error) {
 	if data, err := os.ReadFile(filepath.Join(dir, "base_state.json")); err == nil && json.Unmarshal(data, &state) == nil && state.ID != "" {
 		s.ID = state.ID
 	}
-	args := map[string]json.RawMessage{}
-	lastResponse := ""
+	r := ohReader{s: s, args: map[string]json.RawMessage{}}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
-		var ev ohEvent
-		if err := json.Unmarshal(data, &ev); err != nil {
+		if err := r.event(data); err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Base(f), err)
-		}
-		if ev.Kind == "" {
-			return nil, fmt.Errorf("%s: not an event (no kind)", filepath.Base(f))
-		}
-		at := ohTime(ev.Timestamp)
-		switch ev.Kind {
-		case "ActionEvent":
-			if ev.LLMResponse == "" || ev.LLMResponse != lastResponse {
-				s.Steps = append(s.Steps, Step{Model: true, Time: at})
-				lastResponse = ev.LLMResponse
-			}
-			chars := 0
-			for _, t := range ev.Thought {
-				chars += len(t.Text)
-			}
-			if ev.ToolCall != nil {
-				args[ev.ToolCallID] = json.RawMessage(ev.ToolCall.Arguments)
-				chars += len(ev.ToolCall.Arguments)
-			}
-			s.Steps = append(s.Steps, Step{Chars: chars})
-		case "ObservationEvent":
-			if ev.Observation == nil {
-				return nil, fmt.Errorf("%s: an observation event without its observation", filepath.Base(f))
-			}
-			o := ev.Observation
-			out := o.text()
-			call := &recognize.Call{Runtime: recognize.OpenHands, Tool: ev.ToolName, Args: args[ev.ToolCallID],
-				Output: out, Error: o.IsError}
-			if a := call.Args; len(a) > 0 && !json.Valid(a) {
-				call.Args = nil
-			}
-			exit := o.ExitCode
-			if o.Metadata != nil {
-				if exit == nil {
-					exit = o.Metadata.ExitCode
-				}
-				call.Cwd = o.Metadata.WorkingDir
-				call.Truncated = o.Metadata.Prefix != "" // "[Previous command outputs are truncated ...]"
-			}
-			if exit != nil && !o.Timeout {
-				call.ExitCode = exit
-			}
-			s.Steps = append(s.Steps, Step{Tool: call, Anchor: ev.ToolCallID, Time: at, Chars: len(out), After: o.NewContent})
-		case "MessageEvent":
-			if ev.Source == "agent" {
-				s.Steps = append(s.Steps, Step{Model: true, Time: at})
-				lastResponse = ""
-			}
-			s.Steps = append(s.Steps, Step{Chars: len(ev.LLMMessage)})
-		default:
-			// System prompt, errors, condensations, state updates: no tool result.
-			if ev.Kind == "SystemPromptEvent" {
-				s.Steps = append(s.Steps, Step{Chars: len(data)})
-			}
 		}
 	}
 	return s, nil
@@ -161,4 +105,78 @@ func ohTime(s string) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// ohReader turns events into steps, one at a time.
+type ohReader struct {
+	s            *Session
+	args         map[string]json.RawMessage // tool call id -> the action's arguments
+	lastResponse string
+}
+
+func (r *ohReader) event(data []byte) error {
+	var ev ohEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return err
+	}
+	if ev.Kind == "" {
+		return errors.New("not an event (no kind)")
+	}
+	s, at := r.s, ohTime(ev.Timestamp)
+	switch ev.Kind {
+	case "ActionEvent":
+		if ev.LLMResponse == "" || ev.LLMResponse != r.lastResponse {
+			s.Steps = append(s.Steps, Step{Model: true, Time: at})
+			r.lastResponse = ev.LLMResponse
+		}
+		chars := 0
+		for _, t := range ev.Thought {
+			chars += len(t.Text)
+		}
+		if ev.ToolCall != nil {
+			r.args[ev.ToolCallID] = json.RawMessage(ev.ToolCall.Arguments)
+			chars += len(ev.ToolCall.Arguments)
+		}
+		s.Steps = append(s.Steps, Step{Chars: chars})
+	case "ObservationEvent":
+		if ev.Observation == nil {
+			return errors.New("an observation event without its observation")
+		}
+		st := r.observation(&ev)
+		st.Time = at
+		s.Steps = append(s.Steps, st)
+	case "MessageEvent":
+		if ev.Source == "agent" {
+			s.Steps = append(s.Steps, Step{Model: true, Time: at})
+			r.lastResponse = ""
+		}
+		s.Steps = append(s.Steps, Step{Chars: len(ev.LLMMessage)})
+	case "SystemPromptEvent":
+		s.Steps = append(s.Steps, Step{Chars: len(data)})
+	}
+	// Other kinds (errors, condensations, state updates) carry no tool result.
+	return nil
+}
+
+// observation is a tool result as the binding hands it to recognize.
+func (r *ohReader) observation(ev *ohEvent) Step {
+	o := ev.Observation
+	out := o.text()
+	call := &recognize.Call{Runtime: recognize.OpenHands, Tool: ev.ToolName, Args: r.args[ev.ToolCallID],
+		Output: out, Error: o.IsError}
+	if a := call.Args; len(a) > 0 && !json.Valid(a) {
+		call.Args = nil
+	}
+	exit := o.ExitCode
+	if o.Metadata != nil {
+		if exit == nil {
+			exit = o.Metadata.ExitCode
+		}
+		call.Cwd = o.Metadata.WorkingDir
+		call.Truncated = o.Metadata.Prefix != "" // "[Previous command outputs are truncated ...]"
+	}
+	if exit != nil && !o.Timeout {
+		call.ExitCode = exit
+	}
+	return Step{Tool: call, Anchor: ev.ToolCallID, Chars: len(out), After: o.NewContent}
 }
