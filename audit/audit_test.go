@@ -187,3 +187,29 @@ func TestAuditDamagedInputs(t *testing.T) {
 		t.Errorf("%d sessions audited, want 5; errors %v", rep.Totals.Sessions, rep.Errors)
 	}
 }
+
+// TestProgressBar: the bar is drawn in place and ends its line at the
+// last input; a pipe or a buffer is no terminal (no bar there).
+func TestProgressBar(t *testing.T) {
+	var b bytes.Buffer
+	p := ProgressBar(&b)
+	for i := 1; i <= 4; i++ {
+		p(i, 4)
+	}
+	want := "\r[#######.......................] 1/4 sessions" +
+		"\r[###############...............] 2/4 sessions" +
+		"\r[######################........] 3/4 sessions" +
+		"\r[##############################] 4/4 sessions\n"
+	if b.String() != want {
+		t.Errorf("got %q\nwant %q", b.String(), want)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if IsTerminal(&b) || IsTerminal(w) {
+		t.Error("a buffer or a pipe taken for a terminal")
+	}
+}

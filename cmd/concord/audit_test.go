@@ -146,3 +146,26 @@ func TestAuditHTMLInChromium(t *testing.T) {
 		t.Errorf("screenshot %v, %v: want a rendered page", st, err)
 	}
 }
+
+// TestAuditProgressOnTerminal: with stderr on a terminal (a pty from
+// util-linux script) the bar is drawn there; on a pipe (every other test
+// here) stderr stays empty.
+func TestAuditProgressOnTerminal(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("SKIPPED: no util-linux script to give the binary a terminal")
+	}
+	stores, err := filepath.Abs(auditStores)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only stderr goes to the pty; stdout is dropped.
+	line := concordBin + " audit " + stores + " 2>&1 >/dev/null"
+	out, err := exec.Command(script, "-qec", line, "/dev/null").Output()
+	if err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if !strings.Contains(string(out), "\r[###") || !strings.Contains(string(out), "4/4 sessions") {
+		t.Errorf("no progress bar on the terminal: %q", out)
+	}
+}
