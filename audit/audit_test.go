@@ -39,15 +39,19 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
+// condensedID is the OpenHands session whose history the SDK's
+// LLMSummarizingCondenser condensed twice.
+const condensedID = "c4d6379d-cf4e-5874-9058-3a909ff3eeec"
+
 // TestAuditRealStores replays the sessions the pinned OpenHands SDK and
 // OpenCode really wrote (testdata/audit/README.md) and checks the reports
 // against the goldens, and the facts each scenario was scripted to show.
 func TestAuditRealStores(t *testing.T) {
-	for _, dir := range []string{"openhands", "opencode"} {
+	for dir, n := range map[string]int{"openhands": 3, "opencode": 2} {
 		t.Run(dir, func(t *testing.T) {
 			ins, errs := Find([]string{filepath.Join(stores, dir)})
-			if len(errs) > 0 || len(ins) != 2 {
-				t.Fatalf("inputs %v, errors %v: want the 2 captured sessions", ins, errs)
+			if len(errs) > 0 || len(ins) != n {
+				t.Fatalf("inputs %v, errors %v: want the %d captured sessions", ins, errs, n)
 			}
 			rep, err := Run(context.Background(), ins, Options{}, true, nil)
 			if err != nil {
@@ -76,6 +80,16 @@ func TestAuditRealStores(t *testing.T) {
 				}
 				if s.Calls < 4 {
 					t.Errorf("%s: %d model calls, the script made at least 4", s.File, s.Calls)
+				}
+				if s.Session == condensedID {
+					// The SDK's condenser forgot the first four calls' results:
+					// the whole-file view went stale at the edit after it and
+					// was carried 2 calls; the view of lines 10-14 went stale
+					// only after it had been forgotten.
+					if s.Condensations != 2 || s.StaleViews != 1 || s.Duration.Max != 2 {
+						t.Errorf("condensed session: %d condensations, %d stale views carried at most %d calls; want 2, 1, 2",
+							s.Condensations, s.StaleViews, s.Duration.Max)
+					}
 				}
 			}
 		})
@@ -182,9 +196,9 @@ func TestAuditDamagedInputs(t *testing.T) {
 	if msg := named["unknown.json"]; !strings.Contains(msg, "not a session") {
 		t.Errorf("unknown.json: %q does not say what is accepted", msg)
 	}
-	// The 4 good sessions, and the broken copy's other conversation.
-	if rep.Totals.Sessions != 5 {
-		t.Errorf("%d sessions audited, want 5; errors %v", rep.Totals.Sessions, rep.Errors)
+	// The 5 good sessions, and the broken copy's 2 other conversations.
+	if rep.Totals.Sessions != 7 {
+		t.Errorf("%d sessions audited, want 7; errors %v", rep.Totals.Sessions, rep.Errors)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 // MessageEvents (a reply without tools); ObservationEvents are the tool
 // results, with the action's arguments from its ActionEvent (tool_call_id).
 type ohEvent struct {
+	ID          string          `json:"id"`
 	Kind        string          `json:"kind"`
 	Timestamp   string          `json:"timestamp"`
 	Source      string          `json:"source"`
@@ -33,6 +34,8 @@ type ohEvent struct {
 	Thought     []struct {
 		Text string `json:"text"`
 	} `json:"thought"`
+	Forgotten []string `json:"forgotten_event_ids"` // Condensation
+	Summary   *string  `json:"summary"`
 }
 
 type ohToolCall struct {
@@ -85,7 +88,7 @@ func loadOpenHands(dir string) (*Session, error) {
 	if data, err := os.ReadFile(filepath.Join(dir, "base_state.json")); err == nil && json.Unmarshal(data, &state) == nil && state.ID != "" {
 		s.ID = state.ID
 	}
-	r := ohReader{s: s, args: map[string]json.RawMessage{}}
+	r := ohReader{s: s, args: map[string]json.RawMessage{}, events: map[string]ohSeen{}}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -112,6 +115,13 @@ type ohReader struct {
 	s            *Session
 	args         map[string]json.RawMessage // tool call id -> the action's arguments
 	lastResponse string
+	events       map[string]ohSeen // event id -> what it added, for condensations
+}
+
+// ohSeen is what one event added to the prompt.
+type ohSeen struct {
+	anchor string // an observation's tool call id
+	chars  int
 }
 
 func (r *ohReader) event(data []byte) error {
@@ -123,6 +133,19 @@ func (r *ohReader) event(data []byte) error {
 		return errors.New("not an event (no kind)")
 	}
 	s, at := r.s, ohTime(ev.Timestamp)
+	n := len(s.Steps)
+	defer func() {
+		seen := ohSeen{}
+		for _, st := range s.Steps[n:] {
+			seen.chars += st.Chars
+			if st.Tool != nil {
+				seen.anchor = st.Anchor
+			}
+		}
+		if ev.ID != "" {
+			r.events[ev.ID] = seen
+		}
+	}()
 	switch ev.Kind {
 	case "ActionEvent":
 		if ev.LLMResponse == "" || ev.LLMResponse != r.lastResponse {
@@ -153,8 +176,23 @@ func (r *ohReader) event(data []byte) error {
 		s.Steps = append(s.Steps, Step{Chars: len(ev.LLMMessage)})
 	case "SystemPromptEvent":
 		s.Steps = append(s.Steps, Step{Chars: len(data)})
+	case "Condensation":
+		// The condenser dropped these events from the view the model gets
+		// (their summary takes their place): the prompt is rebuilt.
+		st := Step{Forget: []string{}}
+		for _, id := range ev.Forgotten {
+			seen := r.events[id]
+			st.ForgetChars += seen.chars
+			if seen.anchor != "" {
+				st.Forget = append(st.Forget, seen.anchor)
+			}
+		}
+		if ev.Summary != nil {
+			st.Chars = len(*ev.Summary)
+		}
+		s.Steps = append(s.Steps, st)
 	}
-	// Other kinds (errors, condensations, state updates) carry no tool result.
+	// Other kinds (errors, state updates) carry no tool result.
 	return nil
 }
 

@@ -49,6 +49,7 @@ type blockRec struct {
 	at             int // prompt chars before it (its offset)
 	call           int // model calls made before it was observed
 	stale          bool
+	forgotten      bool // condensed out of the prompt
 	kind           string
 	since, calls   int
 }
@@ -66,6 +67,8 @@ type replayer struct {
 	chars  int // prompt chars so far
 	calls  int
 	errata int // erratum chars now at the tail
+	// rebuilt: the runtime condensed its history since the last call.
+	rebuilt bool
 }
 
 // Replay replays one session.
@@ -95,10 +98,13 @@ func Replay(ctx context.Context, s *Session, opt Options) (*SessionReport, error
 			r.now = r.now.Add(time.Second)
 		}
 		var err error
-		if st.Model {
+		switch {
+		case st.Model:
 			err = r.call()
-		} else if st.Tool != nil {
+		case st.Tool != nil:
 			err = r.tool(st)
+		case st.Forget != nil:
+			err = r.forget(st)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: step %d: %w", s.File, i+1, err)
@@ -189,13 +195,38 @@ func writes(res recognize.Result, p string) bool {
 	return false
 }
 
+// forget is a condensation: the forgotten tool results leave the prompt
+// (released, as the binding does), and the next call's prompt is rebuilt.
+func (r *replayer) forget(st *Step) error {
+	r.rebuilt = true
+	r.rep.Condensations++
+	r.chars = max(r.chars-st.ForgetChars, 0)
+	gone := map[string]bool{}
+	for _, a := range st.Forget {
+		gone[a] = true
+	}
+	for _, rec := range r.order {
+		if gone[rec.anchor] {
+			rec.forgotten = true
+		}
+	}
+	if len(st.Forget) == 0 {
+		return nil
+	}
+	if _, err := r.m.Release(r.ctx, protocol.ReleaseParams{Agent: agent, Anchors: st.Forget}); err != nil {
+		return fmt.Errorf("release of condensed results: %w", err)
+	}
+	return nil
+}
+
 // call is one model call: what Concord would have sent (sync), and what
 // of the raw prompt was stale.
 func (r *replayer) call() error {
 	r.calls++
 	r.rep.Calls++
 	r.rep.PromptTokens += tokens(r.chars)
-	sr, err := r.m.Sync(r.ctx, protocol.SyncParams{Agent: agent, Turn: r.calls, PromptChars: r.chars})
+	sr, err := r.m.Sync(r.ctx, protocol.SyncParams{Agent: agent, Turn: r.calls, PromptChars: r.chars, PrefixRebuilt: r.rebuilt})
+	r.rebuilt = false
 	if err != nil {
 		return fmt.Errorf("sync before call %d: %w", r.calls, err)
 	}
@@ -238,7 +269,7 @@ func (r *replayer) call() error {
 	}
 	var pt CallPoint
 	for _, rec := range r.order {
-		if !rec.stale {
+		if !rec.stale || rec.forgotten {
 			continue
 		}
 		rec.calls++

@@ -37,6 +37,7 @@ type SessionReport struct {
 	OutsideChanges int         `json:"outsideChanges"` // reads that showed a file changed behind the agent's back
 	Listings       int         `json:"listings"`       // directory listings (not replayed)
 	Unrecognized   int         `json:"unrecognized"`   // tool calls with arguments that are not JSON
+	Condensations  int         `json:"condensations"`  // the runtime condensed its history (forgotten results leave the prompt)
 	Concord        Concord     `json:"concord"`
 	Timeline       []CallPoint `json:"timeline,omitempty"`
 }

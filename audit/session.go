@@ -42,4 +42,8 @@ type Step struct {
 	// After is the written file's whole content after the tool ran, when
 	// the log keeps it (OpenHands' file_editor new_content).
 	After *string
+	// Forget: the runtime condensed its history; these tool calls' results
+	// (and ForgetChars of prompt) left the prompt, which was rebuilt.
+	Forget      []string
+	ForgetChars int
 }

@@ -25,6 +25,7 @@ sys.path.insert(0, str(HERE.parents[1] / "bindings/python/tests"))
 from pydantic import SecretStr  # noqa: E402
 
 from openhands.sdk import LLM, Agent, Conversation, Tool  # noqa: E402
+from openhands.sdk.context.condenser import LLMSummarizingCondenser  # noqa: E402
 from openhands.tools.file_editor import FileEditorTool  # noqa: E402
 from openhands.tools.terminal import TerminalTool  # noqa: E402
 
@@ -38,15 +39,22 @@ def config(n: int = 20) -> str:
     return "".join(f"setting_{i} = {i}\n" for i in range(1, n + 1))
 
 
-def run(name: str, files: dict[str, str], script) -> None:
+def run(name: str, files: dict[str, str], script, condense: int = 0) -> None:
     ws = WS / name
     ws.mkdir(parents=True)
     for rel, text in files.items():
         (ws / rel).write_text(text)
-    with FakeLLM(script(ws)) as fake:
-        llm = LLM(usage_id="agent", model="openai/fake", base_url=fake.base_url, api_key=SecretStr("sk-fake"),
-                  api_mode="chat", num_retries=0, timeout=30)
-        agent = Agent(llm=llm, tools=[Tool(name=FileEditorTool.name), Tool(name=TerminalTool.name)])
+    # untooled: the condenser's summary requests (no tools) get this text.
+    with FakeLLM(script(ws), untooled="Summary: the agent viewed and edited the config.") as fake:
+        def llm(usage_id: str) -> LLM:
+            return LLM(usage_id=usage_id, model="openai/fake", base_url=fake.base_url, api_key=SecretStr("sk-fake"),
+                       api_mode="chat", num_retries=0, timeout=30)
+        condenser = None
+        if condense:
+            # Past `condense` events the SDK's own summarizing condenser forgets the older half.
+            condenser = LLMSummarizingCondenser(llm=llm("condenser"), max_size=condense, keep_first=2)
+        agent = Agent(llm=llm("agent"), tools=[Tool(name=FileEditorTool.name), Tool(name=TerminalTool.name)],
+                      condenser=condenser)
         cid = uuid.uuid5(uuid.NAMESPACE_URL, "concord-audit/" + name)
         conv = Conversation(agent=agent, workspace=str(ws), visualizer=None, persistence_dir=str(OUT),
                             conversation_id=cid)
@@ -90,11 +98,28 @@ def changed_outside(ws: Path):
     ]
 
 
+def condensed(ws: Path):
+    f = str(ws / "config.py")
+    return [
+        lambda r: Reply.call("call_1", "file_editor", command="view", path=f),
+        lambda r: Reply.call("call_2", "file_editor", command="str_replace", path=f,
+                             old_str="setting_2 = 2\n", new_str="setting_2 = 20\n"),
+        lambda r: Reply.call("call_3", "file_editor", command="view", path=f, view_range=[10, 14]),
+        lambda r: Reply.call("call_4", "file_editor", command="str_replace", path=f,
+                             old_str="setting_12 = 12\n", new_str="setting_12 = 120\n"),
+        lambda r: Reply.call("call_5", "file_editor", command="view", path=f, view_range=[1, 4]),
+        lambda r: Reply.call("call_6", "file_editor", command="view", path=f, view_range=[15, 18]),
+        lambda r: Reply.call("call_7", "file_editor", command="view", path=f, view_range=[5, 8]),
+        lambda r: Reply.finish(),
+    ]
+
+
 def main() -> None:
     shutil.rmtree(WS, ignore_errors=True)
     shutil.rmtree(OUT, ignore_errors=True)
     run("read-edit-read", {"config.py": config()}, read_edit_read)
     run("changed-outside", {"app.py": config(12)}, changed_outside)
+    run("condensed", {"config.py": config()}, condensed, condense=8)
 
 
 if __name__ == "__main__":
