@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -75,21 +74,16 @@ func parseOpenAI(file string, data []byte) (*Session, error) {
 			return nil, errors.New("a JSON object without \"messages\"")
 		}
 	default:
-		sc := bufio.NewScanner(bytes.NewReader(trim))
-		sc.Buffer(make([]byte, 64<<10), 64<<20)
-		for n := 1; sc.Scan(); n++ {
-			line := bytes.TrimSpace(sc.Bytes())
+		for n, line := range bytes.Split(trim, []byte("\n")) {
+			line = bytes.TrimSpace(line)
 			if len(line) == 0 {
 				continue
 			}
 			var m oaMessage
 			if err := json.Unmarshal(line, &m); err != nil {
-				return nil, fmt.Errorf("line %d: %w", n, err)
+				return nil, fmt.Errorf("line %d: %w", n+1, err)
 			}
 			sess.Messages = append(sess.Messages, m)
-		}
-		if err := sc.Err(); err != nil {
-			return nil, err
 		}
 	}
 	return sess.steps(file)
