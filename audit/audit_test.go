@@ -47,7 +47,7 @@ const condensedID = "c4d6379d-cf4e-5874-9058-3a909ff3eeec"
 // OpenCode really wrote (testdata/audit/README.md) and checks the reports
 // against the goldens, and the facts each scenario was scripted to show.
 func TestAuditRealStores(t *testing.T) {
-	for dir, n := range map[string]int{"openhands": 3, "opencode": 2} {
+	for dir, n := range map[string]int{"openhands": 3, "opencode": 2, "openai": 2} {
 		t.Run(dir, func(t *testing.T) {
 			ins, errs := Find([]string{filepath.Join(stores, dir)})
 			if len(errs) > 0 || len(ins) != n {
@@ -225,5 +225,45 @@ func TestProgressBar(t *testing.T) {
 	defer w.Close()
 	if IsTerminal(&b) || IsTerminal(w) {
 		t.Error("a buffer or a pipe taken for a terminal")
+	}
+}
+
+// TestAuditOpenAIMatchesOpenHands: the same two OpenHands sessions, once
+// from the SDK's persisted events and once as the model received them (an
+// OpenAI-format message list), give the same stale figures.
+func TestAuditOpenAIMatchesOpenHands(t *testing.T) {
+	audit := func(path string) *SessionReport {
+		t.Helper()
+		ins, errs := Find([]string{path})
+		if len(errs) > 0 || len(ins) != 1 {
+			t.Fatalf("%s: %v %v", path, ins, errs)
+		}
+		rep, err := Run(context.Background(), ins, Options{}, true, nil)
+		if err != nil || len(rep.Errors) > 0 {
+			t.Fatal(err, rep.Errors)
+		}
+		return rep.Sessions[0]
+	}
+	for name, store := range map[string]string{
+		"read-edit-read":  "0f70993276f454b88faa740cf601b85e",
+		"changed-outside": "8e87b4649a375a76a5266a829b0e05e7",
+	} {
+		t.Run(name, func(t *testing.T) {
+			oh := audit(filepath.Join(stores, "openhands", store))
+			oa := audit(filepath.Join(stores, "openai", "openhands-"+name+".json"))
+			type figures struct {
+				Calls, StaleCalls, Views, StaleViews, StaleTokens int
+				ByKind, ByFormat                                  map[string]int
+				Duration                                          Duration
+				Errata, InPlace                                   int
+			}
+			fig := func(s *SessionReport) figures {
+				return figures{s.Calls, s.StaleCalls, s.Views, s.StaleViews, s.StaleTokens, s.ByKind, s.ByFormat, s.Duration,
+					s.Concord.Errata, s.Concord.InPlace}
+			}
+			if a, b := fig(oh), fig(oa); fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Errorf("persisted events: %+v\nmessage list:     %+v", a, b)
+			}
+		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/concord-ctx/concord/recognize"
@@ -116,6 +118,9 @@ func (sess *oaSession) steps(file string) (*Session, error) {
 			if call.Runtime == "" {
 				call.Runtime = runtimeOf(tc.Function.Name)
 			}
+			if call.Runtime == recognize.OpenHands && ohTerminals[call.Tool] && m.ExitCode == nil {
+				openhandsTerminal(call)
+			}
 			st := Step{Anchor: m.ToolCallID, Chars: len(text)}
 			if call.Runtime != "" {
 				st.Tool = call
@@ -129,6 +134,8 @@ func (sess *oaSession) steps(file string) (*Session, error) {
 	}
 	return s, nil
 }
+
+var ohTerminals = map[string]bool{"terminal": true, "execute_bash": true, "bash": true}
 
 func runtimeOf(tool string) string {
 	switch {
@@ -172,4 +179,56 @@ func contentText(raw json.RawMessage) string {
 		}
 	}
 	return b.String()
+}
+
+// OpenHands' terminal shows the model its output with the command's
+// metadata around it (openhands-tools 1.58.2, TerminalObservation.
+// to_llm_content): prefix + output + "\n[The command completed with exit
+// code N.]" + "\n[Current working directory: D]" + "\n[Python interpreter:
+// P]" + "\n[Command finished with exit code N]". The binding hands
+// recognize the output alone, with the exit code and directory beside it.
+var (
+	ohExitDone  = regexp.MustCompile(`\n\[The command completed with exit code (-?\d+)\.[^\]\n]*\]$`)
+	ohExitFinal = regexp.MustCompile(`\n\[Command finished with exit code (-?\d+)\]$`)
+	ohPython    = regexp.MustCompile(`\n\[Python interpreter: [^\]\n]*\]$`)
+	ohCwd       = regexp.MustCompile(`\n\[Current working directory: ([^\]\n]*)\]$`)
+)
+
+const ohCutPrefix = "[Previous command outputs are truncated."
+
+// openhandsTerminal takes the metadata off a terminal result as the model
+// saw it.
+func openhandsTerminal(call *recognize.Call) {
+	out := call.Output
+	var exit *int
+	take := func(re *regexp.Regexp) string {
+		if m := re.FindStringSubmatchIndex(out); m != nil {
+			v := ""
+			if len(m) > 2 {
+				v = out[m[2]:m[3]]
+			}
+			out = out[:m[0]]
+			return v
+		}
+		return ""
+	}
+	if v := take(ohExitFinal); v != "" {
+		n, _ := strconv.Atoi(v)
+		exit = &n
+	}
+	take(ohPython)
+	if cwd := take(ohCwd); cwd != "" && call.Cwd == "" {
+		call.Cwd = cwd
+	}
+	if v := take(ohExitDone); v != "" && exit == nil {
+		n, _ := strconv.Atoi(v)
+		exit = &n
+	}
+	if call.ExitCode == nil {
+		call.ExitCode = exit
+	}
+	if strings.HasPrefix(out, ohCutPrefix) {
+		call.Truncated = true
+	}
+	call.Output = out
 }

@@ -116,13 +116,15 @@ func (v *vfs) replace(p, old, new string, all bool) bool {
 	return true
 }
 
-// insert puts text after line after (0: at the top).
+// insert puts text's lines after line after (0: at the top), as
+// file_editor does: text split at each "\n", so a final newline inserts an
+// empty line too.
 func (v *vfs) insert(p string, after int, text string) bool {
 	f := v.files[p]
 	if f == nil || f.unknown || after < 0 || after > len(f.lines) {
 		return false
 	}
-	ins := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	ins := strings.Split(text, "\n")
 	out := make([]string, 0, len(f.lines)+len(ins))
 	out = append(append(append(out, f.lines[:after]...), ins...), f.lines[after:]...)
 	f.lines = out

@@ -69,7 +69,7 @@ func TestAuditCommand(t *testing.T) {
 			StaleCalls int `json:"callsWithStaleView"`
 		} `json:"totals"`
 	}
-	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil || rep.Totals.Sessions != 5 || rep.Totals.StaleCalls == 0 {
+	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil || rep.Totals.Sessions != 7 || rep.Totals.StaleCalls == 0 {
 		t.Errorf("--json: status %d, %+v\n%s", code, rep, js)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.json")
@@ -125,14 +125,14 @@ func TestAuditHTMLInChromium(t *testing.T) {
 		t.Fatalf("chromium --dump-dom: %v\n%s", err, errb.String())
 	}
 	d := string(dom)
-	if n := strings.Count(d, `<svg class="timeline"`); n != 5 {
-		t.Errorf("%d timelines in the rendered page, want one per session (5)", n)
+	if n := strings.Count(d, `<svg class="timeline"`); n != 7 {
+		t.Errorf("%d timelines in the rendered page, want one per session (7)", n)
 	}
 	if !strings.Contains(d, `class="stale"`) || !strings.Contains(d, `class="errata"`) {
 		t.Error("the timelines have no stale or errata bars")
 	}
 	totals := regexp.MustCompile(`(?s)<table id="totals">.*?</table>`).FindString(d)
-	for _, want := range []string{"Sessions", "5 (5 with stale context)", "Calls that carried a stale view", "Stale tokens sent", "cache cost under openai"} {
+	for _, want := range []string{"Sessions", "7 (7 with stale context)", "Calls that carried a stale view", "Stale tokens sent", "cache cost under openai"} {
 		if !strings.Contains(totals, want) {
 			t.Errorf("the rendered totals lack %q:\n%s", want, totals)
 		}
@@ -165,7 +165,7 @@ func TestAuditProgressOnTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %q", err, out)
 	}
-	if !strings.Contains(string(out), "\r[###") || !strings.Contains(string(out), "5/5 sessions") {
+	if !strings.Contains(string(out), "\r[###") || !strings.Contains(string(out), "7/7 sessions") {
 		t.Errorf("no progress bar on the terminal: %q", out)
 	}
 }

@@ -8,12 +8,17 @@ testdata/audit/sessions/openhands/<conversation id>/ (base_state.json, events/).
 
     cd bindings/python && .venv/bin/python ../../testdata/audit/capture_openhands.py
 
+The first two scenarios are also saved as the model received them, an
+OpenAI-format message list (the fake model's last request and its answer),
+in testdata/audit/sessions/openai/openhands-<scenario>.json.
+
 The workspace is /tmp/concord-audit/openhands (removed first), so the paths
 in the stores are the same on every run.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import uuid
@@ -33,13 +38,14 @@ from fake_llm import FakeLLM, Reply  # noqa: E402
 
 WS = Path("/tmp/concord-audit/openhands")
 OUT = HERE / "sessions" / "openhands"
+OPENAI = HERE / "sessions" / "openai"
 
 
 def config(n: int = 20) -> str:
     return "".join(f"setting_{i} = {i}\n" for i in range(1, n + 1))
 
 
-def run(name: str, files: dict[str, str], script, condense: int = 0) -> None:
+def run(name: str, files: dict[str, str], script, condense: int = 0, openai: bool = False) -> None:
     ws = WS / name
     ws.mkdir(parents=True)
     for rel, text in files.items():
@@ -64,6 +70,14 @@ def run(name: str, files: dict[str, str], script, condense: int = 0) -> None:
             fake.check()
         finally:
             conv.close()
+        if openai:
+            # The same session as the model received it: the last request's messages (OpenAI
+            # chat format, through litellm) and the model's last answer.
+            last = fake.requests[-1]
+            answer = fake._completion(Reply.finish(), "fake")["choices"][0]["message"]
+            OPENAI.mkdir(parents=True, exist_ok=True)
+            (OPENAI / f"openhands-{name}.json").write_text(
+                json.dumps({"id": f"openhands-{name}", "messages": last.messages + [answer]}, indent=1) + "\n")
     print(name, cid)
 
 
@@ -117,8 +131,9 @@ def condensed(ws: Path):
 def main() -> None:
     shutil.rmtree(WS, ignore_errors=True)
     shutil.rmtree(OUT, ignore_errors=True)
-    run("read-edit-read", {"config.py": config()}, read_edit_read)
-    run("changed-outside", {"app.py": config(12)}, changed_outside)
+    shutil.rmtree(OPENAI, ignore_errors=True)
+    run("read-edit-read", {"config.py": config()}, read_edit_read, openai=True)
+    run("changed-outside", {"app.py": config(12)}, changed_outside, openai=True)
     run("condensed", {"config.py": config()}, condensed, condense=8)
 
 
