@@ -37,7 +37,7 @@ func runBinIn(t *testing.T, dir string, args ...string) (string, string, int) {
 // pastes (golden: testdata/audit/golden/cli.txt), and --json is the
 // report; a damaged input is named on stderr with status 1.
 func TestAuditCommand(t *testing.T) {
-	out, stderr, code := runBinIn(t, "../..", "audit", "--price", "anthropic", "testdata/audit/sessions")
+	out, stderr, code := runBinIn(t, "../..", "audit", "--price", "anthropic", "testdata/audit/sessions/openhands", "testdata/audit/sessions/opencode")
 	if code != 0 || stderr != "" {
 		t.Fatalf("status %d, stderr %q", code, stderr)
 	}
