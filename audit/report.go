@@ -31,10 +31,10 @@ type SessionReport struct {
 	StaleTokens  int `json:"staleTokensSent"`
 	PromptTokens int `json:"promptTokens"`
 	Writes       int `json:"writes"`
-	// UnknownWrites: writes whose result the session does not show (a
-	// command wrote the file): its views are reported gone.
+	// UnknownWrites: edits the replay could not apply (their old text lies
+	// in lines the session never showed): the file's views are reported gone.
 	UnknownWrites  int         `json:"unknownWrites"`
-	OutsideChanges int         `json:"outsideChanges"` // reads that showed a file changed behind the agent's back
+	OutsideChanges int         `json:"outsideChanges"` // reads that showed a file changed behind the agent's back (or by a command)
 	Listings       int         `json:"listings"`       // directory listings (not replayed)
 	Unrecognized   int         `json:"unrecognized"`   // tool calls with arguments that are not JSON
 	Condensations  int         `json:"condensations"`  // the runtime condensed its history (forgotten results leave the prompt)
@@ -273,7 +273,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  Concord would have sent instead: %d repairs in place, %d errata at the tail (%d chars, ~%d tokens)%s\n",
 		t.Concord.InPlace, t.Concord.Errata, t.Concord.ErrataChars, t.Concord.ErrataTokens, cost(t.Concord.CacheCost, r.Price))
 	if t.UnknownWrites > 0 || t.OutsideChanges > 0 {
-		fmt.Fprintf(&b, "  Changes: %d writes by commands (content unknown), %d files seen changed behind the agent's back\n",
+		fmt.Fprintf(&b, "  Changes: %d edits of lines never shown (content unknown), %d reads that showed a file changed behind the agent's back\n",
 			t.UnknownWrites, t.OutsideChanges)
 	}
 	if len(t.Files) > 0 {
