@@ -267,3 +267,39 @@ func TestAuditOpenAIMatchesOpenHands(t *testing.T) {
 		})
 	}
 }
+
+// TestFind: a conversation is found from its directory, its events/
+// directory or any directory above, once; JSON files are inputs whatever
+// their name; other files in a searched directory are left alone.
+func TestFind(t *testing.T) {
+	conv := filepath.Join(stores, "openhands", "0f70993276f454b88faa740cf601b85e")
+	for _, paths := range [][]string{
+		{conv},
+		{filepath.Join(conv, "events")},
+		{conv, filepath.Join(conv, "events"), filepath.Join(stores, "openhands")},
+	} {
+		ins, errs := Find(paths)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		n := 0
+		for _, in := range ins {
+			if in.Path == conv && in.Dir {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("Find(%v) = %v: want %s once", paths, ins, conv)
+		}
+	}
+	dir := t.TempDir()
+	for name, text := range map[string]string{"a.json": "[]", "b.JSONL": "", "notes.txt": "x"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ins, errs := Find([]string{dir})
+	if len(errs) > 0 || len(ins) != 2 || filepath.Base(ins[0].Path) != "a.json" || filepath.Base(ins[1].Path) != "b.JSONL" {
+		t.Errorf("Find(%s) = %v, %v: want a.json and b.JSONL", dir, ins, errs)
+	}
+}
