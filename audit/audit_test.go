@@ -47,7 +47,7 @@ const condensedID = "c4d6379d-cf4e-5874-9058-3a909ff3eeec"
 // OpenCode really wrote (testdata/audit/README.md) and checks the reports
 // against the goldens, and the facts each scenario was scripted to show.
 func TestAuditRealStores(t *testing.T) {
-	for dir, n := range map[string]int{"openhands": 3, "opencode": 2, "openai": 2} {
+	for dir, n := range map[string]int{"openhands": 3, "opencode": 3, "openai": 2} {
 		t.Run(dir, func(t *testing.T) {
 			ins, errs := Find([]string{filepath.Join(stores, dir)})
 			if len(errs) > 0 || len(ins) != n {
@@ -80,6 +80,15 @@ func TestAuditRealStores(t *testing.T) {
 				}
 				if s.Calls < 4 {
 					t.Errorf("%s: %d model calls, the script made at least 4", s.File, s.Calls)
+				}
+				if filepath.Base(s.File) == "compacted.json" {
+					// OpenCode compacted after call 3: the read its edit made
+					// stale was carried by calls 3 and 4 (the summary's), then
+					// left the prompt.
+					if s.Condensations != 1 || s.StaleViews != 1 || s.StaleCalls != 2 || s.Calls != 5 {
+						t.Errorf("compacted session: %d condensations, %d stale views, %d of %d calls; want 1, 1, 2 of 5",
+							s.Condensations, s.StaleViews, s.StaleCalls, s.Calls)
+					}
 				}
 				if s.Session == condensedID {
 					// The SDK's condenser forgot the first four calls' results:
@@ -196,9 +205,9 @@ func TestAuditDamagedInputs(t *testing.T) {
 	if msg := named["unknown.json"]; !strings.Contains(msg, "not a session") {
 		t.Errorf("unknown.json: %q does not say what is accepted", msg)
 	}
-	// The 5 good sessions, and the broken copy's 2 other conversations.
-	if rep.Totals.Sessions != 7 {
-		t.Errorf("%d sessions audited, want 7; errors %v", rep.Totals.Sessions, rep.Errors)
+	// The 6 good sessions, and the broken copy's 2 other conversations.
+	if rep.Totals.Sessions != 8 {
+		t.Errorf("%d sessions audited, want 8; errors %v", rep.Totals.Sessions, rep.Errors)
 	}
 }
 

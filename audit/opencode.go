@@ -29,8 +29,9 @@ type ocExport struct {
 	} `json:"info"`
 	Messages []struct {
 		Info struct {
-			Role string `json:"role"`
-			Time struct {
+			Role    string `json:"role"`
+			Summary bool   `json:"summary"` // the summary a compaction asked for
+			Time    struct {
 				Created int64 `json:"created"`
 			} `json:"time"`
 		} `json:"info"`
@@ -71,13 +72,25 @@ func parseOpenCode(file string, data []byte) (*Session, error) {
 		return nil, errors.New("an opencode export without info.id")
 	}
 	s := &Session{ID: ex.Info.ID, File: file, Format: FormatOpenCode}
+	// A compaction part starts the history over: the summary call still
+	// carries the old messages, the calls after it only the summary.
+	var compact *Step
+	var anchors []string
+	chars := 0
 	for _, m := range ex.Messages {
+		n := len(s.Steps)
 		at := ms(m.Info.Time.Created)
+		if compact != nil && !m.Info.Summary {
+			s.Steps = append(s.Steps, *compact)
+			compact = nil
+		}
 		if m.Info.Role == "assistant" && !hasStep(m.Parts) {
 			s.Steps = append(s.Steps, Step{Model: true, Time: at})
 		}
 		for _, p := range m.Parts {
 			switch p.Type {
+			case "compaction":
+				compact = &Step{Forget: append([]string{}, anchors...), ForgetChars: chars}
 			case "step-start":
 				s.Steps = append(s.Steps, Step{Model: true, Time: at})
 			case "text", "reasoning":
@@ -94,7 +107,11 @@ func parseOpenCode(file string, data []byte) (*Session, error) {
 					Cwd: ex.Info.Directory, Error: p.State.Status == "error", Metadata: p.State.Metadata}
 				s.Steps = append(s.Steps, Step{Tool: call, Anchor: p.CallID, Time: ms(p.State.Time.End),
 					Chars: len(p.State.Input) + len(out)})
+				anchors = append(anchors, p.CallID)
 			}
+		}
+		for _, st := range s.Steps[n:] {
+			chars += st.Chars
 		}
 	}
 	return s, nil

@@ -69,7 +69,7 @@ func TestAuditCommand(t *testing.T) {
 			StaleCalls int `json:"callsWithStaleView"`
 		} `json:"totals"`
 	}
-	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil || rep.Totals.Sessions != 7 || rep.Totals.StaleCalls == 0 {
+	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil || rep.Totals.Sessions != 8 || rep.Totals.StaleCalls == 0 {
 		t.Errorf("--json: status %d, %+v\n%s", code, rep, js)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.json")
@@ -77,7 +77,7 @@ func TestAuditCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, stderr, code = runBin(t, "audit", bad, auditStores+"/opencode")
-	if code != 1 || !strings.Contains(stderr, bad) || !strings.Contains(out, "Audited 2 sessions") {
+	if code != 1 || !strings.Contains(stderr, bad) || !strings.Contains(out, "Audited 3 sessions") {
 		t.Errorf("a damaged input: status %d, stderr %q, stdout %q", code, stderr, out)
 	}
 	if _, stderr, code = runBin(t, "audit"); code != 2 || !strings.Contains(stderr, "no PATH") {
@@ -125,14 +125,14 @@ func TestAuditHTMLInChromium(t *testing.T) {
 		t.Fatalf("chromium --dump-dom: %v\n%s", err, errb.String())
 	}
 	d := string(dom)
-	if n := strings.Count(d, `<svg class="timeline"`); n != 7 {
-		t.Errorf("%d timelines in the rendered page, want one per session (7)", n)
+	if n := strings.Count(d, `<svg class="timeline"`); n != 8 {
+		t.Errorf("%d timelines in the rendered page, want one per session (8)", n)
 	}
 	if !strings.Contains(d, `class="stale"`) || !strings.Contains(d, `class="errata"`) {
 		t.Error("the timelines have no stale or errata bars")
 	}
 	totals := regexp.MustCompile(`(?s)<table id="totals">.*?</table>`).FindString(d)
-	for _, want := range []string{"Sessions", "7 (7 with stale context)", "Calls that carried a stale view", "Stale tokens sent", "cache cost under openai"} {
+	for _, want := range []string{"Sessions", "8 (8 with stale context)", "Calls that carried a stale view", "Stale tokens sent", "cache cost under openai"} {
 		if !strings.Contains(totals, want) {
 			t.Errorf("the rendered totals lack %q:\n%s", want, totals)
 		}
@@ -165,7 +165,7 @@ func TestAuditProgressOnTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %q", err, out)
 	}
-	if !strings.Contains(string(out), "\r[###") || !strings.Contains(string(out), "7/7 sessions") {
+	if !strings.Contains(string(out), "\r[###") || !strings.Contains(string(out), "8/8 sessions") {
 		t.Errorf("no progress bar on the terminal: %q", out)
 	}
 }

@@ -64,6 +64,18 @@ const scenarios = {
       () => ({ text: "done" }),
     ]
   },
+  // read, edit, then a reply larger than the context: OpenCode compacts the session (a summary
+  // replaces the history) before its next call, and the stale read leaves the prompt.
+  compacted: (ws) => {
+    const f = path.join(ws.proj, "config.yaml")
+    const step = () => ({ tools: [{ name: "bash", args: { command: "echo step", description: "step" } }] })
+    return [
+      () => ({ tools: [{ name: "read", args: { filePath: f } }] }),
+      () => ({ tools: [{ name: "edit", args: { filePath: f, oldString: "key_2: value 2", newString: "key_2: value two" } }] }),
+      () => ({ ...step(), usage: { prompt_tokens: 500_000, completion_tokens: 10 } }),
+      () => ({ text: "done" }),
+    ]
+  },
 }
 
 if (!opencodeBinary()) throw new Error("opencode is not installed: make -C bindings/ts deps")
