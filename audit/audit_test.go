@@ -166,6 +166,7 @@ func TestAuditDamagedInputs(t *testing.T) {
 		"unknown.json":     `{"hello": "world"}`,
 		"notjson.jsonl":    "this is not json\n",
 		"orphan-tool.json": `[{"role":"tool","tool_call_id":"nope","content":"x"}]`,
+		"opencode.db":      "SQLite format 3\x00 the rest of a database",
 	}
 	for name, text := range bad {
 		if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
@@ -184,7 +185,9 @@ func TestAuditDamagedInputs(t *testing.T) {
 	}
 	before := treeSum(t, root)
 
-	ins, errs := Find([]string{root, filepath.Join(root, "missing")})
+	// A file named outright is read whatever its name (a directory search
+	// takes .json and .jsonl files only).
+	ins, errs := Find([]string{root, filepath.Join(root, "missing"), filepath.Join(root, "opencode.db")})
 	rep, err := Run(context.Background(), ins, Options{Timeline: true}, true, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -197,13 +200,16 @@ func TestAuditDamagedInputs(t *testing.T) {
 	for _, e := range rep.Errors {
 		named[filepath.Base(e.File)] = e.Error
 	}
-	for _, want := range []string{"truncated.json", "unknown.json", "notjson.jsonl", "orphan-tool.json", "missing", filepath.Base(filepath.Dir(filepath.Dir(events[0])))} {
+	for _, want := range []string{"truncated.json", "unknown.json", "notjson.jsonl", "orphan-tool.json", "missing", "opencode.db", filepath.Base(filepath.Dir(filepath.Dir(events[0])))} {
 		if _, ok := named[want]; !ok {
 			t.Errorf("no error names %s; errors: %v", want, rep.Errors)
 		}
 	}
 	if msg := named["unknown.json"]; !strings.Contains(msg, "not a session") {
 		t.Errorf("unknown.json: %q does not say what is accepted", msg)
+	}
+	if msg := named["opencode.db"]; !strings.Contains(msg, "opencode export") {
+		t.Errorf("opencode.db: %q does not say to export the sessions", msg)
 	}
 	// The 6 good sessions, and the broken copy's 2 other conversations.
 	if rep.Totals.Sessions != 8 {

@@ -82,6 +82,9 @@ func hasEvents(dir string) bool {
 // ErrUnknownFormat is a file that is none of the accepted inputs.
 var ErrUnknownFormat = errors.New("not a session this audit reads (an OpenHands conversation directory, an `opencode export` JSON, or an OpenAI-format message list)")
 
+// ErrSQLite is a SQLite database given as an input (OpenCode's opencode.db).
+var ErrSQLite = errors.New("a SQLite database (OpenCode 1.18 keeps sessions in opencode.db): export each session with `opencode export <sessionID> > <sessionID>.json` and audit the JSON")
+
 // Load reads one input (read-only).
 func Load(in Input) (*Session, error) {
 	if in.Dir {
@@ -90,6 +93,9 @@ func Load(in Input) (*Session, error) {
 	data, err := os.ReadFile(in.Path)
 	if err != nil {
 		return nil, err
+	}
+	if strings.HasPrefix(string(data), "SQLite format 3\x00") {
+		return nil, ErrSQLite
 	}
 	trim := strings.TrimSpace(string(data))
 	if strings.HasPrefix(trim, "{") && json.Valid([]byte(trim)) {
