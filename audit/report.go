@@ -282,8 +282,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "    %7d  %3d  %s  [%s]\n", f.StaleTokens, f.StaleViews, f.File, f.Session)
 		}
 	}
-	for _, e := range r.Errors {
-		fmt.Fprintf(&b, "  error: %s: %s\n", e.File, e.Error)
+	if len(r.Errors) > 0 {
+		// The errors themselves go to stderr (the command prints them there).
+		fmt.Fprintf(&b, "  Not audited: %d inputs (named on stderr)\n", len(r.Errors))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
