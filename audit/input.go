@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,13 +95,14 @@ func Load(in Input) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if strings.HasPrefix(string(data), "SQLite format 3\x00") {
+	if bytes.HasPrefix(data, []byte("SQLite format 3\x00")) {
 		return nil, ErrSQLite
 	}
-	trim := strings.TrimSpace(string(data))
-	if strings.HasPrefix(trim, "{") && json.Valid([]byte(trim)) {
+	trim := bytes.TrimSpace(data)
+	if len(trim) > 0 && trim[0] == '{' {
+		// One JSON object: its keys say what it is (without decoding the values).
 		var raw map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(trim), &raw); err == nil {
+		if err := json.Unmarshal(trim, &raw); err == nil {
 			switch {
 			case isOpenCodeExport(raw):
 				return parseOpenCode(in.Path, data)
@@ -112,7 +114,7 @@ func Load(in Input) (*Session, error) {
 			return nil, ErrUnknownFormat
 		}
 	}
-	if strings.HasPrefix(trim, "[") || strings.HasPrefix(trim, "{") {
+	if len(trim) > 0 && (trim[0] == '[' || trim[0] == '{') {
 		s, err := parseOpenAI(in.Path, data)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnknownFormat, err)
