@@ -79,7 +79,7 @@ func Replay(ctx context.Context, s *Session, opt Options) (*SessionReport, error
 		r.rep.Concord.CacheCost = new(float64)
 	}
 	r.m = runtime.New(runtime.Config{
-		Placement: runtime.PlacementAuto,
+		Placement: protocol.PlacementAuto,
 		Price:     opt.Price,
 		Now:       func() time.Time { return r.now },
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
