@@ -10,7 +10,7 @@ COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 DATE    := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: all build build-feed go-test-feed bench-feed test go-test py-test ts-test bench fuzz lint complexity reliability clean \
+.PHONY: all build build-feed go-test-feed bench-feed test go-test py-test ts-test bench fuzz lint complexity reliability clean chromium \
         dist dist-bin dist-wheel dist-npm dist-test dist-test-wheel dist-test-npm artifact-test
 
 all: build
@@ -29,8 +29,18 @@ build-feed:
 # for this machine installed as a user would (a fresh venv, a fresh OpenCode project).
 test: lint build go-test py-test ts-test artifact-test
 
-go-test: go-test-feed
+go-test: go-test-feed chromium
 	$(GO) test -race -count=1 $(PKGS)
+
+# A headless browser for the test that renders `concord audit --html` (cmd/concord,
+# TestAuditHTMLInChromium): Debian's chromium, installed when missing (as root, with apt-get);
+# elsewhere the test says it is skipped.
+chromium:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing Debian's chromium (the audit HTML test renders the page in it)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "note: no chromium and no root apt-get: TestAuditHTMLInChromium will be skipped"; fi
 
 # The change feed's tests need the tag: an embedded 3-node JetStream cluster and three
 # `concord serve --feed` processes (feed/natsfeed), and the binary's feed settings (cmd/concord).

@@ -1,0 +1,371 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/concord-ctx/concord/protocol"
+	"github.com/concord-ctx/concord/recognize"
+	"github.com/concord-ctx/concord/runtime"
+)
+
+// Options tune a replay.
+type Options struct {
+	// Price prices the prompt cache (nil: no cost figures); PriceName
+	// names it in reports.
+	Price     *protocol.CachePrice
+	PriceName string
+	// Timeline keeps the per-call figures in the report (for --html).
+	Timeline bool
+}
+
+// TokenBytes is the estimate of characters per token used for every token
+// figure: a rough mean for English text and code under the major
+// providers' tokenizers, never a tokenizer's count.
+const TokenBytes = 4
+
+func tokens(chars int) int { return (chars + TokenBytes - 1) / TokenBytes }
+
+const agent = "main"
+
+// Kinds of stale views.
+const (
+	StaleChanged = "changed" // the text shown no longer reads so
+	StaleMoved   = "moved"   // the text is the same, at other lines
+	StaleGone    = "gone"    // the file was deleted or changed by a command: not shown again
+	StaleOther   = "other"   // any other status the manager gave (aged)
+)
+
+type blockRec struct {
+	anchor, format string
+	files          []string
+	parts          []recognize.Part // what it showed, to check a superseded block against
+	chars          int
+	at             int // prompt chars before it (its offset)
+	call           int // model calls made before it was observed
+	stale          bool
+	forgotten      bool // condensed out of the prompt
+	kind           string
+	since, calls   int
+}
+
+// replayer holds one session's replay.
+type replayer struct {
+	ctx    context.Context
+	opt    Options
+	v      *vfs
+	m      *runtime.Manager
+	now    time.Time
+	blocks map[string]*blockRec
+	order  []*blockRec
+	rep    *SessionReport
+	chars  int // prompt chars so far
+	calls  int
+	errata int // erratum chars now at the tail
+	// rebuilt: the runtime condensed its history since the last call.
+	rebuilt bool
+}
+
+// Replay replays one session.
+func Replay(ctx context.Context, s *Session, opt Options) (*SessionReport, error) {
+	r := &replayer{ctx: ctx, opt: opt, v: newVFS(), blocks: map[string]*blockRec{},
+		rep: newSessionReport(s)}
+	if opt.Price != nil {
+		r.rep.Concord.CacheCost = new(float64)
+	}
+	r.m = runtime.New(runtime.Config{
+		Placement: protocol.PlacementAuto,
+		Price:     opt.Price,
+		Now:       func() time.Time { return r.now },
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	defer r.m.Close()
+	r.m.AddAdapter(adapter{r.v})
+	r.now = time.Unix(0, 0).UTC()
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		if !st.Time.IsZero() {
+			if st.Time.After(r.now) {
+				r.now = st.Time
+			}
+		} else {
+			// No times in the log: a call a second, the cache always warm.
+			r.now = r.now.Add(time.Second)
+		}
+		var err error
+		switch {
+		case st.Model:
+			err = r.call()
+		case st.Tool != nil:
+			err = r.tool(st)
+		case st.Forget != nil:
+			err = r.forget(st)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: step %d: %w", s.File, i+1, err)
+		}
+		r.chars += st.Chars
+	}
+	r.finish()
+	return r.rep, nil
+}
+
+func (r *replayer) tool(st *Step) error {
+	r.rep.ToolResults++
+	res, err := recognize.Recognize(r.ctx, *st.Tool, r.v)
+	if err != nil {
+		r.rep.Unrecognized++
+		return nil // malformed arguments: the call showed nothing tracked
+	}
+	for _, w := range res.Writes {
+		w = path.Clean(w)
+		r.rep.Writes++
+		if !r.applyWrite(st, res, w) {
+			r.rep.UnknownWrites++
+			r.v.touch(w)
+		}
+		if _, err := r.m.SourceChanged(r.ctx, protocol.SourceChangedParams{URI: fileURI(w), Agent: agent, Anchor: st.Anchor}); err != nil {
+			return fmt.Errorf("write of %s: %w", w, err)
+		}
+	}
+	if res.Kind != recognize.KindRead {
+		if res.Kind == recognize.KindListing {
+			r.rep.Listings++
+		}
+		return nil
+	}
+	obs := protocol.ObserveParams{Agent: agent, Turn: r.calls + 1, Anchor: st.Anchor, Kind: protocol.Snapshot}
+	rec := &blockRec{anchor: st.Anchor, format: res.Format, at: r.chars, call: r.calls}
+	for _, p := range res.Parts {
+		if p.URI != "" {
+			continue // a listing part: not replayed
+		}
+		fp := path.Clean(p.Path)
+		var changed bool
+		if p.Whole() {
+			changed = r.v.setWhole(fp, p.Text) && r.v.files[fp].gen > 1
+		} else {
+			changed = r.v.merge(fp, p.Start, strings.Split(p.Text, "\n"))
+		}
+		if changed && !writes(res, fp) {
+			// The read shows the file otherwise than the session last knew
+			// it: changed behind the agent's back (or by a command).
+			r.rep.OutsideChanges++
+			if _, err := r.m.SourceChanged(r.ctx, protocol.SourceChangedParams{URI: fileURI(fp)}); err != nil {
+				return fmt.Errorf("change of %s: %w", fp, err)
+			}
+		}
+		src := protocol.Source{URI: fileURI(fp), Text: p.Text}
+		if !p.Whole() {
+			src.Range = &protocol.Range{Start: p.Start, End: p.End}
+		}
+		obs.Sources = append(obs.Sources, src)
+		rec.files = append(rec.files, fp)
+		rec.chars += len(p.Text)
+		p.Path = fp
+		rec.parts = append(rec.parts, p)
+	}
+	if len(obs.Sources) == 0 {
+		return nil
+	}
+	out, err := r.m.Observe(r.ctx, obs)
+	if err != nil {
+		return fmt.Errorf("observe %s: %w", st.Anchor, err)
+	}
+	if out.Block == "" {
+		return nil
+	}
+	r.rep.Views++
+	r.blocks[out.Block] = rec
+	r.order = append(r.order, rec)
+	return nil
+}
+
+func writes(res recognize.Result, p string) bool {
+	for _, w := range res.Writes {
+		if path.Clean(w) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// forget is a condensation: the forgotten tool results leave the prompt
+// (released, as the binding does), and the next call's prompt is rebuilt.
+func (r *replayer) forget(st *Step) error {
+	r.rebuilt = true
+	r.rep.Condensations++
+	r.chars = max(r.chars-st.ForgetChars, 0)
+	gone := map[string]bool{}
+	for _, a := range st.Forget {
+		gone[a] = true
+	}
+	for _, rec := range r.order {
+		if gone[rec.anchor] {
+			rec.forgotten = true
+		}
+	}
+	if len(st.Forget) == 0 {
+		return nil
+	}
+	if _, err := r.m.Release(r.ctx, protocol.ReleaseParams{Agent: agent, Anchors: st.Forget}); err != nil {
+		return fmt.Errorf("release of condensed results: %w", err)
+	}
+	return nil
+}
+
+// call is one model call: what Concord would have sent (sync), and what
+// of the raw prompt was stale.
+func (r *replayer) call() error {
+	r.calls++
+	r.rep.Calls++
+	r.rep.PromptTokens += tokens(r.chars)
+	sr, err := r.m.Sync(r.ctx, protocol.SyncParams{Agent: agent, Turn: r.calls, PromptChars: r.chars, PrefixRebuilt: r.rebuilt})
+	r.rebuilt = false
+	if err != nil {
+		return fmt.Errorf("sync before call %d: %w", r.calls, err)
+	}
+	c := &r.rep.Concord
+	price := r.opt.Price
+	if sr.Flushed {
+		r.errata = 0
+	}
+	if price != nil {
+		*c.CacheCost += price.Read * float64(tokens(r.errata)) // errata already at the tail, read again
+	}
+	newErrata := 0
+	for _, bv := range sr.Blocks {
+		rec := r.blocks[bv.Block]
+		if rec == nil {
+			continue
+		}
+		if !rec.stale {
+			if kind := r.staleKind(bv, rec); kind != "" {
+				rec.stale, rec.kind, rec.since = true, kind, r.calls
+			}
+		}
+		switch {
+		case bv.Placement == protocol.PlacementTail && bv.Erratum != "":
+			c.Errata++
+			newErrata += len(bv.Erratum)
+		case bv.Placement == "" && bv.Status != protocol.Valid && bv.Status != protocol.Released:
+			c.InPlace++
+			if rec.call < r.calls-1 && price != nil {
+				// Seen by an earlier call: the rewrite turns the cached
+				// prompt from this message on into a cache write.
+				*c.CacheCost += (price.Write - price.Read) * float64(tokens(r.chars-rec.at))
+			}
+		}
+	}
+	c.ErrataChars += newErrata
+	r.errata += newErrata
+	if price != nil {
+		*c.CacheCost += price.Write * float64(tokens(newErrata))
+	}
+	var pt CallPoint
+	for _, rec := range r.order {
+		if !rec.stale || rec.forgotten {
+			continue
+		}
+		rec.calls++
+		pt.StaleViews++
+		pt.StaleTokens += tokens(rec.chars)
+	}
+	pt.Call, pt.PromptTokens, pt.ErrataTokens = r.calls, tokens(r.chars), tokens(r.errata)
+	r.rep.StaleTokens += pt.StaleTokens
+	if pt.StaleViews > 0 {
+		r.rep.StaleCalls++
+	}
+	if r.opt.Timeline {
+		r.rep.Timeline = append(r.rep.Timeline, pt)
+	}
+	return nil
+}
+
+// staleKind is why a block the sync reports no longer shows what its
+// message says ("": it still does).
+func (r *replayer) staleKind(bv protocol.BlockView, rec *blockRec) string {
+	switch bv.Status {
+	case protocol.Valid, protocol.Released:
+		return ""
+	case protocol.Superseded:
+		// A newer read of the same span replaced it. The change and the
+		// new read may have come between two model calls, so no sync said
+		// it changed: its message still shows what it showed.
+		return r.shownKind(rec)
+	case protocol.Invalid:
+		return StaleGone
+	case protocol.Patched:
+		if len(bv.Sources) != len(rec.parts) {
+			return StaleChanged
+		}
+		for i, s := range bv.Sources {
+			if s.Text != rec.parts[i].Text {
+				return StaleChanged
+			}
+		}
+		return StaleMoved // the same text, at other lines
+	}
+	return StaleOther
+}
+
+func (r *replayer) finish() {
+	rep := r.rep
+	files := map[string]*FileStat{}
+	for _, rec := range r.order {
+		if !rec.stale {
+			continue
+		}
+		rep.StaleViews++
+		rep.ByKind[rec.kind]++
+		rep.ByFormat[rec.format]++
+		rep.Duration.add(rec.calls)
+		for _, f := range rec.files {
+			fs := files[f]
+			if fs == nil {
+				fs = &FileStat{File: f}
+				files[f] = fs
+			}
+			fs.StaleViews++
+			fs.StaleCalls += rec.calls
+			fs.StaleTokens += tokens(rec.chars) * rec.calls
+		}
+	}
+	for _, f := range files {
+		rep.Files = append(rep.Files, *f)
+	}
+	sortFiles(rep.Files)
+	rep.Concord.ErrataTokens = tokens(rep.Concord.ErrataChars)
+}
+
+// shownKind compares what a block showed with the file now: "" when its
+// text still reads so at its lines, moved when it reads so elsewhere.
+func (r *replayer) shownKind(rec *blockRec) string {
+	kind := ""
+	for _, p := range rec.parts {
+		cur, ok := r.v.content(p.Path)
+		if !ok {
+			return StaleGone
+		}
+		lines := splitLines(cur)
+		if p.Whole() {
+			if strings.Join(lines, "\n") != p.Text {
+				return StaleChanged
+			}
+			continue
+		}
+		if p.Start >= 1 && p.End >= p.Start-1 && p.End <= len(lines) && strings.Join(lines[p.Start-1:p.End], "\n") == p.Text {
+			continue
+		}
+		if !strings.Contains("\n"+strings.Join(lines, "\n")+"\n", "\n"+p.Text+"\n") {
+			return StaleChanged
+		}
+		kind = StaleMoved
+	}
+	return kind
+}
