@@ -79,10 +79,10 @@ func Replay(ctx context.Context, s *Session, opt Options) (*SessionReport, error
 		r.rep.Concord.CacheCost = new(float64)
 	}
 	r.m = runtime.New(runtime.Config{
-		Placement: protocol.PlacementAuto,
-		Price:     opt.Price,
-		Now:       func() time.Time { return r.now },
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Options: protocol.InitializeParams{Placement: protocol.PlacementAuto,
+			Cache: &protocol.CacheParams{Price: opt.Price}},
+		Now:    func() time.Time { return r.now },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	defer r.m.Close()
 	r.m.AddAdapter(adapter{r.v})
