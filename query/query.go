@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -34,6 +35,7 @@ type Spec struct {
 	Cwd    string     // absolute, clean
 	Stages [][]string // argv per pipeline stage; stage 0 reads files, the others filter
 	Sorted bool       // the output's lines are sorted bytewise (rg's order varies between runs)
+	Screen bool       // the output as a terminal screen shows it (Text)
 }
 
 // Scope is what a query reads: the paths it names (absolute, clean) and
@@ -64,6 +66,9 @@ func (s Spec) URI() string {
 	}
 	if s.Sorted {
 		b.WriteString("&sorted=1")
+	}
+	if s.Screen {
+		b.WriteString("&screen=1")
 	}
 	return b.String()
 }
@@ -116,14 +121,15 @@ func Parse(uri string) (Spec, error) {
 		if strings.IndexByte(v, 0) >= 0 {
 			return Spec{}, fmt.Errorf("%q: NUL in an argument", uri)
 		}
+		tail := s.Sorted || s.Screen
 		switch k {
 		case "run":
-			if s.Sorted {
-				return Spec{}, fmt.Errorf("%q: sorted=1 comes last", uri)
+			if tail {
+				return Spec{}, fmt.Errorf("%q: sorted and screen come last", uri)
 			}
 			s.Stages = append(s.Stages, []string{v})
 		case "arg":
-			if len(s.Stages) == 0 || s.Sorted {
+			if len(s.Stages) == 0 || tail {
 				return Spec{}, fmt.Errorf("%q: arg= before any run=", uri)
 			}
 			s.Stages[len(s.Stages)-1] = append(s.Stages[len(s.Stages)-1], v)
@@ -132,14 +138,63 @@ func Parse(uri string) (Spec, error) {
 				return Spec{}, fmt.Errorf("%q: sorted must be 1, once", uri)
 			}
 			s.Sorted = true
+		case "screen":
+			if v != "1" || s.Screen {
+				return Spec{}, fmt.Errorf("%q: screen must be 1, once", uri)
+			}
+			s.Screen = true
 		default:
-			return Spec{}, fmt.Errorf("%q: unknown parameter %q (want run, arg, sorted)", uri, k)
+			return Spec{}, fmt.Errorf("%q: unknown parameter %q (want run, arg, sorted, screen)", uri, k)
 		}
 	}
 	if len(s.Stages) == 0 {
 		return Spec{}, fmt.Errorf("%q: no run= stage", uri)
 	}
 	return s, nil
+}
+
+// Text is a query's content given its output: the output without its
+// final newline, its lines sorted bytewise when s.Sorted, and as a
+// terminal screen shows it when s.Screen (tabs expanded to 8 columns,
+// trailing blanks dropped, the whole stripped), as OpenHands shows the
+// model its terminal. The recognizer and the adapter both use it, so the
+// text registered is the text a re-run gives while nothing changed.
+func (s Spec) Text(out string) string {
+	out = strings.TrimSuffix(out, "\n")
+	if !s.Sorted && !s.Screen {
+		return out
+	}
+	lines := strings.Split(out, "\n")
+	if s.Sorted {
+		slices.Sort(lines)
+	}
+	if s.Screen {
+		for i, l := range lines {
+			lines[i] = screenLine(l)
+		}
+		return strings.TrimSpace(strings.Join(lines, "\n"))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// screenLine is a line as a terminal pane shows it.
+func screenLine(s string) string {
+	if strings.IndexByte(s, '\t') >= 0 {
+		var b strings.Builder
+		col := 0
+		for _, c := range s {
+			if c == '\t' {
+				n := 8 - col%8
+				b.WriteString(strings.Repeat(" ", n))
+				col += n
+				continue
+			}
+			b.WriteRune(c)
+			col++
+		}
+		s = b.String()
+	}
+	return strings.TrimRight(s, " \t")
 }
 
 // Check accepts only an allowlisted pipeline: a first stage of grep, rg,
@@ -162,8 +217,10 @@ func (s Spec) Check() (Scope, error) {
 		sc, err = checkFind(first[1:])
 	case "ls":
 		sc, err = checkLs(first[1:])
+	case "cat", "head", "tail":
+		sc, err = checkRead(first[0], first[1:])
 	default:
-		err = fmt.Errorf("%w: program %q (want grep, rg, find or ls)", ErrRefused, first[0])
+		err = fmt.Errorf("%w: program %q (want grep, rg, find, ls, cat, head or tail)", ErrRefused, first[0])
 	}
 	if err != nil {
 		return Scope{}, err
@@ -370,6 +427,37 @@ func checkLs(args []string) (Scope, error) {
 	}
 	if len(sc.Paths) == 0 {
 		sc.Paths = []string{"."}
+	}
+	return sc, nil
+}
+
+// checkRead accepts cat, head and tail of named files (a pipeline over
+// them: cat a b | grep x). Left out: tail -f/-F (never ends), cat's and
+// head's long options.
+func checkRead(prog string, args []string) (Scope, error) {
+	var sc Scope
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			sc.Paths = append(sc.Paths, args[i+1:]...)
+			i = len(args)
+		case a == "-":
+			return Scope{}, fmt.Errorf("%w: %s of its standard input", ErrRefused, prog)
+		case !strings.HasPrefix(a, "-"):
+			sc.Paths = append(sc.Paths, a)
+		case prog == "cat" && strings.Trim(a[1:], "nbsAETv") == "":
+		case prog != "cat" && (a == "-n" || a == "-c") && i+1 < len(args) && isCount(args[i+1]):
+			i++
+		case prog != "cat" && len(a) > 2 && (a[1] == 'n' || a[1] == 'c') && isCount(a[2:]):
+		case prog != "cat" && isCount(a[1:]):
+		case prog != "cat" && (a == "-q" || a == "-v"):
+		default:
+			return Scope{}, fmt.Errorf("%w: %s option %q", ErrRefused, prog, a)
+		}
+	}
+	if len(sc.Paths) == 0 {
+		return Scope{}, fmt.Errorf("%w: %s of its standard input", ErrRefused, prog)
 	}
 	return sc, nil
 }

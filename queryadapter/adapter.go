@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -154,15 +153,10 @@ func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) 
 	if err != nil {
 		return runtime.Content{}, fmt.Errorf("query %s: %w", id, err)
 	}
-	if c.spec.Sorted {
-		lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-		slices.Sort(lines)
-		out = []byte(strings.Join(lines, "\n") + "\n")
-	}
 	if !utf8.Valid(out) {
 		return runtime.Content{}, fmt.Errorf("query %s: output is not UTF-8: %w", id, runtime.ErrBinary)
 	}
-	text := strings.TrimSuffix(string(out), "\n")
+	text := c.spec.Text(string(out))
 	sum := sha256.Sum256([]byte(text))
 	return runtime.Content{Text: text, Version: "sha256:" + hex.EncodeToString(sum[:])}, nil
 }
