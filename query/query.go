@@ -73,6 +73,27 @@ func (s Spec) URI() string {
 	return b.String()
 }
 
+// Command is the pipeline as a shell command line, for people (notices):
+// arguments with anything but safe characters single-quoted.
+func (s Spec) Command() string {
+	var st []string
+	for _, argv := range s.Stages {
+		ws := make([]string, len(argv))
+		for i, a := range argv {
+			ws[i] = shellQuote(a)
+		}
+		st = append(st, strings.Join(ws, " "))
+	}
+	return strings.Join(st, " | ")
+}
+
+func shellQuote(a string) string {
+	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+}
+
 // escape percent-encodes what would change the query's meaning and keeps
 // the rest of an argument readable.
 func escape(s string) string {

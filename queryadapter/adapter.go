@@ -31,8 +31,8 @@ import (
 // Defaults.
 const (
 	DefaultTimeout   = 10 * time.Second
-	DefaultMaxBytes  = 1 << 20
-	DefaultMaxStamp  = 20000 // entries a stamp walk visits before it gives up ("")
+	DefaultMaxBytes  = 256 << 10 // a drifted query is refreshed in place: keep it prompt-sized
+	DefaultMaxStamp  = 20000     // entries a stamp walk visits before it gives up ("")
 	stderrCap        = 4 << 10
 	racyWindow       = 2 * time.Second
 	defaultMaxWatchs = 4096
@@ -45,7 +45,7 @@ type Config struct {
 	// file adapter's rule, so both refuse the same paths.
 	Confine  func(path string) (string, error)
 	Timeout  time.Duration // per Read; default 10 s
-	MaxBytes int           // output cap; default 1 MiB
+	MaxBytes int           // output cap; default 256 KiB
 	// Watch: false leaves change detection to Stamp (the verify pass), as
 	// the file adapter's hooks mode does.
 	Watch     bool
@@ -293,6 +293,15 @@ func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 	return "scope:" + hex.EncodeToString(h.Sum(nil)[:16]), nil
 }
 
+// Display names a query in notices by its command line and directory.
+func (a *Adapter) Display(id string) string {
+	s, err := query.Parse(id)
+	if err != nil {
+		return id
+	}
+	return "`" + s.Command() + "` (run in " + s.Cwd + ")"
+}
+
 // Watch watches the query's scope (reference-counted per id).
 func (a *Adapter) Watch(id string) error {
 	if a.w == nil {
@@ -320,6 +329,9 @@ func (a *Adapter) Close() error {
 	return nil
 }
 
-var _ runtime.Adapter = (*Adapter)(nil)
+var (
+	_ runtime.Adapter   = (*Adapter)(nil)
+	_ runtime.Displayer = (*Adapter)(nil)
+)
 
 var lstat = os.Lstat

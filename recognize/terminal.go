@@ -36,7 +36,7 @@ func (r *recognizer) terminal(command, cwd, out string, screen bool) Result {
 	for _, st := range p.stages[1:] {
 		f, ok := parseFilter(st)
 		if !ok {
-			return event("terminal/pipeline", "a stage that is not a read-only line filter: "+st[0])
+			return t.query("terminal/pipeline", "a stage that is not a read-only line filter: "+st[0])
 		}
 		fs = append(fs, f)
 	}

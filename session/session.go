@@ -42,7 +42,7 @@ func New(o Options) rpc.NewSessionFunc {
 		if err != nil {
 			return nil, "", err
 		}
-		m := runtime.New(runtime.Config{Policy: cfg.Policy, Locator: cfg.Locator, OnChange: cfg.Notify, Logger: cfg.Logger,
+		m := runtime.New(runtime.Config{Policy: queryPolicy(cfg.Policy), Locator: cfg.Locator, OnChange: cfg.Notify, Logger: cfg.Logger,
 			Placement: cfg.Placement, CacheTTL: cfg.CacheTTL, Price: cfg.Price})
 		if len(cfg.Roots) == 0 {
 			// Keyed sources only: file URIs must be refused, not taken for keys.
@@ -90,6 +90,24 @@ func New(o Options) rpc.NewSessionFunc {
 		hint.attach(core)
 		return core, fa.Mode(), nil
 	}
+}
+
+// queryPolicy lays the query sources' default under the session's policy:
+// a query whose output drifted is refreshed in place (Refresh), not
+// suppressed with a notice to re-read, since what a re-read would get is
+// exactly the output just re-run (as the runtime does for a whole file).
+// An operator's or client's policy for "query" wins.
+func queryPolicy(pc protocol.PolicyConfig) protocol.PolicyConfig {
+	if _, set := pc.ByType[query.Scheme]; set {
+		return pc
+	}
+	by := make(map[string]protocol.Policy, len(pc.ByType)+1)
+	for k, v := range pc.ByType {
+		by[k] = v
+	}
+	by[query.Scheme] = protocol.Policy{Drift: protocol.Refresh}
+	pc.ByType = by
+	return pc
 }
 
 // confine is the file adapter's rule for the query adapter: a path
