@@ -8,7 +8,6 @@
 package queryadapter
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,7 +17,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -52,7 +50,7 @@ type Config struct {
 	MaxWatch  int // directories watched per session; beyond it Stamp alone tells
 	MaxStamp  int
 	Logger    *slog.Logger
-	LookPath  func(string) (string, error) // default exec.LookPath
+	LookPath  func(string) (string, error) // default: PATH's absolute entries
 	DebugHook func(event string)           // tests: "watched <dir>", "event <path>"
 }
 
@@ -84,7 +82,7 @@ func New(cfg Config, notify runtime.Notify) (*Adapter, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if cfg.LookPath == nil {
-		cfg.LookPath = exec.LookPath
+		cfg.LookPath = lookPath
 	}
 	a := &Adapter{cfg: cfg, notify: notify}
 	if cfg.Watch {
@@ -161,23 +159,6 @@ func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) 
 	return runtime.Content{Text: text, Version: "sha256:" + hex.EncodeToString(sum[:])}, nil
 }
 
-// errCap stops a program whose output passed the cap.
-var errCap = errors.New("output cap")
-
-type capped struct {
-	buf bytes.Buffer
-	max int
-	hit bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if c.buf.Len()+len(p) > c.max {
-		c.hit = true
-		return 0, errCap
-	}
-	return c.buf.Write(p)
-}
-
 // run runs the stages one after another, each reading the previous one's
 // output, none through a shell.
 func (a *Adapter) run(ctx context.Context, s query.Spec) ([]byte, error) {
@@ -187,28 +168,18 @@ func (a *Adapter) run(ctx context.Context, s query.Spec) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v: %w", st[0], err, runtime.ErrUnreadable)
 		}
-		cmd := exec.CommandContext(ctx, bin, st[1:]...)
-		cmd.Dir = s.Cwd
-		cmd.Stdin = bytes.NewReader(in)
-		out := &capped{max: a.cfg.MaxBytes}
-		errb := &capped{max: stderrCap}
-		cmd.Stdout, cmd.Stderr = out, errb
-		cmd.WaitDelay = time.Second
-		err = cmd.Run()
-		if out.hit {
-			return nil, fmt.Errorf("%s: more than %d bytes of output: %w", st[0], a.cfg.MaxBytes, runtime.ErrTooLarge)
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %v: %w", st[0], ctx.Err(), runtime.ErrUnreadable)
-		}
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
+		pr, err := runProc(ctx, bin, st, s.Cwd, in, a.cfg.MaxBytes, stderrCap)
+		switch {
+		case err != nil:
 			return nil, fmt.Errorf("%s: %v: %w", st[0], err, runtime.ErrUnreadable)
+		case pr.capped:
+			return nil, fmt.Errorf("%s: more than %d bytes of output: %w", st[0], a.cfg.MaxBytes, runtime.ErrTooLarge)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("%s: %v: %w", st[0], ctx.Err(), runtime.ErrUnreadable)
+		case pr.code != 0 && !acceptExit(st[0], i, pr.code, len(pr.out)):
+			return nil, fmt.Errorf("%s exited %d: %s: %w", st[0], pr.code, strings.TrimSpace(string(pr.errOut)), runtime.ErrUnreadable)
 		}
-		if err != nil && !acceptExit(st[0], i, ee.ExitCode(), out.buf.Len()) {
-			return nil, fmt.Errorf("%s exited %d: %s: %w", st[0], ee.ExitCode(), strings.TrimSpace(errb.buf.String()), runtime.ErrUnreadable)
-		}
-		in = out.buf.Bytes()
+		in = pr.out
 	}
 	return in, nil
 }
