@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -59,6 +60,7 @@ type Adapter struct {
 	cfg    Config
 	notify runtime.Notify
 	w      *watcher
+	racy   time.Duration // racyWindow; tests take it away to see stable stamps
 }
 
 // New returns an adapter; notify receives change hints.
@@ -84,7 +86,7 @@ func New(cfg Config, notify runtime.Notify) (*Adapter, error) {
 	if cfg.LookPath == nil {
 		cfg.LookPath = lookPath
 	}
-	a := &Adapter{cfg: cfg, notify: notify}
+	a := &Adapter{cfg: cfg, notify: notify, racy: racyWindow}
 	if cfg.Watch {
 		w, err := newWatcher(a)
 		if err != nil {
@@ -215,7 +217,7 @@ func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 		if ct := ctime(fi); ct.After(t) {
 			t = ct
 		}
-		if !t.Before(now.Add(-racyWindow)) {
+		if !t.Before(now.Add(-a.racy)) {
 			racy = true
 		}
 		fmt.Fprintf(h, "%s\x00%o\x00%d\x00%d\x00%d\n", p, fi.Mode(), fi.Size(), fi.ModTime().UnixNano(), ctime(fi).UnixNano())
@@ -250,7 +252,7 @@ func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 				return nil
 			}
 			if n > a.cfg.MaxStamp {
-				return filepath.SkipAll
+				return filepath.SkipAll // racy stays as found so far: a big tree is stamped by events
 			}
 			if fi, err := d.Info(); err == nil {
 				add(q, fi)
@@ -258,7 +260,18 @@ func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 			return nil
 		})
 	}
-	if racy || n > a.cfg.MaxStamp {
+	if racy {
+		return "", nil
+	}
+	if n > a.cfg.MaxStamp {
+		// Too large to walk on every sync: while fsnotify watches all of
+		// it, the count of events under it stands for the stamp (an event
+		// not yet delivered at this sync hints the source when it comes).
+		if a.w != nil {
+			if gen, full := a.w.generation(id); full {
+				return "events:" + strconv.FormatUint(gen, 10), nil
+			}
+		}
 		return "", nil
 	}
 	return "scope:" + hex.EncodeToString(h.Sum(nil)[:16]), nil

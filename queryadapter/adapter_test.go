@@ -238,3 +238,43 @@ func TestStampFollowsTheScope(t *testing.T) {
 		t.Errorf("stamp over MaxStamp entries: %q %v, want \"\"", st, err)
 	}
 }
+
+// TestStampStable: with nothing recent, the stat stamp holds while the
+// scope holds and moves when a file in it changes; over MaxStamp entries a
+// fully watched scope is stamped by its fsnotify events.
+func TestStampStable(t *testing.T) {
+	w := newWorkspace(t, Config{Watch: true}, map[string]string{"src/a.py": "x\n", "src/sub/b.py": "y\n"})
+	w.a.racy = -time.Nanosecond // every change counts as old: no "" for recent ones
+	id := w.id(t, []string{"grep", "-rl", "x", "src"})
+	ctx := context.Background()
+	st1, err := w.a.Stamp(ctx, id)
+	if err != nil || st1 == "" {
+		t.Fatalf("stamp %q %v", st1, err)
+	}
+	if st, _ := w.a.Stamp(ctx, id); st != st1 {
+		t.Errorf("stamp moved with nothing changed: %q -> %q", st1, st)
+	}
+	w.write(t, "src/sub/b.py", "y\nmore\n")
+	if st, _ := w.a.Stamp(ctx, id); st == st1 || st == "" {
+		t.Errorf("stamp after a change deep in the scope: %q (was %q)", st, st1)
+	}
+
+	big := newWorkspace(t, Config{Watch: true, MaxStamp: 1}, map[string]string{"src/a.py": "x\n", "src/sub/b.py": "y\n"})
+	big.a.racy = -time.Nanosecond
+	bid := big.id(t, []string{"grep", "-rl", "x", "src"}, []string{"sort"})
+	if st, _ := big.a.Stamp(ctx, bid); st != "" {
+		t.Errorf("over MaxStamp, not watched: %q, want \"\" (run it)", st)
+	}
+	if err := big.a.Watch(bid); err != nil {
+		t.Fatal(err)
+	}
+	st2, _ := big.a.Stamp(ctx, bid)
+	if !strings.HasPrefix(st2, "events:") {
+		t.Fatalf("over MaxStamp, watched: %q, want an events stamp", st2)
+	}
+	big.write(t, "src/sub/c.py", "x\n")
+	big.waitHint(t, bid, "src/a.py\nsrc/sub/c.py")
+	if st, _ := big.a.Stamp(ctx, bid); st == st2 {
+		t.Errorf("events stamp did not move after an event: %q", st)
+	}
+}

@@ -32,6 +32,8 @@ type watched struct {
 	refs  int
 	scope query.Scope
 	dirs  map[string]bool
+	gen   uint64 // events seen under the scope
+	full  bool   // every directory of the scope has a watch
 }
 
 func newWatcher(a *Adapter) (*watcher, error) {
@@ -55,12 +57,24 @@ func (w *watcher) watch(id string, sc query.Scope) error {
 		x.refs++
 		return nil
 	}
-	x := &watched{refs: 1, scope: sc, dirs: map[string]bool{}}
+	x := &watched{refs: 1, scope: sc, dirs: map[string]bool{}, full: true}
 	w.ids[id] = x
 	for _, p := range sc.Paths {
 		w.addTree(id, x, p)
 	}
 	return nil
+}
+
+// generation is the count of events under id's scope, and whether every
+// directory of it is watched (else events cannot stand for a stamp).
+func (w *watcher) generation(id string) (uint64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	x := w.ids[id]
+	if x == nil {
+		return 0, false
+	}
+	return x.gen, x.full
 }
 
 // addTree watches p's directory (p itself when it is a directory, and
@@ -98,10 +112,12 @@ func (w *watcher) addDir(id string, x *watched, dir string) bool {
 	if w.dirs[dir] == nil {
 		if len(w.dirs) >= w.a.cfg.MaxWatch {
 			w.a.cfg.Logger.Info("query watch budget spent; the verify pass alone sees changes", "dir", dir)
+			x.full = false
 			return false
 		}
 		if err := w.fw.Add(dir); err != nil {
 			w.a.cfg.Logger.Info("cannot watch a query's directory; the verify pass alone sees its changes", "dir", dir, "err", err)
+			x.full = false
 			return true
 		}
 		w.dirs[dir] = map[string]bool{}
@@ -149,7 +165,8 @@ func (w *watcher) loop() {
 			w.a.cfg.Logger.Warn("fsnotify error; hinting every query source", "err", err)
 			w.mu.Lock()
 			ids := make([]string, 0, len(w.ids))
-			for id := range w.ids {
+			for id, x := range w.ids {
+				x.gen++
 				ids = append(ids, id)
 			}
 			w.mu.Unlock()
@@ -173,6 +190,11 @@ func (w *watcher) event(ev fsnotify.Event) {
 	}
 	for id := range w.dirs[p] {
 		hit[id] = true
+	}
+	for id := range hit {
+		if x := w.ids[id]; x != nil {
+			x.gen++
+		}
 	}
 	if ev.Has(fsnotify.Create) && isDir(p) {
 		for id := range hit {
