@@ -22,7 +22,8 @@ func TestQueryShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rel, text := range map[string]string{"a.txt": "TODO: one\nTODO: one\n", "b.txt": "TODO: two\nx\n", "src/m.py": "# TODO\n", "src/n.py": "pass\n"} {
+	for rel, text := range map[string]string{"a.txt": "TODO: one\nTODO: one\n", "b.txt": "TODO: two\nx\n", "src/m.py": "# TODO\n", "src/n.py": "pass\n",
+		"dup/x.txt": "k = 1\nTODO\nk = 1\nTODO\nz\n", "dup/y.txt": "TODO\n"} {
 		p := filepath.Join(ws, rel)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -50,6 +51,9 @@ func TestQueryShapes(t *testing.T) {
 		{"grep -h TODO a.txt b.txt | sort -u", [][]string{{"grep", "-h", "TODO", "a.txt", "b.txt"}, {"sort", "-u"}}, ""},
 		{"cat a.txt b.txt | grep -n TODO", [][]string{{"cat", "a.txt", "b.txt"}, {"grep", "-n", "TODO"}}, ""},
 		{"grep -rl TODO . | sort | head -n 2", [][]string{{"grep", "-rl", "TODO", "."}, {"sort"}, {"head", "-n", "2"}}, ""},
+		// Without -n, "TODO" matches twice in x.txt and grep prints one
+		// line for it: placed nowhere uniquely, a query of the search.
+		{"grep -r -m1 TODO dup", [][]string{{"grep", "-r", "-m1", "TODO", "dup"}}, ""},
 		{"grep -Rl TODO src", nil, "src/m.py\n"}, // -R follows symlinks: off the allowlist
 		{"grep -l TODO a.txt | xargs cat", nil, "TODO: one\nTODO: one\n"},
 		{"grep TODO a.txt | wc -l", nil, "2\n"},
