@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -216,6 +217,26 @@ func screenLine(s string) string {
 		s = b.String()
 	}
 	return strings.TrimRight(s, " \t")
+}
+
+// LookPath finds prog in PATH as a shell would, skipping relative PATH
+// entries (a "." in PATH must not make a file of the workspace the program
+// run). The recognizer asks it too: a query whose program is not installed
+// here would be flagged on its first run, so it stays an event.
+func LookPath(prog string) (string, error) {
+	if prog == "" || filepath.Base(prog) != prog {
+		return "", fmt.Errorf("%q: a program name, not a path", prog)
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, prog)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not found in PATH", prog)
 }
 
 // Check accepts only an allowlisted pipeline: a first stage of grep, rg,

@@ -84,7 +84,7 @@ func New(cfg Config, notify runtime.Notify) (*Adapter, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if cfg.LookPath == nil {
-		cfg.LookPath = lookPath
+		cfg.LookPath = query.LookPath
 	}
 	a := &Adapter{cfg: cfg, notify: notify, racy: racyWindow}
 	if cfg.Watch {

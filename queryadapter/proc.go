@@ -3,10 +3,8 @@ package queryadapter
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -20,25 +18,6 @@ type proc struct {
 	out, errOut []byte
 	code        int  // exit status; -1 when killed
 	capped      bool // stdout passed the cap (the program was killed)
-}
-
-// lookPath finds prog in PATH as a shell would, skipping relative PATH
-// entries (a "." in PATH must not make a file of the workspace the
-// program run).
-func lookPath(prog string) (string, error) {
-	if filepath.Base(prog) != prog {
-		return "", errors.New("a program name, not a path")
-	}
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		p := filepath.Join(dir, prog)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", errors.New("not found in PATH")
 }
 
 // runProc runs bin with argv in dir, stdin as its input, killing it when

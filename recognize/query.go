@@ -25,6 +25,11 @@ func (t term) query(format, why string) Result {
 	if _, err := s.Check(); err != nil {
 		return event(format, why+" (no query source: "+strings.TrimPrefix(err.Error(), query.ErrRefused.Error()+": ")+")")
 	}
+	for _, st := range stages {
+		if _, err := query.LookPath(st[0]); err != nil {
+			return event(format, why+" (no query source: "+err.Error()+")")
+		}
+	}
 	if t.out == "" && !t.screen {
 		return event(format, why+" (nothing shown)")
 	}

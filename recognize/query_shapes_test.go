@@ -101,3 +101,18 @@ func TestQueryShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryNeedsItsProgram: a query whose program is not installed where
+// the server runs stays an event (its first run would only flag it).
+func TestQueryNeedsItsProgram(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	args, _ := json.Marshal(map[string]string{"command": "grep -rl TODO src"})
+	res, err := recognize.Recognize(context.Background(), recognize.Call{Runtime: recognize.OpenCode, Tool: "bash", Args: args,
+		Output: "src/a.py\n", Cwd: "/ws", Metadata: json.RawMessage(`{"exit":0}`)}, recognize.OS{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != recognize.KindEvent {
+		t.Errorf("without grep in PATH: %s %q, want an event", res.Kind, res.Reason)
+	}
+}
