@@ -25,6 +25,11 @@ func (t term) query(format, why string) Result {
 	if _, err := s.Check(); err != nil {
 		return event(format, why+" (no query source: "+strings.TrimPrefix(err.Error(), query.ErrRefused.Error()+": ")+")")
 	}
+	if t.screen && stages[0][0] == "rg" && !rgNames(stages[0][1:]) {
+		// On a terminal rg prints headings and numbers it does not print
+		// to the pipe the server reads: only its names and counts agree.
+		return event(format, why+" (no query source: rg prints another format on a terminal)")
+	}
 	for _, st := range stages {
 		if _, err := query.LookPath(st[0]); err != nil {
 			return event(format, why+" (no query source: "+err.Error()+")")
@@ -80,6 +85,22 @@ func lsOneALine(args []string) bool {
 			break
 		}
 		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "1lgno") {
+			return true
+		}
+	}
+	return false
+}
+
+// rgNames reports whether rg prints only file names or counts (the same
+// on a terminal as in a pipe).
+func rgNames(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "--files" || a == "--files-with-matches" || a == "--files-without-match" || a == "--count":
+			return true
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a[1:], "lc"):
 			return true
 		}
 	}

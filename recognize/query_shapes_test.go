@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/concord-ctx/concord/query"
@@ -114,5 +115,43 @@ func TestQueryNeedsItsProgram(t *testing.T) {
 	}
 	if res.Kind != recognize.KindEvent {
 		t.Errorf("without grep in PATH: %s %q, want an event", res.Kind, res.Reason)
+	}
+}
+
+// TestRgOnATerminal: rg prints headings and numbers on a terminal (the
+// OpenHands pane) that it does not print to the server's pipe, so only its
+// names and counts become query sources there; in OpenCode's bash (a
+// pipe) its other shapes do too. (rg is looked up, never run, here.)
+func TestRgOnATerminal(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "rg"), []byte("#!/bin/sh\nexit 2\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	ws := t.TempDir()
+	zero := 0
+	for _, tc := range []struct {
+		runtime, command, output string
+		want                     recognize.Kind
+	}{
+		{recognize.OpenHands, "rg -l TODO", "src/a.py\nsrc/b.py", recognize.KindQuery},
+		{recognize.OpenHands, "rg -o 'TODO: [a-z]+'", "src/a.py\n2:TODO: one", recognize.KindEvent},
+		{recognize.OpenCode, "rg -o 'TODO: [a-z]+'", "src/a.py:TODO: one\n", recognize.KindQuery},
+	} {
+		args, _ := json.Marshal(map[string]string{"command": tc.command})
+		call := recognize.Call{Runtime: tc.runtime, Tool: "terminal", Args: args, Output: tc.output, ExitCode: &zero, Cwd: ws}
+		if tc.runtime == recognize.OpenCode {
+			call.Tool, call.Metadata = "bash", json.RawMessage(`{"exit":0}`)
+		}
+		res, err := recognize.Recognize(context.Background(), call, recognize.OS{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Kind != tc.want {
+			t.Errorf("%s %s: %s %q, want %s", tc.runtime, tc.command, res.Kind, res.Reason, tc.want)
+		}
+		if res.Kind == recognize.KindQuery && !strings.Contains(res.Parts[0].URI, "sorted=1") {
+			t.Errorf("%s: rg's query %q does not sort (its order varies between runs)", tc.command, res.Parts[0].URI)
+		}
 	}
 }
