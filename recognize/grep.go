@@ -220,7 +220,7 @@ func (t term) grep(prog string, args []string, fs []filter) Result {
 	case !ok:
 		return event(format, "a "+prog+" option that changes what a line shows")
 	case g.names || g.count:
-		return Result{Kind: KindQuery, Format: format + "-l", Reason: "file names or counts (a query source)"}
+		return t.query(format+"-l", "file names or counts")
 	case g.only:
 		return event(format, "parts of lines")
 	case len(g.operands) == 0 && !g.recursive:

@@ -50,14 +50,15 @@ const (
 	KindRead    Kind = "read"    // parts of files
 	KindListing Kind = "listing" // a directory listing (a listing source)
 	KindWrite   Kind = "write"   // the tool wrote files and showed no content
-	KindQuery   Kind = "query"   // a function of many files (grep -l, find | grep): not tracked yet
+	KindQuery   Kind = "query"   // a function of many files (grep -l, find | grep): a query source
 	KindEvent   Kind = "event"   // an action's result
 )
 
 // Part is one source the result showed: a file window, or a listing.
 type Part struct {
 	Path string `json:"path"` // absolute file or directory
-	// URI is a listing source's URI (directory + query); "" for a file.
+	// URI is a listing source's URI (directory + query) or a query
+	// source's (package query; Path is then its directory); "" for a file.
 	URI string `json:"uri,omitempty"`
 	// Start and End are the 1-based inclusive lines shown; 0, 0 means the
 	// whole file.
@@ -159,7 +160,7 @@ func Recognize(ctx context.Context, call Call, files Files) (Result, error) {
 	if res.Kind == "" {
 		res.Kind = KindEvent
 	}
-	if res.Kind != KindRead && res.Kind != KindListing {
+	if res.Kind != KindRead && res.Kind != KindListing && res.Kind != KindQuery {
 		res.render = nil
 	}
 	// A result outlives its recognition (the server renders views with it):

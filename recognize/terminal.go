@@ -16,19 +16,19 @@ func (r *recognizer) terminal(command, cwd, out string, screen bool) Result {
 	if why != "" {
 		return event("terminal", why)
 	}
-	t := term{r: r, cwd: p.cwd, out: out, screen: screen}
+	t := term{r: r, cwd: p.cwd, out: out, screen: screen, stages: p.stages}
 	first := p.stages[0]
 	prog := filepath.Base(first[0])
 	if len(p.stages) == 1 {
 		switch prog {
 		case "cat", "head", "tail", "sed", "nl":
-			return t.read(prog, first[1:])
+			return t.orQuery(t.read(prog, first[1:]))
 		case "grep", "rg":
-			return t.grep(prog, first[1:], nil)
+			return t.orQuery(t.grep(prog, first[1:], nil))
 		case "ls":
-			return r.ls(first[1:], out, p.cwd)
+			return t.orQuery(r.ls(first[1:], out, p.cwd))
 		case "find":
-			return r.find(first[1:], out, p.cwd)
+			return t.orQuery(r.find(first[1:], out, p.cwd))
 		}
 		return event("terminal/"+prog, "a program whose output is not file content")
 	}
@@ -36,22 +36,22 @@ func (r *recognizer) terminal(command, cwd, out string, screen bool) Result {
 	for _, st := range p.stages[1:] {
 		f, ok := parseFilter(st)
 		if !ok {
-			return event("terminal/pipeline", "a stage that is not a read-only line filter: "+st[0])
+			return t.query("terminal/pipeline", "a stage that is not a read-only line filter: "+st[0])
 		}
 		fs = append(fs, f)
 	}
 	switch prog {
 	case "cat", "head", "tail", "sed", "nl":
-		return t.filteredRead(prog, first[1:], fs)
+		return t.orQuery(t.filteredRead(prog, first[1:], fs))
 	case "grep", "rg":
 		for _, f := range fs {
 			if f.numbers {
-				return event("terminal/pipeline", "grep -n over grep output")
+				return t.query("terminal/pipeline", "grep -n over grep output")
 			}
 		}
-		return t.grep(prog, first[1:], fs)
+		return t.orQuery(t.grep(prog, first[1:], fs))
 	case "ls", "find":
-		return Result{Kind: KindQuery, Format: "terminal/" + prog + "-filtered", Reason: "a listing filtered by a pipeline (a query source)"}
+		return t.query("terminal/"+prog+"-filtered", "a listing filtered by a pipeline")
 	}
 	return event("terminal/pipeline", "a pipeline that does not start with a file read")
 }
@@ -62,6 +62,7 @@ type term struct {
 	cwd    string
 	out    string
 	screen bool
+	stages [][]string // the pipeline, for a query source
 }
 
 // filter is a pipeline stage that only selects lines of its input.

@@ -80,7 +80,7 @@ func (s *Server) recognize(ctx context.Context, raw *json.RawMessage) (any, erro
 	}
 	obs := protocol.ObserveParams{Agent: p.Agent, Turn: p.Turn, Anchor: p.Anchor, Policy: p.Policy, Sources: []protocol.Source{}}
 	switch res.Kind {
-	case recognize.KindRead, recognize.KindListing:
+	case recognize.KindRead, recognize.KindListing, recognize.KindQuery:
 		obs.Kind = protocol.Snapshot
 		for _, part := range res.Parts {
 			obs.Sources = append(obs.Sources, source(part))

@@ -16,9 +16,9 @@ var update = flag.Bool("update", false, "rewrite the expected messages of testda
 // binary as well: the ones whose point is stdio, framing on a real pipe and
 // the exit status, the regressions of issue 19 (true corrections, a file
 // over the size cap), which must hold in the binary users run, and
-// recognize. Every transcript runs in-process in package rpc
+// recognize and its query sources (the binary runs the queries' programs). Every transcript runs in-process in package rpc
 // (rpc/transcript_test.go), where coverage sees the handlers.
-var subprocessTranscripts = []string{"lifecycle", "exit-without-shutdown", "stdin-close", "newline", "corrections", "too-large", "recognize"}
+var subprocessTranscripts = []string{"lifecycle", "exit-without-shutdown", "stdin-close", "newline", "corrections", "too-large", "recognize", "query"}
 
 // TestGolden runs those transcripts (docs: internal/transcript) against a
 // fresh `concord serve` subprocess each.

@@ -1,0 +1,36 @@
+package query
+
+import (
+	"reflect"
+	"testing"
+)
+
+// FuzzParse: any string parses or is refused without a panic; a parsed
+// spec writes a URI that parses back to the same spec, and Check never
+// panics on it.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"query:///w?run=grep&arg=-rl&arg=TODO&arg=src",
+		"query:///w%20x?run=find&arg=.&arg=-name&arg=*.py&run=grep&arg=pkg&screen=1",
+		"query:///?run=rg&arg=-l&arg=x&sorted=1&screen=1",
+		"query:///w?run=ls&arg=-1&arg=a%26b",
+		"query:///w?run=grep&arg=-e",
+		"query:///w?run=head&arg=-n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, u string) {
+		s, err := Parse(u)
+		if err != nil {
+			return
+		}
+		_, _ = s.Check()
+		back, err := Parse(s.URI())
+		if err != nil {
+			t.Fatalf("%q -> %q: %v", u, s.URI(), err)
+		}
+		if !reflect.DeepEqual(back, s) {
+			t.Fatalf("%q -> %q -> %+v, want %+v", u, s.URI(), back, s)
+		}
+	})
+}
