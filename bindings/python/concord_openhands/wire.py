@@ -3,10 +3,8 @@
 from typing import Any, Literal, TypedDict
 try:
     from typing import NotRequired, Required
-except ImportError:  # Python < 3.11
-    class _Marker:
-        def __class_getitem__(cls, item): return item
-    NotRequired = Required = _Marker
+except ImportError:  # Python < 3.11: no markers
+    NotRequired = Required = type("_Marker", (), {"__class_getitem__": classmethod(lambda cls, item: item)})
 VERSION = 1
 METHOD_INITIALIZE = "initialize"
 METHOD_OBSERVE = "observe"
@@ -21,14 +19,12 @@ CODE_METHOD_NOT_FOUND = -32601
 CODE_INTERNAL_ERROR = -32603
 CODE_UNSUPPORTED_PROTO = -32003
 CODE_OUTSIDE_ROOTS = -32010
-class Info(TypedDict):
-    """Info names a client or server program."""
+class Info(TypedDict):  # Info names a client or server program.
     name: str
     version: NotRequired[str]
 Watch = Literal["auto", "fsnotify", "poll", "hooks"]  # Watch modes of initialize.
 Action = Literal["patch", "refresh", "annotate", "suppress"]  # Action is what a policy does to a block whose source changed.
-class Policy(TypedDict, total=False):
-    """Policy says what to do on a local edit and on drift, and when a block merely aged."""
+class Policy(TypedDict, total=False):  # Policy says what to do on a local edit and on drift, and when a block merely aged.
     local: Action  # default patch
     drift: Action  # default suppress
     maxAgeTurns: int  # 0 or nil = off
@@ -37,29 +33,24 @@ PolicyConfig = TypedDict("PolicyConfig", {  # PolicyConfig holds the policy laye
     "byType": dict[str, Policy],  # by adapter scheme, e.g. "file", "res"
     "bySource": dict[str, Policy],  # by source URI
 }, total=False)
-class LocatorParams(TypedDict, total=False):
-    """LocatorParams are the locality thresholds; an omitted field keeps the server's default, and a present one (0 included) is used as given."""
+class LocatorParams(TypedDict, total=False):  # LocatorParams are the locality thresholds; an omitted field keeps the server's default, and a present one (0 included) is used as given.
     minSimilarity: float
     substitutionRatio: float
     minSubstitutions: int
     contextLines: int
 Placement = Literal["inplace", "tail", "auto"]  # Repair placements (initialize's placement).
-class CachePrice(TypedDict):
-    """CachePrice is what one prompt token costs, in units of the provider's plain input price, when the call writes it to the cache (a miss; 1.25 at Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at Anthropic, 0.5 at OpenAI)."""
+class CachePrice(TypedDict):  # CachePrice is what one prompt token costs, in units of the provider's plain input price, when the call writes it to the cache (a miss; 1.25 at Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at Anthropic, 0.5 at OpenAI).
     write: float
     read: float
-class CacheParams(TypedDict, total=False):
-    """CacheParams describe the provider's prompt cache, as far as placement needs it."""
+class CacheParams(TypedDict, total=False):  # CacheParams describe the provider's prompt cache, as far as placement needs it.
     ttlSeconds: float  # TTLSeconds: the prompt cache is taken to have expired when more than this passed since the agent's previous sync (default 300).
     price: CachePrice  # Price, under placement auto, also rewrites in place a message the model has seen when that costs less than its erratum would (it needs sync's promptChars to know what a rewrite invalidates).
-class FeedParams(TypedDict, total=False):
-    """FeedParams are initialize's change-feed settings; an omitted field keeps the operator's (serve's --feed flags)."""
+class FeedParams(TypedDict, total=False):  # FeedParams are initialize's change-feed settings; an omitted field keeps the operator's (serve's --feed flags).
     url: str  # nats://host:4222[,nats://...]
     name: str  # the workspace's feed: the same on every host
     host: str  # this host's name in other hosts' notices (default: the hostname)
     root: str  # the shared workspace root source keys are relative to (default: roots[0])
-class InitializeParams(TypedDict, total=False):
-    """InitializeParams opens the session."""
+class InitializeParams(TypedDict, total=False):  # InitializeParams opens the session.
     protocolVersion: Required[int]
     clientInfo: Info
     roots: Required[list[str]]
@@ -70,8 +61,7 @@ class InitializeParams(TypedDict, total=False):
     cache: CacheParams  # hints for placement
     feed: FeedParams  # Feed joins the change feed shared by the instances of one workspace on several hosts (a build with the feed only; see docs/protocol.md).
 Framing = Literal["content-length", "newline"]  # Framings of the byte stream.
-class Capabilities(TypedDict):
-    """Capabilities tell the client what this server does."""
+class Capabilities(TypedDict):  # Capabilities tell the client what this server does.
     watch: Watch  # effective watch mode
     schemes: list[str]  # "file", and "*" for keyed sources of any other scheme
     framing: Framing
@@ -79,25 +69,21 @@ class Capabilities(TypedDict):
     requests: list[str]
     maxMessage: int  # bytes; larger messages are refused
     placement: NotRequired[Placement]  # Placement is the effective repair placement, always present (a server without cache-aware repair leaves it out: inplace).
-class InitializeResult(TypedDict):
-    """InitializeResult answers initialize."""
+class InitializeResult(TypedDict):  # InitializeResult answers initialize.
     protocolVersion: int
     serverInfo: Info
     capabilities: Capabilities
 Kind = Literal["snapshot", "event"]  # Kind separates snapshots of a source from events (results of actions).
-class Range(TypedDict):
-    """Range is a 1-based, inclusive line range."""
+class Range(TypedDict):  # Range is a 1-based, inclusive line range.
     start: int
     end: int
-class Source(TypedDict, total=False):
-    """Source links an observation, or a block view, to one source: which source (URI), which part (Range; nil means the whole source) and its text (the raw lines joined by "\n", without the tool's own decoration)."""
+class Source(TypedDict, total=False):  # Source links an observation, or a block view, to one source: which source (URI), which part (Range; nil means the whole source) and its text (the raw lines joined by "\n", without the tool's own decoration).
     uri: Required[str]
     range: Range
     text: Required[str]
     version: str  # "sha256:…" for files; required for keyed sources in observe
     totalLines: int  # TotalLines is the source's current line count (in sync views only), so a binding can re-render "end of file" headers and footers truthfully.
-class ObserveParams(TypedDict):
-    """ObserveParams register one tool observation."""
+class ObserveParams(TypedDict):  # ObserveParams register one tool observation.
     agent: str
     turn: int
     anchor: str  # the runtime's handle, e.g. the tool call id
@@ -105,30 +91,25 @@ class ObserveParams(TypedDict):
     sources: list[Source]
     policy: NotRequired[Policy]  # optional block-level override
 Status = Literal["valid", "patched", "stale", "invalid", "superseded", "released", "event"]  # Status is a block's model-visible state.
-class ObserveResult(TypedDict):
-    """ObserveResult answers observe."""
+class ObserveResult(TypedDict):  # ObserveResult answers observe.
     block: str  # "" for events
     status: Status  # right after registration (a raced read may already be patched)
     superseded: list[str]  # older blocks this one superseded
-class SourceChangedParams(TypedDict, total=False):
-    """SourceChangedParams report a change made by the runtime's own tools."""
+class SourceChangedParams(TypedDict, total=False):  # SourceChangedParams report a change made by the runtime's own tools.
     uri: Required[str]
     agent: str
     text: str
     version: str
     anchor: str  # Anchor is the tool call that made the change (the edit's id): errata can then point the agent to its own edit instead of repeating text.
-class SourceChangedResult(TypedDict):
-    """SourceChangedResult answers sourceChanged."""
+class SourceChangedResult(TypedDict):  # SourceChangedResult answers sourceChanged.
     blocks: list[str]  # blocks whose state changed
-class SyncParams(TypedDict, total=False):
-    """SyncParams ask for an agent's projection before a model call."""
+class SyncParams(TypedDict, total=False):  # SyncParams ask for an agent's projection before a model call.
     agent: Required[str]
     turn: Required[int]
     full: bool  # the full live set, not just the delta
     prefixRebuilt: bool  # PrefixRebuilt: the runtime rebuilt the prompt before this call (condensed, compacted, dropped messages), so the cached prefix is gone: every deferred repair is placed in place (a flush).
     promptChars: int  # PromptChars is the size, in characters, of the messages this model call carries as the runtime has them before this sync's views and errata (0: not reported).
-class BlockView(TypedDict, total=False):
-    """BlockView is what a binding needs to rewrite one tool result."""
+class BlockView(TypedDict, total=False):  # BlockView is what a binding needs to rewrite one tool result.
     block: Required[str]
     anchor: Required[str]
     agent: Required[str]
@@ -142,37 +123,31 @@ class BlockView(TypedDict, total=False):
     erratum: str
     view: str  # View (blocks registered by recognize, in place, with Sources): the tool result as the tool would show the sources now, in its own format; the binding shows it instead of the old result.
 Feed = Literal["live", "behind"]  # Feed states.
-class FeedStatus(TypedDict, total=False):
-    """FeedStatus is the change feed's state, in every sync of a session with a feed."""
+class FeedStatus(TypedDict, total=False):  # FeedStatus is the change feed's state, in every sync of a session with a feed.
     state: Required[Feed]
     since: str
     unsent: int
     notice: str
-class SyncResult(TypedDict):
-    """SyncResult is the projection: blocks whose model-visible state changed since the agent's previous sync (or all live blocks when Full)."""
+class SyncResult(TypedDict):  # SyncResult is the projection: blocks whose model-visible state changed since the agent's previous sync (or all live blocks when Full).
     generation: int
     full: bool
     blocks: list[BlockView]
     flushed: NotRequired[bool]  # Flushed (placement tail or auto): every deferred repair is in Blocks, in place; drop every erratum note attached by earlier syncs.
     feed: NotRequired[FeedStatus]  # Feed is the change feed's state; nil when the session has no feed.
-class ReleaseParams(TypedDict, total=False):
-    """ReleaseParams drop blocks by id, or by anchor within Agent."""
+class ReleaseParams(TypedDict, total=False):  # ReleaseParams drop blocks by id, or by anchor within Agent.
     agent: str
     blocks: list[str]
     anchors: list[str]
-class ReleaseResult(TypedDict):
-    """ReleaseResult answers release."""
+class ReleaseResult(TypedDict):  # ReleaseResult answers release.
     released: list[str]
-class StatsResult(TypedDict):
-    """StatsResult answers stats: counters for operators and benchmarks."""
+class StatsResult(TypedDict):  # StatsResult answers stats: counters for operators and benchmarks.
     blocks: dict[Status, int]
     reconciliations: dict[str, int]  # by locator outcome and action: unchanged, moved, patched, invalid, refreshed, …
     verifyPasses: int
     sources: int
     agents: int
     bytesHeld: int  # payload and source text held
-class ToolCall(TypedDict, total=False):
-    """ToolCall is one finished tool call as the runtime has it (recognize)."""
+class ToolCall(TypedDict, total=False):  # ToolCall is one finished tool call as the runtime has it (recognize).
     runtime: Required[str]  # "openhands" or "opencode"
     tool: Required[str]  # the tool's name in that runtime
     arguments: Any  # the call's arguments object
@@ -182,20 +157,17 @@ class ToolCall(TypedDict, total=False):
     truncated: bool  # the runtime cut the output
     error: bool  # the runtime marked the result an error
     metadata: Any  # the runtime's metadata (OpenCode's display)
-class RecognizeParams(TypedDict):
-    """RecognizeParams ask the server to decide what a tool call showed and to register it: observe for what it showed, sourceChanged for what it wrote."""
+class RecognizeParams(TypedDict):  # RecognizeParams ask the server to decide what a tool call showed and to register it: observe for what it showed, sourceChanged for what it wrote.
     agent: str
     turn: int
     anchor: str
     call: ToolCall
     policy: NotRequired[Policy]
 Recognized = Literal["read", "listing", "write", "query", "event"]  # What recognize found a call to be.
-class SourceRef(TypedDict):
-    """SourceRef names a registered source without its text."""
+class SourceRef(TypedDict):  # SourceRef names a registered source without its text.
     uri: str
     range: NotRequired[Range]
-class RecognizeResult(TypedDict, total=False):
-    """RecognizeResult answers recognize: what the call was and what the server did with it."""
+class RecognizeResult(TypedDict, total=False):  # RecognizeResult answers recognize: what the call was and what the server did with it.
     kind: Required[Recognized]  # one of the Recognized* values
     format: str  # the recognizer, e.g. "terminal/grep"
     reason: str  # why a call is not tracked
@@ -205,8 +177,7 @@ class RecognizeResult(TypedDict, total=False):
     sources: list[SourceRef]  # what was registered, in order (the text is the call's)
     writes: list[str]  # file URIs reported changed by this call
     changed: list[str]  # blocks whose state those writes changed
-class ErrorObject(TypedDict):
-    """Error is a JSON-RPC error object, as the server sends it and as the Go client returns it (use errors.As to read the code)."""
+class ErrorObject(TypedDict):  # Error is a JSON-RPC error object, as the server sends it and as the Go client returns it (use errors.As to read the code).
     code: int
     message: str
     data: NotRequired[Any]

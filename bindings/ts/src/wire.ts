@@ -14,52 +14,44 @@ export const CodeMethodNotFound = -32601
 export const CodeInternalError = -32603
 export const CodeUnsupportedProto = -32003
 export const CodeOutsideRoots = -32010
-/** Info names a client or server program. */
-export interface Info {
+export interface Info { // Info names a client or server program.
   name: string
   version?: string
 }
 export type Watch = "auto" | "fsnotify" | "poll" | "hooks" // Watch modes of initialize.
 export type Action = "patch" | "refresh" | "annotate" | "suppress" // Action is what a policy does to a block whose source changed.
-/** Policy says what to do on a local edit and on drift, and when a block merely aged. */
-export interface Policy {
+export interface Policy { // Policy says what to do on a local edit and on drift, and when a block merely aged.
   local?: Action // default patch
   drift?: Action // default suppress
   maxAgeTurns?: number // 0 or nil = off
 }
-/** PolicyConfig holds the policy layers below the block level. */
-export interface PolicyConfig {
+export interface PolicyConfig { // PolicyConfig holds the policy layers below the block level.
   global: Policy
   byType?: Record<string, Policy> // by adapter scheme, e.g. "file", "res"
   bySource?: Record<string, Policy> // by source URI
 }
-/** LocatorParams are the locality thresholds; an omitted field keeps the server's default, and a present one (0 included) is used as given. */
-export interface LocatorParams {
+export interface LocatorParams { // LocatorParams are the locality thresholds; an omitted field keeps the server's default, and a present one (0 included) is used as given.
   minSimilarity?: number
   substitutionRatio?: number
   minSubstitutions?: number
   contextLines?: number
 }
 export type Placement = "inplace" | "tail" | "auto" // Repair placements (initialize's placement).
-/** CachePrice is what one prompt token costs, in units of the provider's plain input price, when the call writes it to the cache (a miss; 1.25 at Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at Anthropic, 0.5 at OpenAI). */
-export interface CachePrice {
+export interface CachePrice { // CachePrice is what one prompt token costs, in units of the provider's plain input price, when the call writes it to the cache (a miss; 1.25 at Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at Anthropic, 0.5 at OpenAI).
   write: number
   read: number
 }
-/** CacheParams describe the provider's prompt cache, as far as placement needs it. */
-export interface CacheParams {
+export interface CacheParams { // CacheParams describe the provider's prompt cache, as far as placement needs it.
   ttlSeconds?: number // TTLSeconds: the prompt cache is taken to have expired when more than this passed since the agent's previous sync (default 300).
   price?: CachePrice // Price, under placement auto, also rewrites in place a message the model has seen when that costs less than its erratum would (it needs sync's promptChars to know what a rewrite invalidates).
 }
-/** FeedParams are initialize's change-feed settings; an omitted field keeps the operator's (serve's --feed flags). */
-export interface FeedParams {
+export interface FeedParams { // FeedParams are initialize's change-feed settings; an omitted field keeps the operator's (serve's --feed flags).
   url?: string // nats://host:4222[,nats://...]
   name?: string // the workspace's feed: the same on every host
   host?: string // this host's name in other hosts' notices (default: the hostname)
   root?: string // the shared workspace root source keys are relative to (default: roots[0])
 }
-/** InitializeParams opens the session. */
-export interface InitializeParams {
+export interface InitializeParams { // InitializeParams opens the session.
   protocolVersion: number
   clientInfo?: Info
   roots: string[]
@@ -71,8 +63,7 @@ export interface InitializeParams {
   feed?: FeedParams // Feed joins the change feed shared by the instances of one workspace on several hosts (a build with the feed only; see docs/protocol.md).
 }
 export type Framing = "content-length" | "newline" // Framings of the byte stream.
-/** Capabilities tell the client what this server does. */
-export interface Capabilities {
+export interface Capabilities { // Capabilities tell the client what this server does.
   watch: Watch // effective watch mode
   schemes: string[] // "file", and "*" for keyed sources of any other scheme
   framing: Framing
@@ -81,28 +72,24 @@ export interface Capabilities {
   maxMessage: number // bytes; larger messages are refused
   placement?: Placement // Placement is the effective repair placement, always present (a server without cache-aware repair leaves it out: inplace).
 }
-/** InitializeResult answers initialize. */
-export interface InitializeResult {
+export interface InitializeResult { // InitializeResult answers initialize.
   protocolVersion: number
   serverInfo: Info
   capabilities: Capabilities
 }
 export type Kind = "snapshot" | "event" // Kind separates snapshots of a source from events (results of actions).
-/** Range is a 1-based, inclusive line range. */
-export interface Range {
+export interface Range { // Range is a 1-based, inclusive line range.
   start: number
   end: number
 }
-/** Source links an observation, or a block view, to one source: which source (URI), which part (Range; nil means the whole source) and its text (the raw lines joined by "\n", without the tool's own decoration). */
-export interface Source {
+export interface Source { // Source links an observation, or a block view, to one source: which source (URI), which part (Range; nil means the whole source) and its text (the raw lines joined by "\n", without the tool's own decoration).
   uri: string
   range?: Range
   text: string
   version?: string // "sha256:…" for files; required for keyed sources in observe
   totalLines?: number // TotalLines is the source's current line count (in sync views only), so a binding can re-render "end of file" headers and footers truthfully.
 }
-/** ObserveParams register one tool observation. */
-export interface ObserveParams {
+export interface ObserveParams { // ObserveParams register one tool observation.
   agent: string
   turn: number
   anchor: string // the runtime's handle, e.g. the tool call id
@@ -111,34 +98,29 @@ export interface ObserveParams {
   policy?: Policy // optional block-level override
 }
 export type Status = "valid" | "patched" | "stale" | "invalid" | "superseded" | "released" | "event" // Status is a block's model-visible state.
-/** ObserveResult answers observe. */
-export interface ObserveResult {
+export interface ObserveResult { // ObserveResult answers observe.
   block: string // "" for events
   status: Status // right after registration (a raced read may already be patched)
   superseded: string[] // older blocks this one superseded
 }
-/** SourceChangedParams report a change made by the runtime's own tools. */
-export interface SourceChangedParams {
+export interface SourceChangedParams { // SourceChangedParams report a change made by the runtime's own tools.
   uri: string
   agent?: string
   text?: string
   version?: string
   anchor?: string // Anchor is the tool call that made the change (the edit's id): errata can then point the agent to its own edit instead of repeating text.
 }
-/** SourceChangedResult answers sourceChanged. */
-export interface SourceChangedResult {
+export interface SourceChangedResult { // SourceChangedResult answers sourceChanged.
   blocks: string[] // blocks whose state changed
 }
-/** SyncParams ask for an agent's projection before a model call. */
-export interface SyncParams {
+export interface SyncParams { // SyncParams ask for an agent's projection before a model call.
   agent: string
   turn: number
   full?: boolean // the full live set, not just the delta
   prefixRebuilt?: boolean // PrefixRebuilt: the runtime rebuilt the prompt before this call (condensed, compacted, dropped messages), so the cached prefix is gone: every deferred repair is placed in place (a flush).
   promptChars?: number // PromptChars is the size, in characters, of the messages this model call carries as the runtime has them before this sync's views and errata (0: not reported).
 }
-/** BlockView is what a binding needs to rewrite one tool result. */
-export interface BlockView {
+export interface BlockView { // BlockView is what a binding needs to rewrite one tool result.
   block: string
   anchor: string
   agent: string
@@ -153,33 +135,28 @@ export interface BlockView {
   view?: string // View (blocks registered by recognize, in place, with Sources): the tool result as the tool would show the sources now, in its own format; the binding shows it instead of the old result.
 }
 export type Feed = "live" | "behind" // Feed states.
-/** FeedStatus is the change feed's state, in every sync of a session with a feed. */
-export interface FeedStatus {
+export interface FeedStatus { // FeedStatus is the change feed's state, in every sync of a session with a feed.
   state: Feed
   since?: string
   unsent?: number
   notice?: string
 }
-/** SyncResult is the projection: blocks whose model-visible state changed since the agent's previous sync (or all live blocks when Full). */
-export interface SyncResult {
+export interface SyncResult { // SyncResult is the projection: blocks whose model-visible state changed since the agent's previous sync (or all live blocks when Full).
   generation: number
   full: boolean
   blocks: BlockView[]
   flushed?: boolean // Flushed (placement tail or auto): every deferred repair is in Blocks, in place; drop every erratum note attached by earlier syncs.
   feed?: FeedStatus // Feed is the change feed's state; nil when the session has no feed.
 }
-/** ReleaseParams drop blocks by id, or by anchor within Agent. */
-export interface ReleaseParams {
+export interface ReleaseParams { // ReleaseParams drop blocks by id, or by anchor within Agent.
   agent?: string
   blocks?: string[]
   anchors?: string[]
 }
-/** ReleaseResult answers release. */
-export interface ReleaseResult {
+export interface ReleaseResult { // ReleaseResult answers release.
   released: string[]
 }
-/** StatsResult answers stats: counters for operators and benchmarks. */
-export interface StatsResult {
+export interface StatsResult { // StatsResult answers stats: counters for operators and benchmarks.
   blocks: Partial<Record<Status, number>>
   reconciliations: Record<string, number> // by locator outcome and action: unchanged, moved, patched, invalid, refreshed, …
   verifyPasses: number
@@ -187,8 +164,7 @@ export interface StatsResult {
   agents: number
   bytesHeld: number // payload and source text held
 }
-/** ToolCall is one finished tool call as the runtime has it (recognize). */
-export interface ToolCall {
+export interface ToolCall { // ToolCall is one finished tool call as the runtime has it (recognize).
   runtime: string // "openhands" or "opencode"
   tool: string // the tool's name in that runtime
   arguments?: unknown // the call's arguments object
@@ -199,8 +175,7 @@ export interface ToolCall {
   error?: boolean // the runtime marked the result an error
   metadata?: unknown // the runtime's metadata (OpenCode's display)
 }
-/** RecognizeParams ask the server to decide what a tool call showed and to register it: observe for what it showed, sourceChanged for what it wrote. */
-export interface RecognizeParams {
+export interface RecognizeParams { // RecognizeParams ask the server to decide what a tool call showed and to register it: observe for what it showed, sourceChanged for what it wrote.
   agent: string
   turn: number
   anchor: string
@@ -208,13 +183,11 @@ export interface RecognizeParams {
   policy?: Policy
 }
 export type Recognized = "read" | "listing" | "write" | "query" | "event" // What recognize found a call to be.
-/** SourceRef names a registered source without its text. */
-export interface SourceRef {
+export interface SourceRef { // SourceRef names a registered source without its text.
   uri: string
   range?: Range
 }
-/** RecognizeResult answers recognize: what the call was and what the server did with it. */
-export interface RecognizeResult {
+export interface RecognizeResult { // RecognizeResult answers recognize: what the call was and what the server did with it.
   kind: Recognized // one of the Recognized* values
   format?: string // the recognizer, e.g. "terminal/grep"
   reason?: string // why a call is not tracked
@@ -225,8 +198,7 @@ export interface RecognizeResult {
   writes?: string[] // file URIs reported changed by this call
   changed?: string[] // blocks whose state those writes changed
 }
-/** Error is a JSON-RPC error object, as the server sends it and as the Go client returns it (use errors.As to read the code). */
-export interface ErrorObject {
+export interface ErrorObject { // Error is a JSON-RPC error object, as the server sends it and as the Go client returns it (use errors.As to read the code).
   code: number
   message: string
   data?: unknown

@@ -50,10 +50,8 @@ func python(doc *Document) ([]byte, error) {
 	// (its stdlib modules need no SDK), where the markers are dropped.
 	b.WriteString(`try:
     from typing import NotRequired, Required
-except ImportError:  # Python < 3.11
-    class _Marker:
-        def __class_getitem__(cls, item): return item
-    NotRequired = Required = _Marker
+except ImportError:  # Python < 3.11: no markers
+    NotRequired = Required = type("_Marker", (), {"__class_getitem__": classmethod(lambda cls, item: item)})
 `)
 	b.Write(body.Bytes())
 	return b.Bytes(), nil
@@ -94,10 +92,8 @@ func pyTypedDict(b *bytes.Buffer, d Def, used map[string]bool) {
 		fmt.Fprintf(b, "}%s)\n", totalArg)
 		return
 	}
-	fmt.Fprintf(b, "class %s(TypedDict%s):\n", d.Name, totalArg)
-	if doc := oneLine(d.Schema.Description); doc != "" {
-		fmt.Fprintf(b, "    \"\"\"%s\"\"\"\n", strings.ReplaceAll(doc, `"""`, `\"\"\"`))
-	} else if len(props) == 0 {
+	fmt.Fprintf(b, "class %s(TypedDict%s):%s\n", d.Name, totalArg, pyTrailing(d.Schema.Description))
+	if len(props) == 0 {
 		b.WriteString("    pass\n")
 	}
 	for _, p := range props {

@@ -25,10 +25,7 @@ func typeScript(doc *Document) ([]byte, error) {
 			fmt.Fprintf(&b, "export type %s = %s%s\n", d.Name, tsUnion(d.Schema.Enum), tsTrailing(d.Schema.Description))
 			continue
 		}
-		if doc := oneLine(d.Schema.Description); doc != "" {
-			fmt.Fprintf(&b, "/** %s */\n", strings.ReplaceAll(doc, "*/", "*\\/"))
-		}
-		fmt.Fprintf(&b, "export interface %s {\n", d.Name)
+		fmt.Fprintf(&b, "export interface %s {%s\n", d.Name, tsTrailing(d.Schema.Description))
 		req := set(d.Schema.Required)
 		for _, p := range *d.Schema.Properties {
 			opt := "?"
