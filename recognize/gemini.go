@@ -107,33 +107,40 @@ func (r *recognizer) geminiWrite() Result {
 	return Result{Kind: KindWrite, Format: r.call.Tool, Writes: []string{path}}
 }
 
-// applyPatch is apply_patch's result: the files its patch adds, updates,
-// deletes or moves to ("*** Update File: PATH", "*** Move to: PATH", ...).
+// applyPatch is apply_patch's result: the files its patch names.
 func (r *recognizer) applyPatch() Result {
 	const format = "apply_patch"
 	var writes []string
 	seen := map[string]bool{}
-	for _, ln := range strings.Split(r.str("patch"), "\n") {
-		ln = strings.TrimRight(ln, "\r")
-		for _, op := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
-			name, ok := strings.CutPrefix(ln, op)
-			if !ok {
-				continue
-			}
-			p := r.abs(strings.TrimSpace(name))
-			if p == "" {
-				return event(format, "a relative path without a working directory")
-			}
-			if !seen[p] {
-				seen[p] = true
-				writes = append(writes, p)
-			}
+	for _, name := range patchFiles(r.str("patch")) {
+		p := r.abs(name)
+		if p == "" {
+			return event(format, "a relative path without a working directory")
+		}
+		if !seen[p] {
+			seen[p] = true
+			writes = append(writes, p)
 		}
 	}
 	if len(writes) == 0 {
 		return event(format, "no file in the patch")
 	}
 	return Result{Kind: KindWrite, Format: format, Writes: writes}
+}
+
+// patchFiles are the paths a "*** Begin Patch" text adds, updates, deletes
+// or moves to (the patch format of OpenHands' and OpenCode's apply_patch).
+func patchFiles(patch string) []string {
+	var out []string
+	for _, ln := range strings.Split(patch, "\n") {
+		ln = strings.TrimRight(ln, "\r")
+		for _, op := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
+			if name, ok := strings.CutPrefix(ln, op); ok && strings.TrimSpace(name) != "" {
+				out = append(out, strings.TrimSpace(name))
+			}
+		}
+	}
+	return out
 }
 
 // abs is path made absolute against the call's working directory; "" when
