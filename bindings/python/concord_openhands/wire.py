@@ -19,9 +19,7 @@ CODE_METHOD_NOT_FOUND = -32601
 CODE_INTERNAL_ERROR = -32603
 CODE_UNSUPPORTED_PROTO = -32003
 CODE_OUTSIDE_ROOTS = -32010
-class Info(TypedDict):  # Info names a client or server program.
-    name: str
-    version: NotRequired[str]
+Info = TypedDict("Info", {"name": str, "version": NotRequired[str]})  # Info names a client or server program.
 Watch = Literal["auto", "fsnotify", "poll", "hooks"]  # Watch modes of initialize.
 Action = Literal["patch", "refresh", "annotate", "suppress"]  # Action is what a policy does to a block whose source changed.
 class Policy(TypedDict, total=False):  # Policy says what to do on a local edit and on drift, and when a block merely aged.
@@ -39,9 +37,7 @@ class LocatorParams(TypedDict, total=False):  # LocatorParams are the locality t
     minSubstitutions: int
     contextLines: int
 Placement = Literal["inplace", "tail", "auto"]  # Repair placements (initialize's placement).
-class CachePrice(TypedDict):  # CachePrice is what one prompt token costs, in units of the provider's plain input price, when the call writes it to the cache (a miss; 1.25 at Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at Anthropic, 0.5 at OpenAI).
-    write: float
-    read: float
+CachePrice = TypedDict("CachePrice", {"write": float, "read": float})  # CachePrice is what one prompt token costs, in units of the provider's plain input price, when the call writes it to the cache (a miss; 1.25 at Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at Anthropic, 0.5 at OpenAI).
 class CacheParams(TypedDict, total=False):  # CacheParams describe the provider's prompt cache, as far as placement needs it.
     ttlSeconds: float  # TTLSeconds: the prompt cache is taken to have expired when more than this passed since the agent's previous sync (default 300).
     price: CachePrice  # Price, under placement auto, also rewrites in place a message the model has seen when that costs less than its erratum would (it needs sync's promptChars to know what a rewrite invalidates).
@@ -74,9 +70,7 @@ class InitializeResult(TypedDict):  # InitializeResult answers initialize.
     serverInfo: Info
     capabilities: Capabilities
 Kind = Literal["snapshot", "event"]  # Kind separates snapshots of a source from events (results of actions).
-class Range(TypedDict):  # Range is a 1-based, inclusive line range.
-    start: int
-    end: int
+Range = TypedDict("Range", {"start": int, "end": int})  # Range is a 1-based, inclusive line range.
 class Source(TypedDict, total=False):  # Source links an observation, or a block view, to one source: which source (URI), which part (Range; nil means the whole source) and its text (the raw lines joined by "\n", without the tool's own decoration).
     uri: Required[str]
     range: Range
@@ -138,8 +132,7 @@ class ReleaseParams(TypedDict, total=False):  # ReleaseParams drop blocks by id,
     agent: str
     blocks: list[str]
     anchors: list[str]
-class ReleaseResult(TypedDict):  # ReleaseResult answers release.
-    released: list[str]
+ReleaseResult = TypedDict("ReleaseResult", {"released": list[str]})  # ReleaseResult answers release.
 class StatsResult(TypedDict):  # StatsResult answers stats: counters for operators and benchmarks.
     blocks: dict[Status, int]
     reconciliations: dict[str, int]  # by locator outcome and action: unchanged, moved, patched, invalid, refreshed, …
@@ -164,9 +157,7 @@ class RecognizeParams(TypedDict):  # RecognizeParams ask the server to decide wh
     call: ToolCall
     policy: NotRequired[Policy]
 Recognized = Literal["read", "listing", "write", "query", "event"]  # What recognize found a call to be.
-class SourceRef(TypedDict):  # SourceRef names a registered source without its text.
-    uri: str
-    range: NotRequired[Range]
+SourceRef = TypedDict("SourceRef", {"uri": str, "range": NotRequired[Range]})  # SourceRef names a registered source without its text.
 class RecognizeResult(TypedDict, total=False):  # RecognizeResult answers recognize: what the call was and what the server did with it.
     kind: Required[Recognized]  # one of the Recognized* values
     format: str  # the recognizer, e.g. "terminal/grep"
@@ -177,7 +168,4 @@ class RecognizeResult(TypedDict, total=False):  # RecognizeResult answers recogn
     sources: list[SourceRef]  # what was registered, in order (the text is the call's)
     writes: list[str]  # file URIs reported changed by this call
     changed: list[str]  # blocks whose state those writes changed
-class ErrorObject(TypedDict):  # Error is a JSON-RPC error object, as the server sends it and as the Go client returns it (use errors.As to read the code).
-    code: int
-    message: str
-    data: NotRequired[Any]
+ErrorObject = TypedDict("ErrorObject", {"code": int, "message": str, "data": NotRequired[Any]})  # Error is a JSON-RPC error object, as the server sends it and as the Go client returns it (use errors.As to read the code).

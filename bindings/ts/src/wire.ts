@@ -14,10 +14,7 @@ export const CodeMethodNotFound = -32601
 export const CodeInternalError = -32603
 export const CodeUnsupportedProto = -32003
 export const CodeOutsideRoots = -32010
-export interface Info { // Info names a client or server program.
-  name: string
-  version?: string
-}
+export interface Info { name: string; version?: string } // Info names a client or server program.
 export type Watch = "auto" | "fsnotify" | "poll" | "hooks" // Watch modes of initialize.
 export type Action = "patch" | "refresh" | "annotate" | "suppress" // Action is what a policy does to a block whose source changed.
 export interface Policy { // Policy says what to do on a local edit and on drift, and when a block merely aged.
@@ -37,10 +34,7 @@ export interface LocatorParams { // LocatorParams are the locality thresholds; a
   contextLines?: number
 }
 export type Placement = "inplace" | "tail" | "auto" // Repair placements (initialize's placement).
-export interface CachePrice { // CachePrice is what one prompt token costs, in units of the provider's plain input price, when the call writes it to the cache (a miss; 1.25 at Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at Anthropic, 0.5 at OpenAI).
-  write: number
-  read: number
-}
+export interface CachePrice { write: number; read: number } // CachePrice is what one prompt token costs, in units of the provider's plain input price, when the call writes it to the cache (a miss; 1.25 at Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at Anthropic, 0.5 at OpenAI).
 export interface CacheParams { // CacheParams describe the provider's prompt cache, as far as placement needs it.
   ttlSeconds?: number // TTLSeconds: the prompt cache is taken to have expired when more than this passed since the agent's previous sync (default 300).
   price?: CachePrice // Price, under placement auto, also rewrites in place a message the model has seen when that costs less than its erratum would (it needs sync's promptChars to know what a rewrite invalidates).
@@ -72,16 +66,9 @@ export interface Capabilities { // Capabilities tell the client what this server
   maxMessage: number // bytes; larger messages are refused
   placement?: Placement // Placement is the effective repair placement, always present (a server without cache-aware repair leaves it out: inplace).
 }
-export interface InitializeResult { // InitializeResult answers initialize.
-  protocolVersion: number
-  serverInfo: Info
-  capabilities: Capabilities
-}
+export interface InitializeResult { protocolVersion: number; serverInfo: Info; capabilities: Capabilities } // InitializeResult answers initialize.
 export type Kind = "snapshot" | "event" // Kind separates snapshots of a source from events (results of actions).
-export interface Range { // Range is a 1-based, inclusive line range.
-  start: number
-  end: number
-}
+export interface Range { start: number; end: number } // Range is a 1-based, inclusive line range.
 export interface Source { // Source links an observation, or a block view, to one source: which source (URI), which part (Range; nil means the whole source) and its text (the raw lines joined by "\n", without the tool's own decoration).
   uri: string
   range?: Range
@@ -135,12 +122,7 @@ export interface BlockView { // BlockView is what a binding needs to rewrite one
   view?: string // View (blocks registered by recognize, in place, with Sources): the tool result as the tool would show the sources now, in its own format; the binding shows it instead of the old result.
 }
 export type Feed = "live" | "behind" // Feed states.
-export interface FeedStatus { // FeedStatus is the change feed's state, in every sync of a session with a feed.
-  state: Feed
-  since?: string
-  unsent?: number
-  notice?: string
-}
+export interface FeedStatus { state: Feed; since?: string; unsent?: number; notice?: string } // FeedStatus is the change feed's state, in every sync of a session with a feed.
 export interface SyncResult { // SyncResult is the projection: blocks whose model-visible state changed since the agent's previous sync (or all live blocks when Full).
   generation: number
   full: boolean
@@ -148,14 +130,8 @@ export interface SyncResult { // SyncResult is the projection: blocks whose mode
   flushed?: boolean // Flushed (placement tail or auto): every deferred repair is in Blocks, in place; drop every erratum note attached by earlier syncs.
   feed?: FeedStatus // Feed is the change feed's state; nil when the session has no feed.
 }
-export interface ReleaseParams { // ReleaseParams drop blocks by id, or by anchor within Agent.
-  agent?: string
-  blocks?: string[]
-  anchors?: string[]
-}
-export interface ReleaseResult { // ReleaseResult answers release.
-  released: string[]
-}
+export interface ReleaseParams { agent?: string; blocks?: string[]; anchors?: string[] } // ReleaseParams drop blocks by id, or by anchor within Agent.
+export interface ReleaseResult { released: string[] } // ReleaseResult answers release.
 export interface StatsResult { // StatsResult answers stats: counters for operators and benchmarks.
   blocks: Partial<Record<Status, number>>
   reconciliations: Record<string, number> // by locator outcome and action: unchanged, moved, patched, invalid, refreshed, …
@@ -183,10 +159,7 @@ export interface RecognizeParams { // RecognizeParams ask the server to decide w
   policy?: Policy
 }
 export type Recognized = "read" | "listing" | "write" | "query" | "event" // What recognize found a call to be.
-export interface SourceRef { // SourceRef names a registered source without its text.
-  uri: string
-  range?: Range
-}
+export interface SourceRef { uri: string; range?: Range } // SourceRef names a registered source without its text.
 export interface RecognizeResult { // RecognizeResult answers recognize: what the call was and what the server did with it.
   kind: Recognized // one of the Recognized* values
   format?: string // the recognizer, e.g. "terminal/grep"
@@ -198,8 +171,4 @@ export interface RecognizeResult { // RecognizeResult answers recognize: what th
   writes?: string[] // file URIs reported changed by this call
   changed?: string[] // blocks whose state those writes changed
 }
-export interface ErrorObject { // Error is a JSON-RPC error object, as the server sends it and as the Go client returns it (use errors.As to read the code).
-  code: number
-  message: string
-  data?: unknown
-}
+export interface ErrorObject { code: number; message: string; data?: unknown } // Error is a JSON-RPC error object, as the server sends it and as the Go client returns it (use errors.As to read the code).

@@ -83,6 +83,18 @@ func pyTypedDict(b *bytes.Buffer, d Def, used map[string]bool) {
 			classSyntax = false
 		}
 	}
+	if short := oneLiner(props); short || !classSyntax {
+		// A small dict with no field docs fits one line; a key that is a Python
+		// keyword ("global") needs the functional syntax anyway.
+		fields := make([]string, len(props))
+		for i, p := range props {
+			fields[i] = fmt.Sprintf("%q: %s", p.Name, field(p))
+		}
+		if line := fmt.Sprintf("%s = TypedDict(%q, {%s}%s)", d.Name, d.Name, strings.Join(fields, ", "), totalArg); short && len(line) <= 110 {
+			fmt.Fprintf(b, "%s%s\n", line, pyTrailing(d.Schema.Description))
+			return
+		}
+	}
 	if !classSyntax {
 		// A key that is a Python keyword ("global") needs the functional syntax.
 		fmt.Fprintf(b, "%s = TypedDict(%q, {%s\n", d.Name, d.Name, pyTrailing(d.Schema.Description))

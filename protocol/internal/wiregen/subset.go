@@ -88,3 +88,14 @@ func oneLine(text string) string {
 	}
 	return text
 }
+
+// oneLiner reports whether an object's fields can share one line: a few,
+// none with a doc of its own.
+func oneLiner(props Props) bool {
+	for _, p := range props {
+		if p.Schema.Description != "" {
+			return false
+		}
+	}
+	return len(props) <= 4
+}

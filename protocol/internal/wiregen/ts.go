@@ -25,14 +25,24 @@ func typeScript(doc *Document) ([]byte, error) {
 			fmt.Fprintf(&b, "export type %s = %s%s\n", d.Name, tsUnion(d.Schema.Enum), tsTrailing(d.Schema.Description))
 			continue
 		}
-		fmt.Fprintf(&b, "export interface %s {%s\n", d.Name, tsTrailing(d.Schema.Description))
 		req := set(d.Schema.Required)
-		for _, p := range *d.Schema.Properties {
+		props := *d.Schema.Properties
+		fields := make([]string, len(props))
+		for i, p := range props {
 			opt := "?"
 			if req[p.Name] {
 				opt = ""
 			}
-			fmt.Fprintf(&b, "  %s%s: %s%s\n", tsKey(p.Name), opt, tsType(p.Schema), tsTrailing(p.Schema.Description))
+			fields[i] = fmt.Sprintf("%s%s: %s", tsKey(p.Name), opt, tsType(p.Schema))
+		}
+		// A small interface with no field docs fits one line.
+		if line := fmt.Sprintf("export interface %s { %s }", d.Name, strings.Join(fields, "; ")); oneLiner(props) && len(line) <= 110 {
+			fmt.Fprintf(&b, "%s%s\n", line, tsTrailing(d.Schema.Description))
+			continue
+		}
+		fmt.Fprintf(&b, "export interface %s {%s\n", d.Name, tsTrailing(d.Schema.Description))
+		for i, p := range props {
+			fmt.Fprintf(&b, "  %s%s\n", fields[i], tsTrailing(p.Schema.Description))
 		}
 		b.WriteString("}\n")
 	}
