@@ -236,31 +236,25 @@ def read_frame(stream: Any) -> bytes | None:
     """One Content-Length framed message body; None at a clean end of stream.
     Raises ValueError on a malformed header (the stream cannot be resynchronised)."""
     length: int | None = None
-    saw_header = False
-    while True:
-        line = stream.readline()
-        if not line:
-            if saw_header:
-                raise ValueError("stream ended inside a message header")
-            return None
-        saw_header = True
-        line = line.rstrip(b"\r\n")
-        if not line:
-            break
-        name, sep, value = line.partition(b":")
+    line = stream.readline()
+    if not line:
+        return None
+    while line.rstrip(b"\r\n"):
+        name, sep, value = line.rstrip(b"\r\n").partition(b":")
         if not sep:
             raise ValueError(f"malformed header line {line[:80]!r}")
         if name.strip().lower() == b"content-length":
             try:
-                length = int(value.strip())
+                length = int(value)
             except ValueError:
                 raise ValueError(f"bad Content-Length {value[:40]!r}") from None
+        if not (line := stream.readline()):
+            raise ValueError("stream ended inside a message header")
     if length is None or length < 0:
         raise ValueError("message without Content-Length")
     body = b""
     while len(body) < length:
-        chunk = stream.read(length - len(body))
-        if not chunk:
+        if not (chunk := stream.read(length - len(body))):
             raise ValueError("stream ended inside a message body")
         body += chunk
     return body

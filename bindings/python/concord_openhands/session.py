@@ -198,18 +198,16 @@ class _Server:
         self.server_info: dict[str, Any] = {}
         self.starts = self.restarts = 0
         self.last_error = ""
-        self.disabled = False  # off for good: no binary, restarts used up, closed
-        self.warned = self.passthrough_said = False
+        self.disabled = self.warned = self.passthrough_said = False  # disabled: no binary, restarts used up, closed
         self.agents: dict[str, int] = {}  # agent name -> sessions using it
 
     def ensure(self) -> bool:
         """Start (or restart) the server if needed; False when running without Concord."""
         with self.lock:
-            client = self.client
-            if client is not None and client.alive():
+            if self.client is not None and self.client.alive():
                 return True
-            if client is not None:
-                self.fail(ServerUnavailable(f"concord serve (pid {client.pid}) exited"))
+            if self.client is not None:
+                self.fail(ServerUnavailable(f"concord serve (pid {self.client.pid}) exited"))
             while not self.disabled:
                 if self.start():
                     return True
@@ -221,8 +219,7 @@ class _Server:
         if self.starts > cfg["max_restarts"]:
             what = "started" if self.epoch == 0 else "restarted"
             return self.give_up(f"concord serve could not be {what} after {self.starts} attempts (last: {self.last_error})")
-        if self.starts > 0:
-            time.sleep(RESTART_BACKOFF * (4 ** (self.starts - 1)))
+        time.sleep(RESTART_BACKOFF * (4 ** (self.starts - 1)) if self.starts else 0)
         self.starts += 1
         binary = find_binary(cfg["binary"])
         if binary is None:
@@ -237,16 +234,11 @@ class _Server:
         params: wire.InitializeParams = {
             "protocolVersion": PROTOCOL_VERSION, "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
             "roots": cfg["roots"], "watch": cfg["watch"], "placement": cfg["placement"]}  # placement always sent
-        for k in ("policy", "locator"):
-            if cfg[k] is not None:
-                params[k] = cfg[k]
-        cache: wire.CacheParams = {}
-        if cfg["cache_ttl"] is not None:
-            cache["ttlSeconds"] = cfg["cache_ttl"]
-        if cfg["cache_price"] is not None:
-            cache["price"] = {"write": cfg["cache_price"][0], "read": cfg["cache_price"][1]}
+        params.update({k: cfg[k] for k in ("policy", "locator") if cfg[k] is not None})  # type: ignore[typeddict-item]
+        price = cfg["cache_price"] and {"write": cfg["cache_price"][0], "read": cfg["cache_price"][1]}
+        cache = {k: v for k, v in (("ttlSeconds", cfg["cache_ttl"]), ("price", price)) if v is not None}
         if cache:
-            params["cache"] = cache
+            params["cache"] = cache  # type: ignore[typeddict-item]
         try:
             result = client.call(wire.METHOD_INITIALIZE, params, timeout=cfg["init_timeout"])
         except (ServerUnavailable, RpcError) as exc:
@@ -273,27 +265,23 @@ class _Server:
         with self.lock:
             self.disabled = True
             client, self.client = self.client, None
-        if client is not None:
-            try:
+        try:
+            if client is not None:
                 client.close(timeout=2.0)
-            except Exception:  # noqa: BLE001 (finalizers call this: never raise)
-                pass
+        except Exception:  # noqa: BLE001 (finalizers call this: never raise)
+            pass
 
     def warn(self, why: str) -> None:
-        if self.warned:
-            return log.debug("concord: %s", why)
+        log.log(logging.DEBUG if self.warned else logging.WARNING, "%s: %s", WARNING_PREFIX, why)
         self.warned = True
-        log.warning("%s: %s", WARNING_PREFIX, why)
 
     def give_up(self, why: str) -> bool:
         """No more attempts: pass-through from now on, said once. False, for `start`."""
         self.disabled = True
-        if self.passthrough_said:
-            log.debug("concord: %s", why)
-            return False
+        log.log(logging.DEBUG if self.passthrough_said else logging.WARNING, "%s: %s. The agent keeps running "
+                "unchanged (pass-through), but file contents it was shown may now be stale without notice.",
+                WARNING_PREFIX, why)
         self.passthrough_said = self.warned = True
-        log.warning("%s: %s. The agent keeps running unchanged (pass-through), but file contents it was "
-                    "shown may now be stale without notice.", WARNING_PREFIX, why)
         return False
 
     def fail(self, exc: BaseException) -> None:
@@ -434,12 +422,9 @@ class ConcordSession:
         """`prefix_rebuilt`: messages were condensed or dropped since the last sync; `prompt_chars`: this
         call's size before this sync's views and notes (0: not reported; a priced `auto` needs it)."""
         params: wire.SyncParams = {"agent": self.agent, "turn": turn}
-        if full:
-            params["full"] = True
-        if prefix_rebuilt:
-            params["prefixRebuilt"] = True
-        if prompt_chars > 0:
-            params["promptChars"] = int(prompt_chars)
+        for k, v in (("full", full), ("prefixRebuilt", prefix_rebuilt), ("promptChars", int(prompt_chars))):
+            if v:
+                params[k] = v  # type: ignore[literal-required]
         result = self._call(wire.METHOD_SYNC, params)
         if not isinstance(result, dict):
             return None
@@ -454,8 +439,7 @@ class ConcordSession:
         return list(result.get("released") or []) if isinstance(result, dict) else None
 
     def forget_registrations(self) -> None:
-        """The server restarted: nothing of this session is registered any more."""
-        self._anchors.clear()
+        self._anchors.clear()  # the server restarted: nothing of this session is registered
 
     def stats(self) -> wire.StatsResult | None:
         result = self._call(wire.METHOD_STATS, None)

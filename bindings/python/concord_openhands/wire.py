@@ -19,153 +19,78 @@ CODE_METHOD_NOT_FOUND = -32601
 CODE_INTERNAL_ERROR = -32603
 CODE_UNSUPPORTED_PROTO = -32003
 CODE_OUTSIDE_ROOTS = -32010
-Info = TypedDict("Info", {"name": str, "version": NotRequired[str]})  # Info names a client or server program.
+class Info(TypedDict):  # Info names a client or server program.
+    name: str; version: NotRequired[str]
 Watch = Literal["auto", "fsnotify", "poll", "hooks"]  # Watch modes of initialize.
 Action = Literal["patch", "refresh", "annotate", "suppress"]  # Action is what a policy does to a block whose source changed.
 class Policy(TypedDict, total=False):  # Policy says what to do on a local edit and on drift, and when a block merely aged.
-    local: Action  # default patch
-    drift: Action  # default suppress
-    maxAgeTurns: int  # 0 or nil = off
+    local: Action; drift: Action; maxAgeTurns: int
 PolicyConfig = TypedDict("PolicyConfig", {  # PolicyConfig holds the policy layers below the block level.
-    "global": Required[Policy],
-    "byType": dict[str, Policy],  # by adapter scheme, e.g. "file", "res"
-    "bySource": dict[str, Policy],  # by source URI
+    "global": Required[Policy], "byType": dict[str, Policy], "bySource": dict[str, Policy],
 }, total=False)
 class LocatorParams(TypedDict, total=False):  # LocatorParams are the locality thresholds; an omitted field keeps the server's default, and a present one (0 included) is used as given.
-    minSimilarity: float
-    substitutionRatio: float
-    minSubstitutions: int
-    contextLines: int
+    minSimilarity: float; substitutionRatio: float; minSubstitutions: int; contextLines: int
 Placement = Literal["inplace", "tail", "auto"]  # Repair placements (initialize's placement).
-CachePrice = TypedDict("CachePrice", {"write": float, "read": float})  # CachePrice is what one prompt token costs, in units of the provider's plain input price, when the call writes it to the cache (a miss; 1.25 at Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at Anthropic, 0.5 at OpenAI).
+class CachePrice(TypedDict):  # CachePrice is what one prompt token costs, in units of the provider's plain input price, when the call writes it to the cache (a miss; 1.25 at Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at Anthropic, 0.5 at OpenAI).
+    write: float; read: float
 class CacheParams(TypedDict, total=False):  # CacheParams describe the provider's prompt cache, as far as placement needs it.
-    ttlSeconds: float  # TTLSeconds: the prompt cache is taken to have expired when more than this passed since the agent's previous sync (default 300).
-    price: CachePrice  # Price, under placement auto, also rewrites in place a message the model has seen when that costs less than its erratum would (it needs sync's promptChars to know what a rewrite invalidates).
+    ttlSeconds: float; price: CachePrice
 class FeedParams(TypedDict, total=False):  # FeedParams are initialize's change-feed settings; an omitted field keeps the operator's (serve's --feed flags).
-    url: str  # nats://host:4222[,nats://...]
-    name: str  # the workspace's feed: the same on every host
-    host: str  # this host's name in other hosts' notices (default: the hostname)
-    root: str  # the shared workspace root source keys are relative to (default: roots[0])
+    url: str; name: str; host: str; root: str
 class InitializeParams(TypedDict, total=False):  # InitializeParams opens the session.
-    protocolVersion: Required[int]
-    clientInfo: Info
-    roots: Required[list[str]]
-    watch: Watch
-    policy: PolicyConfig
-    locator: LocatorParams
-    placement: Placement  # Placement says where repairs of a message the model has seen go: PlacementInplace, PlacementTail or PlacementAuto (default).
-    cache: CacheParams  # hints for placement
-    feed: FeedParams  # Feed joins the change feed shared by the instances of one workspace on several hosts (a build with the feed only; see docs/protocol.md).
+    protocolVersion: Required[int]; clientInfo: Info; roots: Required[list[str]]; watch: Watch
+    policy: PolicyConfig; locator: LocatorParams; placement: Placement; cache: CacheParams
+    feed: FeedParams
 Framing = Literal["content-length", "newline"]  # Framings of the byte stream.
 class Capabilities(TypedDict):  # Capabilities tell the client what this server does.
-    watch: Watch  # effective watch mode
-    schemes: list[str]  # "file", and "*" for keyed sources of any other scheme
-    framing: Framing
-    notifications: list[str]
-    requests: list[str]
-    maxMessage: int  # bytes; larger messages are refused
-    placement: NotRequired[Placement]  # Placement is the effective repair placement, always present (a server without cache-aware repair leaves it out: inplace).
+    watch: Watch; schemes: list[str]; framing: Framing; notifications: list[str]; requests: list[str]
+    maxMessage: int; placement: NotRequired[Placement]
 class InitializeResult(TypedDict):  # InitializeResult answers initialize.
-    protocolVersion: int
-    serverInfo: Info
-    capabilities: Capabilities
+    protocolVersion: int; serverInfo: Info; capabilities: Capabilities
 Kind = Literal["snapshot", "event"]  # Kind separates snapshots of a source from events (results of actions).
-Range = TypedDict("Range", {"start": int, "end": int})  # Range is a 1-based, inclusive line range.
+class Range(TypedDict):  # Range is a 1-based, inclusive line range.
+    start: int; end: int
 class Source(TypedDict, total=False):  # Source links an observation, or a block view, to one source: which source (URI), which part (Range; nil means the whole source) and its text (the raw lines joined by "\n", without the tool's own decoration).
-    uri: Required[str]
-    range: Range
-    text: Required[str]
-    version: str  # "sha256:…" for files; required for keyed sources in observe
-    totalLines: int  # TotalLines is the source's current line count (in sync views only), so a binding can re-render "end of file" headers and footers truthfully.
+    uri: Required[str]; range: Range; text: Required[str]; version: str; totalLines: int
 class ObserveParams(TypedDict):  # ObserveParams register one tool observation.
-    agent: str
-    turn: int
-    anchor: str  # the runtime's handle, e.g. the tool call id
-    kind: NotRequired[Kind]  # snapshot (default) or event
-    sources: list[Source]
-    policy: NotRequired[Policy]  # optional block-level override
+    agent: str; turn: int; anchor: str; kind: NotRequired[Kind]; sources: list[Source]
+    policy: NotRequired[Policy]
 Status = Literal["valid", "patched", "stale", "invalid", "superseded", "released", "event"]  # Status is a block's model-visible state.
 class ObserveResult(TypedDict):  # ObserveResult answers observe.
-    block: str  # "" for events
-    status: Status  # right after registration (a raced read may already be patched)
-    superseded: list[str]  # older blocks this one superseded
+    block: str; status: Status; superseded: list[str]
 class SourceChangedParams(TypedDict, total=False):  # SourceChangedParams report a change made by the runtime's own tools.
-    uri: Required[str]
-    agent: str
-    text: str
-    version: str
-    anchor: str  # Anchor is the tool call that made the change (the edit's id): errata can then point the agent to its own edit instead of repeating text.
+    uri: Required[str]; agent: str; text: str; version: str; anchor: str
 class SourceChangedResult(TypedDict):  # SourceChangedResult answers sourceChanged.
-    blocks: list[str]  # blocks whose state changed
+    blocks: list[str]
 class SyncParams(TypedDict, total=False):  # SyncParams ask for an agent's projection before a model call.
-    agent: Required[str]
-    turn: Required[int]
-    full: bool  # the full live set, not just the delta
-    prefixRebuilt: bool  # PrefixRebuilt: the runtime rebuilt the prompt before this call (condensed, compacted, dropped messages), so the cached prefix is gone: every deferred repair is placed in place (a flush).
-    promptChars: int  # PromptChars is the size, in characters, of the messages this model call carries as the runtime has them before this sync's views and errata (0: not reported).
+    agent: Required[str]; turn: Required[int]; full: bool; prefixRebuilt: bool; promptChars: int
 class BlockView(TypedDict, total=False):  # BlockView is what a binding needs to rewrite one tool result.
-    block: Required[str]
-    anchor: Required[str]
-    agent: Required[str]
-    turn: Required[int]
-    status: Required[Status]
-    sources: list[Source]
-    notice: str
-    supersededBy: str
-    reason: str
-    placement: str  # Placement "tail": leave the anchor's message as it is and attach Erratum after the newest message; Status, Sources and Notice then describe the current truth, for information. "" means in place.
-    erratum: str
-    view: str  # View (blocks registered by recognize, in place, with Sources): the tool result as the tool would show the sources now, in its own format; the binding shows it instead of the old result.
+    block: Required[str]; anchor: Required[str]; agent: Required[str]; turn: Required[int]
+    status: Required[Status]; sources: list[Source]; notice: str; supersededBy: str; reason: str
+    placement: str; erratum: str; view: str
 Feed = Literal["live", "behind"]  # Feed states.
 class FeedStatus(TypedDict, total=False):  # FeedStatus is the change feed's state, in every sync of a session with a feed.
-    state: Required[Feed]
-    since: str
-    unsent: int
-    notice: str
+    state: Required[Feed]; since: str; unsent: int; notice: str
 class SyncResult(TypedDict):  # SyncResult is the projection: blocks whose model-visible state changed since the agent's previous sync (or all live blocks when Full).
-    generation: int
-    full: bool
-    blocks: list[BlockView]
-    flushed: NotRequired[bool]  # Flushed (placement tail or auto): every deferred repair is in Blocks, in place; drop every erratum note attached by earlier syncs.
-    feed: NotRequired[FeedStatus]  # Feed is the change feed's state; nil when the session has no feed.
+    generation: int; full: bool; blocks: list[BlockView]; flushed: NotRequired[bool]
+    feed: NotRequired[FeedStatus]
 class ReleaseParams(TypedDict, total=False):  # ReleaseParams drop blocks by id, or by anchor within Agent.
-    agent: str
-    blocks: list[str]
-    anchors: list[str]
-ReleaseResult = TypedDict("ReleaseResult", {"released": list[str]})  # ReleaseResult answers release.
+    agent: str; blocks: list[str]; anchors: list[str]
+class ReleaseResult(TypedDict):  # ReleaseResult answers release.
+    released: list[str]
 class StatsResult(TypedDict):  # StatsResult answers stats: counters for operators and benchmarks.
-    blocks: dict[Status, int]
-    reconciliations: dict[str, int]  # by locator outcome and action: unchanged, moved, patched, invalid, refreshed, …
-    verifyPasses: int
-    sources: int
-    agents: int
-    bytesHeld: int  # payload and source text held
+    blocks: dict[Status, int]; reconciliations: dict[str, int]; verifyPasses: int; sources: int
+    agents: int; bytesHeld: int
 class ToolCall(TypedDict, total=False):  # ToolCall is one finished tool call as the runtime has it (recognize).
-    runtime: Required[str]  # "openhands" or "opencode"
-    tool: Required[str]  # the tool's name in that runtime
-    arguments: Any  # the call's arguments object
-    output: Required[str]  # exactly the text the model was shown
-    exitCode: int  # a command's exit status
-    cwd: str  # Cwd: the working directory the runtime reported (OpenHands: after the command; OpenCode: where it started); relative paths resolve against it.
-    truncated: bool  # the runtime cut the output
-    error: bool  # the runtime marked the result an error
-    metadata: Any  # the runtime's metadata (OpenCode's display)
+    runtime: Required[str]; tool: Required[str]; arguments: Any; output: Required[str]; exitCode: int
+    cwd: str; truncated: bool; error: bool; metadata: Any
 class RecognizeParams(TypedDict):  # RecognizeParams ask the server to decide what a tool call showed and to register it: observe for what it showed, sourceChanged for what it wrote.
-    agent: str
-    turn: int
-    anchor: str
-    call: ToolCall
-    policy: NotRequired[Policy]
+    agent: str; turn: int; anchor: str; call: ToolCall; policy: NotRequired[Policy]
 Recognized = Literal["read", "listing", "write", "query", "event"]  # What recognize found a call to be.
-SourceRef = TypedDict("SourceRef", {"uri": str, "range": NotRequired[Range]})  # SourceRef names a registered source without its text.
+class SourceRef(TypedDict):  # SourceRef names a registered source without its text.
+    uri: str; range: NotRequired[Range]
 class RecognizeResult(TypedDict, total=False):  # RecognizeResult answers recognize: what the call was and what the server did with it.
-    kind: Required[Recognized]  # one of the Recognized* values
-    format: str  # the recognizer, e.g. "terminal/grep"
-    reason: str  # why a call is not tracked
-    block: Required[str]  # Block registered for what the call showed ("" when none); Status and Superseded as observe answers them (no status for a write).
-    status: Status
-    superseded: Required[list[str]]
-    sources: list[SourceRef]  # what was registered, in order (the text is the call's)
-    writes: list[str]  # file URIs reported changed by this call
-    changed: list[str]  # blocks whose state those writes changed
-ErrorObject = TypedDict("ErrorObject", {"code": int, "message": str, "data": NotRequired[Any]})  # Error is a JSON-RPC error object, as the server sends it and as the Go client returns it (use errors.As to read the code).
+    kind: Required[Recognized]; format: str; reason: str; block: Required[str]; status: Status
+    superseded: Required[list[str]]; sources: list[SourceRef]; writes: list[str]; changed: list[str]
+class ErrorObject(TypedDict):  # Error is a JSON-RPC error object, as the server sends it and as the Go client returns it (use errors.As to read the code).
+    code: int; message: str; data: NotRequired[Any]

@@ -17,158 +17,69 @@ export const CodeOutsideRoots = -32010
 export interface Info { name: string; version?: string } // Info names a client or server program.
 export type Watch = "auto" | "fsnotify" | "poll" | "hooks" // Watch modes of initialize.
 export type Action = "patch" | "refresh" | "annotate" | "suppress" // Action is what a policy does to a block whose source changed.
-export interface Policy { // Policy says what to do on a local edit and on drift, and when a block merely aged.
-  local?: Action // default patch
-  drift?: Action // default suppress
-  maxAgeTurns?: number // 0 or nil = off
-}
+export interface Policy { local?: Action; drift?: Action; maxAgeTurns?: number } // Policy says what to do on a local edit and on drift, and when a block merely aged.
 export interface PolicyConfig { // PolicyConfig holds the policy layers below the block level.
-  global: Policy
-  byType?: Record<string, Policy> // by adapter scheme, e.g. "file", "res"
-  bySource?: Record<string, Policy> // by source URI
+  global: Policy; byType?: Record<string, Policy>; bySource?: Record<string, Policy>
 }
 export interface LocatorParams { // LocatorParams are the locality thresholds; an omitted field keeps the server's default, and a present one (0 included) is used as given.
-  minSimilarity?: number
-  substitutionRatio?: number
-  minSubstitutions?: number
-  contextLines?: number
+  minSimilarity?: number; substitutionRatio?: number; minSubstitutions?: number; contextLines?: number
 }
 export type Placement = "inplace" | "tail" | "auto" // Repair placements (initialize's placement).
 export interface CachePrice { write: number; read: number } // CachePrice is what one prompt token costs, in units of the provider's plain input price, when the call writes it to the cache (a miss; 1.25 at Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at Anthropic, 0.5 at OpenAI).
-export interface CacheParams { // CacheParams describe the provider's prompt cache, as far as placement needs it.
-  ttlSeconds?: number // TTLSeconds: the prompt cache is taken to have expired when more than this passed since the agent's previous sync (default 300).
-  price?: CachePrice // Price, under placement auto, also rewrites in place a message the model has seen when that costs less than its erratum would (it needs sync's promptChars to know what a rewrite invalidates).
-}
-export interface FeedParams { // FeedParams are initialize's change-feed settings; an omitted field keeps the operator's (serve's --feed flags).
-  url?: string // nats://host:4222[,nats://...]
-  name?: string // the workspace's feed: the same on every host
-  host?: string // this host's name in other hosts' notices (default: the hostname)
-  root?: string // the shared workspace root source keys are relative to (default: roots[0])
-}
+export interface CacheParams { ttlSeconds?: number; price?: CachePrice } // CacheParams describe the provider's prompt cache, as far as placement needs it.
+export interface FeedParams { url?: string; name?: string; host?: string; root?: string } // FeedParams are initialize's change-feed settings; an omitted field keeps the operator's (serve's --feed flags).
 export interface InitializeParams { // InitializeParams opens the session.
-  protocolVersion: number
-  clientInfo?: Info
-  roots: string[]
-  watch?: Watch
-  policy?: PolicyConfig
-  locator?: LocatorParams
-  placement?: Placement // Placement says where repairs of a message the model has seen go: PlacementInplace, PlacementTail or PlacementAuto (default).
-  cache?: CacheParams // hints for placement
-  feed?: FeedParams // Feed joins the change feed shared by the instances of one workspace on several hosts (a build with the feed only; see docs/protocol.md).
+  protocolVersion: number; clientInfo?: Info; roots: string[]; watch?: Watch; policy?: PolicyConfig
+  locator?: LocatorParams; placement?: Placement; cache?: CacheParams; feed?: FeedParams
 }
 export type Framing = "content-length" | "newline" // Framings of the byte stream.
 export interface Capabilities { // Capabilities tell the client what this server does.
-  watch: Watch // effective watch mode
-  schemes: string[] // "file", and "*" for keyed sources of any other scheme
-  framing: Framing
-  notifications: string[]
-  requests: string[]
-  maxMessage: number // bytes; larger messages are refused
-  placement?: Placement // Placement is the effective repair placement, always present (a server without cache-aware repair leaves it out: inplace).
+  watch: Watch; schemes: string[]; framing: Framing; notifications: string[]; requests: string[]
+  maxMessage: number; placement?: Placement
 }
 export interface InitializeResult { protocolVersion: number; serverInfo: Info; capabilities: Capabilities } // InitializeResult answers initialize.
 export type Kind = "snapshot" | "event" // Kind separates snapshots of a source from events (results of actions).
 export interface Range { start: number; end: number } // Range is a 1-based, inclusive line range.
-export interface Source { // Source links an observation, or a block view, to one source: which source (URI), which part (Range; nil means the whole source) and its text (the raw lines joined by "\n", without the tool's own decoration).
-  uri: string
-  range?: Range
-  text: string
-  version?: string // "sha256:…" for files; required for keyed sources in observe
-  totalLines?: number // TotalLines is the source's current line count (in sync views only), so a binding can re-render "end of file" headers and footers truthfully.
-}
+export interface Source { uri: string; range?: Range; text: string; version?: string; totalLines?: number } // Source links an observation, or a block view, to one source: which source (URI), which part (Range; nil means the whole source) and its text (the raw lines joined by "\n", without the tool's own decoration).
 export interface ObserveParams { // ObserveParams register one tool observation.
-  agent: string
-  turn: number
-  anchor: string // the runtime's handle, e.g. the tool call id
-  kind?: Kind // snapshot (default) or event
-  sources: Source[]
-  policy?: Policy // optional block-level override
+  agent: string; turn: number; anchor: string; kind?: Kind; sources: Source[]; policy?: Policy
 }
 export type Status = "valid" | "patched" | "stale" | "invalid" | "superseded" | "released" | "event" // Status is a block's model-visible state.
-export interface ObserveResult { // ObserveResult answers observe.
-  block: string // "" for events
-  status: Status // right after registration (a raced read may already be patched)
-  superseded: string[] // older blocks this one superseded
-}
+export interface ObserveResult { block: string; status: Status; superseded: string[] } // ObserveResult answers observe.
 export interface SourceChangedParams { // SourceChangedParams report a change made by the runtime's own tools.
-  uri: string
-  agent?: string
-  text?: string
-  version?: string
-  anchor?: string // Anchor is the tool call that made the change (the edit's id): errata can then point the agent to its own edit instead of repeating text.
+  uri: string; agent?: string; text?: string; version?: string; anchor?: string
 }
-export interface SourceChangedResult { // SourceChangedResult answers sourceChanged.
-  blocks: string[] // blocks whose state changed
-}
+export interface SourceChangedResult { blocks: string[] } // SourceChangedResult answers sourceChanged.
 export interface SyncParams { // SyncParams ask for an agent's projection before a model call.
-  agent: string
-  turn: number
-  full?: boolean // the full live set, not just the delta
-  prefixRebuilt?: boolean // PrefixRebuilt: the runtime rebuilt the prompt before this call (condensed, compacted, dropped messages), so the cached prefix is gone: every deferred repair is placed in place (a flush).
-  promptChars?: number // PromptChars is the size, in characters, of the messages this model call carries as the runtime has them before this sync's views and errata (0: not reported).
+  agent: string; turn: number; full?: boolean; prefixRebuilt?: boolean; promptChars?: number
 }
 export interface BlockView { // BlockView is what a binding needs to rewrite one tool result.
-  block: string
-  anchor: string
-  agent: string
-  turn: number
-  status: Status
-  sources?: Source[]
-  notice?: string
-  supersededBy?: string
-  reason?: string
-  placement?: string // Placement "tail": leave the anchor's message as it is and attach Erratum after the newest message; Status, Sources and Notice then describe the current truth, for information. "" means in place.
-  erratum?: string
-  view?: string // View (blocks registered by recognize, in place, with Sources): the tool result as the tool would show the sources now, in its own format; the binding shows it instead of the old result.
+  block: string; anchor: string; agent: string; turn: number; status: Status; sources?: Source[]
+  notice?: string; supersededBy?: string; reason?: string; placement?: string; erratum?: string
+  view?: string
 }
 export type Feed = "live" | "behind" // Feed states.
 export interface FeedStatus { state: Feed; since?: string; unsent?: number; notice?: string } // FeedStatus is the change feed's state, in every sync of a session with a feed.
 export interface SyncResult { // SyncResult is the projection: blocks whose model-visible state changed since the agent's previous sync (or all live blocks when Full).
-  generation: number
-  full: boolean
-  blocks: BlockView[]
-  flushed?: boolean // Flushed (placement tail or auto): every deferred repair is in Blocks, in place; drop every erratum note attached by earlier syncs.
-  feed?: FeedStatus // Feed is the change feed's state; nil when the session has no feed.
+  generation: number; full: boolean; blocks: BlockView[]; flushed?: boolean; feed?: FeedStatus
 }
 export interface ReleaseParams { agent?: string; blocks?: string[]; anchors?: string[] } // ReleaseParams drop blocks by id, or by anchor within Agent.
 export interface ReleaseResult { released: string[] } // ReleaseResult answers release.
 export interface StatsResult { // StatsResult answers stats: counters for operators and benchmarks.
-  blocks: Partial<Record<Status, number>>
-  reconciliations: Record<string, number> // by locator outcome and action: unchanged, moved, patched, invalid, refreshed, …
-  verifyPasses: number
-  sources: number
-  agents: number
-  bytesHeld: number // payload and source text held
+  blocks: Partial<Record<Status, number>>; reconciliations: Record<string, number>
+  verifyPasses: number; sources: number; agents: number; bytesHeld: number
 }
 export interface ToolCall { // ToolCall is one finished tool call as the runtime has it (recognize).
-  runtime: string // "openhands" or "opencode"
-  tool: string // the tool's name in that runtime
-  arguments?: unknown // the call's arguments object
-  output: string // exactly the text the model was shown
-  exitCode?: number // a command's exit status
-  cwd?: string // Cwd: the working directory the runtime reported (OpenHands: after the command; OpenCode: where it started); relative paths resolve against it.
-  truncated?: boolean // the runtime cut the output
-  error?: boolean // the runtime marked the result an error
-  metadata?: unknown // the runtime's metadata (OpenCode's display)
+  runtime: string; tool: string; arguments?: unknown; output: string; exitCode?: number; cwd?: string
+  truncated?: boolean; error?: boolean; metadata?: unknown
 }
 export interface RecognizeParams { // RecognizeParams ask the server to decide what a tool call showed and to register it: observe for what it showed, sourceChanged for what it wrote.
-  agent: string
-  turn: number
-  anchor: string
-  call: ToolCall
-  policy?: Policy
+  agent: string; turn: number; anchor: string; call: ToolCall; policy?: Policy
 }
 export type Recognized = "read" | "listing" | "write" | "query" | "event" // What recognize found a call to be.
 export interface SourceRef { uri: string; range?: Range } // SourceRef names a registered source without its text.
 export interface RecognizeResult { // RecognizeResult answers recognize: what the call was and what the server did with it.
-  kind: Recognized // one of the Recognized* values
-  format?: string // the recognizer, e.g. "terminal/grep"
-  reason?: string // why a call is not tracked
-  block: string // Block registered for what the call showed ("" when none); Status and Superseded as observe answers them (no status for a write).
-  status?: Status
-  superseded: string[]
-  sources?: SourceRef[] // what was registered, in order (the text is the call's)
-  writes?: string[] // file URIs reported changed by this call
-  changed?: string[] // blocks whose state those writes changed
+  kind: Recognized; format?: string; reason?: string; block: string; status?: Status
+  superseded: string[]; sources?: SourceRef[]; writes?: string[]; changed?: string[]
 }
 export interface ErrorObject { code: number; message: string; data?: unknown } // Error is a JSON-RPC error object, as the server sends it and as the Go client returns it (use errors.As to read the code).

@@ -83,42 +83,31 @@ func pyTypedDict(b *bytes.Buffer, d Def, used map[string]bool) {
 			classSyntax = false
 		}
 	}
-	if short := oneLiner(props); short || !classSyntax {
-		// A small dict with no field docs fits one line; a key that is a Python
-		// keyword ("global") needs the functional syntax anyway.
+	doc := pyTrailing(d.Schema.Description)
+	if classSyntax {
 		fields := make([]string, len(props))
 		for i, p := range props {
-			fields[i] = fmt.Sprintf("%q: %s", p.Name, field(p))
+			fields[i] = p.Name + ": " + field(p)
 		}
-		if line := fmt.Sprintf("%s = TypedDict(%q, {%s}%s)", d.Name, d.Name, strings.Join(fields, ", "), totalArg); short && len(line) <= 110 {
-			fmt.Fprintf(b, "%s%s\n", line, pyTrailing(d.Schema.Description))
-			return
+		if len(props) == 0 {
+			fields = []string{"pass"}
 		}
-	}
-	if !classSyntax {
-		// A key that is a Python keyword ("global") needs the functional syntax.
-		fmt.Fprintf(b, "%s = TypedDict(%q, {%s\n", d.Name, d.Name, pyTrailing(d.Schema.Description))
-		for _, p := range props {
-			fmt.Fprintf(b, "    %q: %s,%s\n", p.Name, field(p), pyTrailing(p.Schema.Description))
+		fmt.Fprintf(b, "class %s(TypedDict%s):%s\n", d.Name, totalArg, doc)
+		for _, l := range pack(fields, "; ", 100) {
+			fmt.Fprintf(b, "    %s\n", l)
 		}
-		fmt.Fprintf(b, "}%s)\n", totalArg)
 		return
 	}
-	fmt.Fprintf(b, "class %s(TypedDict%s):%s\n", d.Name, totalArg, pyTrailing(d.Schema.Description))
-	if len(props) == 0 {
-		b.WriteString("    pass\n")
+	// A key that is a Python keyword ("global") needs the functional syntax.
+	fields := make([]string, len(props))
+	for i, p := range props {
+		fields[i] = fmt.Sprintf("%q: %s,", p.Name, field(p))
 	}
-	for _, p := range props {
-		fmt.Fprintf(b, "    %s: %s%s\n", p.Name, field(p), pyTrailing(p.Schema.Description))
+	fmt.Fprintf(b, "%s = TypedDict(%q, {%s\n", d.Name, d.Name, doc)
+	for _, l := range pack(fields, " ", 100) {
+		fmt.Fprintf(b, "    %s\n", l)
 	}
-}
-
-// pyTrailing is a one-line doc as a trailing comment ("" for none).
-func pyTrailing(text string) string {
-	if text = oneLine(text); text == "" {
-		return ""
-	}
-	return "  # " + text
+	fmt.Fprintf(b, "}%s)\n", totalArg)
 }
 
 // pyType is the Python annotation of a schema node.
@@ -168,4 +157,12 @@ func upperSnake(name string) string {
 		b.WriteRune(unicode.ToUpper(r))
 	}
 	return b.String()
+}
+
+// pyTrailing is a one-line doc as a trailing comment ("" for none).
+func pyTrailing(text string) string {
+	if text = oneLine(text); text == "" {
+		return ""
+	}
+	return "  # " + text
 }

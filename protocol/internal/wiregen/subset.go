@@ -89,13 +89,25 @@ func oneLine(text string) string {
 	return text
 }
 
-// oneLiner reports whether an object's fields can share one line: a few,
-// none with a doc of its own.
-func oneLiner(props Props) bool {
-	for _, p := range props {
-		if p.Schema.Description != "" {
-			return false
+// pack joins items with sep into lines of at most width characters (an
+// item longer than that gets a line of its own): the bindings' wire files
+// are compact; the fields' docs are in protocol.go and schema.json.
+func pack(items []string, sep string, width int) []string {
+	var lines []string
+	cur := ""
+	for _, it := range items {
+		switch {
+		case cur == "":
+			cur = it
+		case len(cur)+len(sep)+len(it) <= width:
+			cur += sep + it
+		default:
+			lines = append(lines, cur)
+			cur = it
 		}
 	}
-	return len(props) <= 4
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
 }

@@ -35,14 +35,13 @@ func typeScript(doc *Document) ([]byte, error) {
 			}
 			fields[i] = fmt.Sprintf("%s%s: %s", tsKey(p.Name), opt, tsType(p.Schema))
 		}
-		// A small interface with no field docs fits one line.
-		if line := fmt.Sprintf("export interface %s { %s }", d.Name, strings.Join(fields, "; ")); oneLiner(props) && len(line) <= 110 {
+		if line := fmt.Sprintf("export interface %s { %s }", d.Name, strings.Join(fields, "; ")); len(line) <= 110 {
 			fmt.Fprintf(&b, "%s%s\n", line, tsTrailing(d.Schema.Description))
 			continue
 		}
 		fmt.Fprintf(&b, "export interface %s {%s\n", d.Name, tsTrailing(d.Schema.Description))
-		for i, p := range props {
-			fmt.Fprintf(&b, "  %s%s\n", fields[i], tsTrailing(p.Schema.Description))
+		for _, l := range pack(fields, "; ", 100) {
+			fmt.Fprintf(&b, "  %s\n", l)
 		}
 		b.WriteString("}\n")
 	}
