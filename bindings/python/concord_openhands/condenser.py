@@ -113,20 +113,16 @@ class ConcordCondenser(CondenserBase):
         except ValueError as exc:
             log.warning("concord: ignoring cache_price: %s; the cache price stays off", exc)
             return PRICE_OFF
-        if v is None or isinstance(v, str):
-            return v.strip().lower() if isinstance(v, str) else None
-        return None if price is None else {"write": price[0], "read": price[1]}
+        return v.strip().lower() if isinstance(v, str) else price and {"write": price[0], "read": price[1]}
 
     @property
     def session(self) -> ConcordSession:
-        st = self._state
-        with st.lock:
-            if st.session is None:
-                st.session = ConcordSession(
-                    self.roots or [os.getcwd()], binary=self.binary, agent=self.agent_name, watch=self.watch,
-                    policy=self.policy, placement=self.placement, cache_ttl=self.cache_ttl,
-                    cache_price=self.cache_price, timeout=self.timeout)
-            return st.session
+        with self._state.lock:
+            if self._state.session is None:
+                self._state.session = ConcordSession(
+                    self.roots or [os.getcwd()], binary=self.binary, agent=self.agent_name, watch=self.watch, policy=self.policy,
+                    placement=self.placement, cache_ttl=self.cache_ttl, cache_price=self.cache_price, timeout=self.timeout)
+            return self._state.session
 
     def close(self) -> None:
         """Release this conversation's blocks (`Conversation.close()` calls this through
@@ -154,18 +150,15 @@ class ConcordCondenser(CondenserBase):
             with st.lock:
                 return self._condense(st, view)
         except Exception:  # noqa: BLE001 (fail open: the agent must keep running)
-            if not st.warned:
-                st.warned = True
-                log.warning("concord: context repair failed; passing the prompt through unchanged", exc_info=True)
-            else:
-                log.debug("concord: condense failed", exc_info=True)
+            log.log(logging.DEBUG if st.warned else logging.WARNING,
+                    "concord: context repair failed; passing the prompt through unchanged", exc_info=True)
+            st.warned = True
             return view
 
     def _condense(self, st: _State, view: View) -> View:
         session = self.session
         # Messages dropped or condensed since the last call: the cached prefix is gone.
-        if st.prefix.rebuilt([ev.id for ev in view.events]):
-            st.rebuilt = True
+        st.rebuilt = st.prefix.rebuilt([ev.id for ev in view.events]) or st.rebuilt
         for _ in range(3):  # a restart mid-way means re-registering everything
             if not session.ensure():
                 return view
@@ -326,9 +319,7 @@ def tool_call(ev: ObservationEvent, args: dict[str, Any], root: str) -> wire.Too
     obs, meta = ev.observation, getattr(ev.observation, "metadata", None)
     call: wire.ToolCall = {"runtime": "openhands", "tool": ev.tool_name, "arguments": args, "output": obs.text,
                            "error": bool(obs.is_error), "cwd": str(getattr(meta, "working_dir", None) or root)}
-    exit_code = getattr(obs, "exit_code", None)
-    if exit_code is None:
-        exit_code = getattr(meta, "exit_code", None)
+    exit_code = next((c for c in (getattr(obs, "exit_code", None), getattr(meta, "exit_code", None)) if c is not None), None)
     if isinstance(exit_code, int) and not getattr(obs, "timeout", False):
         call["exitCode"] = exit_code
     # "[Previous command outputs are truncated ...]" (the start is lost), or a read that stopped early.
@@ -344,9 +335,7 @@ def _render(bv: BlockView) -> str | None:
         return None
     out = bv.view
     if out is not None and bv.status in ("patched", "stale"):
-        if bv.status == "stale" and bv.notice:
-            out = (out if not out or out.endswith("\n") else out + "\n") + bv.notice
-        return out
+        return out + ("\n" if out and not out.endswith("\n") else "") + bv.notice if bv.status == "stale" and bv.notice else out
     if bv.notice:
         return bv.notice
     # A state the binding cannot show faithfully: say so rather than show stale text.
@@ -358,19 +347,14 @@ def _message_chars(ev: Any) -> int:
     """The characters an event puts in the prompt: its LLM message's text parts and tool call
     (images and reasoning count nothing: the SDK sends reasoning back to some models only)."""
     msg = ev.to_llm_message()
-    n = sum(len(c.text) for c in msg.content if isinstance(c, TextContent))
-    for call in msg.tool_calls or ():
-        n += len(call.name) + len(call.arguments)
-    return n
+    return (sum(len(c.text) for c in msg.content if isinstance(c, TextContent))
+            + sum(len(call.name) + len(call.arguments) for call in msg.tool_calls or ()))
 
 
 def _note_target(view: View) -> str | None:
     """The newest tool result or message: a note goes in its `extended_content` (a newer error
     or rejection has none and is passed over)."""
-    for ev in reversed(view.events):
-        if isinstance(ev, (ObservationEvent, MessageEvent)):
-            return ev.id
-    return None
+    return next((ev.id for ev in reversed(view.events) if isinstance(ev, (ObservationEvent, MessageEvent))), None)
 
 
 # No close hook for a condenser, but `LocalConversation.close()` calls `agent.close()` (a no-op):

@@ -174,10 +174,8 @@ class BlockView:
 
     def key(self) -> tuple[Any, ...]:
         """What the model would see; equal keys render equal text."""
-        rng = lambda s: s.get("range") or {}  # noqa: E731
-        srcs = tuple((s.get("uri"), rng(s).get("start"), rng(s).get("end"), s.get("text"), s.get("totalLines"))
-                     for s in self.sources)
-        return (self.status, srcs, self.notice, self.view)
+        srcs = [{k: s.get(k) for k in ("uri", "range", "text", "totalLines")} for s in self.sources]
+        return (self.status, json.dumps(srcs, sort_keys=True), self.notice, self.view)
 
 
 @dataclass
