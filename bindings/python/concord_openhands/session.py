@@ -420,7 +420,7 @@ class ConcordSession:
         """`prefix_rebuilt`: messages were condensed or dropped since the last sync; `prompt_chars`: this
         call's size before this sync's views and notes (0: not reported; a priced `auto` needs it)."""
         params: wire.SyncParams = {"agent": self.agent, "turn": turn}
-        for k, v in (("full", full), ("prefixRebuilt", prefix_rebuilt), ("promptChars", int(prompt_chars))):
+        for k, v in (("full", full), ("prefixRebuilt", prefix_rebuilt), ("promptChars", max(0, int(prompt_chars)))):
             if v:
                 params[k] = v  # type: ignore[literal-required]
         result = self._call(wire.METHOD_SYNC, params)
