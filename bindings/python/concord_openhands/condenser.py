@@ -2,16 +2,12 @@
 
     agent = Agent(llm=llm, tools=tools, condenser=ConcordCondenser(roots=[workspace]))
 
-Before every model call ConcordCondenser forwards each new tool result to Concord as the
-runtime has it (`recognize`: the server decides what it showed, reports its writes, registers
-the block), releases results condensed away, asks `sync` what changed, and returns a copy of
-the view where each stale result is replaced (same ids) by the server's `view` (the result
-re-rendered in its tool's format) or a re-read notice. Under placement tail/auto a repair of a
-message the model has seen may instead be an erratum note after the newest message, so the
-prompt cache is kept (errata.py; `cache_price` prices that choice). The event log is never
-modified; replacements and notes are memoized so the prompt prefix stays byte-stable. On any
-failure the view passes through. Import this module before resuming a persisted conversation:
-the SDK resolves the condenser's `kind` while loading the agent.
+Before every model call it forwards each new tool result (`recognize`), releases results condensed
+away, and applies what `sync` returns: a stale result is replaced (same ids) by the server's `view`
+or a re-read notice, or under tail/auto placement an erratum follows the newest message (errata.py).
+The event log is never modified; replacements are memoized so the prompt prefix stays byte-stable;
+on any failure the view passes through (README: "How it works"). Import this module before resuming
+a persisted conversation: the SDK resolves the condenser's `kind` while loading the agent.
 """
 
 from __future__ import annotations
