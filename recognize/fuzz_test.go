@@ -77,6 +77,8 @@ func FuzzRecognize(f *testing.F) {
 	f.Add(uint8(0), "cat a.txt | grep -A1 beta", "beta\n\tgamma\n--\nbeta\n", 0)
 	f.Add(uint8(2), "", "Here's the result of running `cat -n` on /ws/a.txt:\n     1\talpha\n     2\tbeta\n", 0)
 	f.Add(uint8(3), "", "<path>/ws/a.txt</path>\n<type>file</type>\n<content>\n1: alpha\n\n(End of file - total 1 lines)\n</content>", 0)
+	f.Add(uint8(5), "a.txt", "Read file: /ws/a.txt\n\n     1  alpha\n     2  beta\n", 0)
+	f.Add(uint8(5), "a.txt", "Read file: /ws/a.txt (showing lines 2-3 of 6) To read more, use: read_file(file_path='a.txt', offset=3, limit=2)\n\n     2  beta\n     3  \tgamma\n", 0)
 	f.Add(uint8(4), "", "Found 1 matches\n/ws/a.txt:\n  Line 2: beta\n", 0)
 	files := fuzzWorkspace()
 	f.Fuzz(func(t *testing.T, tool uint8, command, output string, exit int) {
@@ -121,7 +123,7 @@ func FuzzRecognize(f *testing.F) {
 func fuzzCall(tool uint8, command, output string, exit int) recognize.Call {
 	args := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
 	code := exit
-	switch tool % 5 {
+	switch tool % 6 {
 	case 0:
 		return recognize.Call{Runtime: recognize.OpenHands, Tool: "terminal", Args: args(map[string]string{"command": command}),
 			Output: output, ExitCode: &code, Cwd: "/ws"}
@@ -131,6 +133,9 @@ func fuzzCall(tool uint8, command, output string, exit int) recognize.Call {
 	case 2:
 		return recognize.Call{Runtime: recognize.OpenHands, Tool: "file_editor",
 			Args: args(map[string]string{"command": "view", "path": "/ws/" + command}), Output: output}
+	case 5:
+		return recognize.Call{Runtime: recognize.OpenHands, Tool: "read_file", Args: args(map[string]string{"file_path": command}),
+			Output: output, Cwd: "/ws"}
 	case 3:
 		return recognize.Call{Runtime: recognize.OpenCode, Tool: "read", Args: args(map[string]string{"filePath": command}),
 			Output: output, Cwd: "/ws"}
@@ -210,6 +215,11 @@ func seedFromCorpus(f *testing.F) {
 				tool = 3
 			case "grep":
 				tool = 4
+			case "read_file":
+				tool = 5
+				_ = json.Unmarshal(call.Args, &struct {
+					Command *string `json:"file_path"`
+				}{&a.Command})
 			}
 			f.Add(tool, a.Command, strings.ReplaceAll(call.Output, "{WS}", "/ws"), 0)
 		}

@@ -25,12 +25,8 @@ func (r *recognizer) opencode() Result {
 	switch r.call.Tool {
 	case "read":
 		return r.ocRead()
-	case "edit", "write":
-		path := r.str("filePath")
-		if path == "" {
-			return event("opencode/"+r.call.Tool, "no filePath")
-		}
-		return Result{Kind: KindWrite, Format: "opencode/" + r.call.Tool, Writes: []string{resolve(r.call.Cwd, path)}}
+	case "edit", "write", "multiedit", "apply_patch", "patch":
+		return r.ocWrite()
 	case "grep":
 		return r.ocGrep()
 	case "glob":
@@ -39,6 +35,47 @@ func (r *recognizer) opencode() Result {
 		return r.ocBash()
 	}
 	return event("opencode/"+r.call.Tool, "a tool that shows no file content")
+}
+
+// ocWrite is an edit-type tool's result: the files it wrote, from its
+// arguments and metadata (a patch: metadata.files, else its patchText).
+func (r *recognizer) ocWrite() Result {
+	format := "opencode/" + r.call.Tool
+	var paths []string
+	meta := r.meta()
+	if r.call.Tool == "apply_patch" || r.call.Tool == "patch" {
+		if files, ok := meta["files"].([]any); ok {
+			for _, f := range files {
+				f, _ := f.(map[string]any)
+				for _, k := range []string{"filePath", "movePath"} {
+					if p, _ := f[k].(string); p != "" {
+						paths = append(paths, p)
+					}
+				}
+			}
+		} else {
+			paths = patchFiles(r.str("patchText"))
+		}
+	} else {
+		diff, _ := meta["filediff"].(map[string]any)
+		for _, p := range []any{r.args["filePath"], diff["file"], meta["filepath"]} {
+			if p, _ := p.(string); p != "" {
+				paths = append(paths, p)
+			}
+		}
+	}
+	var writes []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if p = resolve(r.call.Cwd, p); filepath.IsAbs(p) && !seen[p] {
+			seen[p] = true
+			writes = append(writes, p)
+		}
+	}
+	if len(writes) == 0 {
+		return event(format, "no file named")
+	}
+	return Result{Kind: KindWrite, Format: format, Writes: writes}
 }
 
 func (r *recognizer) meta() map[string]any {

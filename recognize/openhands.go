@@ -1,8 +1,10 @@
 package recognize
 
 import (
+	"fmt"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -28,6 +30,12 @@ func (r *recognizer) openhands() Result {
 		return r.fileEditor()
 	case "terminal", "bash", "execute_bash":
 		return r.openhandsTerminal()
+	case "read_file":
+		return r.readFile()
+	case "write_file", "edit":
+		return r.geminiWrite()
+	case "apply_patch":
+		return r.applyPatch()
 	}
 	return event("openhands/"+r.call.Tool, "a tool that shows no file content")
 }
@@ -68,6 +76,9 @@ func (r *recognizer) fileEditor() Result {
 		return res
 	}
 	part := Part{Path: path, Text: join(l.lines)}
+	if cmd == "view" {
+		l.view, l.requested = true, r.viewRangeEnd()
+	}
 	if !whole {
 		part.Start, part.End = l.start, l.start+len(l.lines)-1
 	}
@@ -84,6 +95,53 @@ type listing struct {
 	lines          []string
 	clipped        bool
 	ends           bool
+	// view: a view command, whose "NOTE: We only show up to N ..." before a
+	// view_range past the end is kept true; requested is that range's end.
+	view      bool
+	requested int
+}
+
+// pastEOFRE is file_editor's note before a view_range that ran past the end.
+var pastEOFRE = regexp.MustCompile(`NOTE: We only show up to \d+ since there're only \d+ lines in this file\.\n`)
+
+// viewRangeEnd is the end of a view_range [a, b] with b > 0; 0 otherwise.
+func (r *recognizer) viewRangeEnd() int {
+	vr, _ := r.args["view_range"].([]any)
+	if len(vr) != 2 {
+		return 0
+	}
+	if f, ok := vr[1].(float64); ok && f > 0 && f == float64(int(f)) {
+		return int(f)
+	}
+	return 0
+}
+
+// pastEOF is the note as the tool would print it before these lines now:
+// the file's line count while the range asked for more, else nothing.
+func (l listing) pastEOF(start int, lines []string, total int) string {
+	if total == 0 { // unknown: a range that stops short of what was asked ran to the end
+		end := start + len(lines) - 1
+		if l.requested != 0 && end >= l.requested {
+			return ""
+		}
+		total = end
+	}
+	if l.requested != 0 && l.requested <= total {
+		return ""
+	}
+	return fmt.Sprintf("NOTE: We only show up to %d since there're only %d lines in this file.\n", total, total)
+}
+
+// clipNotice is a clipped view's tail cut to the clip notice: the cut line
+// and what followed it were old text at old numbers.
+func clipNotice(suffix string) string {
+	mark := strings.Index(suffix, clippedMark)
+	end := strings.Index(suffix[max(mark, 0):], "</NOTE>")
+	if mark < 0 || end < 0 {
+		return suffix
+	}
+	line := strings.LastIndexByte(suffix[:mark], '\n') + 1
+	return suffix[:line] + suffix[mark:mark+end+len("</NOTE>")] + "\n"
 }
 
 func parseListing(out string) (listing, bool) {
@@ -128,6 +186,8 @@ func parseListing(out string) (listing, bool) {
 		pos += end + 1
 	}
 	l.suffix = out[pos:]
+	// A clip at a line's end leaves no cut line: the notice follows the lines.
+	l.clipped = l.clipped || strings.Contains(l.suffix, clippedMark)
 	return l, true
 }
 
@@ -136,16 +196,23 @@ func (l listing) render(p Part) string {
 	if p.Whole() {
 		start = 1
 	}
-	var b strings.Builder
-	b.WriteString(l.prefix)
 	lines := textLines(p)
+	prefix, suffix := l.prefix, l.suffix
+	if loc := pastEOFRE.FindStringIndex(prefix); l.view && loc != nil {
+		prefix = prefix[:loc[0]] + l.pastEOF(start, lines, p.Total) + prefix[loc[1]:]
+	}
+	if l.clipped && p.Text != join(l.lines) {
+		suffix = clipNotice(suffix)
+	}
+	var b strings.Builder
+	b.WriteString(prefix)
 	for i, t := range lines {
 		b.WriteString(catN(start+i, t))
-		if i < len(lines)-1 || l.ends || l.suffix != "" {
+		if i < len(lines)-1 || l.ends || suffix != "" {
 			b.WriteByte('\n')
 		}
 	}
-	b.WriteString(l.suffix)
+	b.WriteString(suffix)
 	return b.String()
 }
 

@@ -3,9 +3,8 @@
     from concord_openhands import ConcordCondenser
     agent = Agent(llm=llm, tools=tools, condenser=ConcordCondenser(roots=[workspace]))
 
-The core (JSON-RPC client, session) is stdlib-only and imports no SDK;
-`ConcordCondenser` is loaded from the SDK side on first access. What each tool
-result showed is decided by the server (`recognize`), not here.
+The core (JSON-RPC client, session) is stdlib-only; `ConcordCondenser` loads the SDK on first
+access. What each tool result showed is decided by the server (`recognize`), not here.
 """
 
 from __future__ import annotations
@@ -17,23 +16,12 @@ from .rpc import RpcClient, RpcError, ServerUnavailable
 from .session import ConcordSession, Source, find_binary
 
 __version__ = "0.1.0"
-
-__all__ = [
-    "ConcordCondenser",
-    "ConcordNotOnServer",
-    "ConcordSession",
-    "RpcClient",
-    "RpcError",
-    "ServerUnavailable",
-    "Source",
-    "find_binary",
-]
-
+__all__ = ["ConcordCondenser", "ConcordNotOnServer", "ConcordSession", "RpcClient", "RpcError",
+           "ServerUnavailable", "Source", "find_binary"]
 
 if "openhands.sdk" in sys.modules:
-    # The SDK is loaded (an agent server run with `--import-modules
-    # concord_openhands`): define the condenser now, so its `kind` resolves
-    # when the server validates an agent that names it.
+    # An agent server run with `--import-modules concord_openhands`: define the condenser now,
+    # so its `kind` resolves when the server validates an agent that names it.
     from .condenser import ConcordCondenser, ConcordNotOnServer  # noqa: E402
 
 

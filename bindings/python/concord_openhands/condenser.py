@@ -1,34 +1,13 @@
 """The OpenHands SDK side: a condenser that keeps the model's file reads current.
 
-    from concord_openhands import ConcordCondenser
     agent = Agent(llm=llm, tools=tools, condenser=ConcordCondenser(roots=[workspace]))
 
-Before every model call the agent hands its view (the events that become the
-prompt) to the condenser. ConcordCondenser then
-1. forwards to Concord (`recognize`) every tool result it has not seen yet,
-   as the runtime has it (tool, arguments, the text the model was shown, exit
-   code, working directory): the server decides what it showed, reports the
-   tool's writes and registers the block, verified against the file, so a
-   change made while the agent was away (a resumed conversation) is caught
-   on the first call; the binding knows no tool format (but fallback.py);
-2. releases tool results that left the view (condensed away);
-3. asks Concord (`sync`) which blocks changed, and
-4. returns a copy of the view in which each stale tool result is replaced,
-   same event id and tool call id, by the server's `view` (the result
-   re-rendered in the tool's own format) or by Concord's re-read notice.
-Under `placement="tail"` or `"auto"`, a repair of a tool result the model
-has already seen (so it sits in the provider's prompt cache) is not made in
-place: the old message stays byte-identical and Concord's erratum, a short
-note naming the tool call, goes after the newest message (see errata.py).
-With `cache_price` (off by default), `auto` also rewrites such a message in
-place when that costs less than its erratum (docs/protocol.md, "Priced
-rewrites"); every `sync` reports the prompt's size (`promptChars`) for that.
-The event log is never modified; replacements and notes are memoized so the
-prompt prefix stays byte-stable between calls. On any failure the view passes
-through unchanged.
-
-This module must be imported before a persisted conversation is resumed:
-the SDK resolves the condenser's `kind` while loading the saved agent.
+Before every model call it forwards each new tool result (`recognize`), releases results condensed
+away, and applies what `sync` returns: a stale result is replaced (same ids) by the server's `view`
+or a re-read notice, or under tail/auto placement an erratum follows the newest message (errata.py).
+The event log is never modified; replacements are memoized so the prompt prefix stays byte-stable;
+on any failure the view passes through (README: "How it works"). Import this module before resuming
+a persisted conversation: the SDK resolves the condenser's `kind` while loading the agent.
 """
 
 from __future__ import annotations
@@ -51,20 +30,14 @@ from openhands.sdk.event import ActionEvent, MessageEvent, ObservationEvent
 from openhands.sdk.event.condenser import Condensation
 from openhands.sdk.llm import LLM, TextContent
 
-from . import fallback
+from . import wire
 from .errata import Notes, PrefixTracker, join_errata
-from .session import (
-    DEFAULT_PLACEMENT,
-    ENV_PRICE,
-    PRICE_OFF,
-    BlockView,
-    ConcordSession,
-    Source,
-    parse_cache_price,
-    uri_to_path,
-)
+from .session import DEFAULT_PLACEMENT, ENV_PRICE, PRICE_OFF, BlockView, ConcordSession, parse_cache_price, uri_to_path
 
 log = logging.getLogger("concord_openhands")
+# Counters for stats(): tool results seen; registered as a block; acknowledged as an event or query;
+# files the agent's tools wrote; results re-rendered; results replaced by a notice; repairs placed at the tail.
+COUNTS = ("observations", "tracked", "events", "writes", "repaired", "notices", "errata")
 
 
 class _State:
@@ -74,97 +47,47 @@ class _State:
         self.lock = threading.RLock()
         self.session: ConcordSession | None = None
         self.epoch = -1  # the session epoch our registrations belong to
-        self.seen: set[str] = set()  # observation event ids already ingested
-        self.registered: set[str] = set()  # anchors with a live block
-        # anchor -> (tool, arguments, a read_file the binding renders itself)
-        self.calls: dict[str, tuple[str, dict[str, Any], fallback.ReadFile | None]] = {}
-        self.views: dict[str, BlockView] = {}  # anchor -> latest non-valid block view
-        # obs id -> (key, replacement, its size in the prompt)
-        self.cache: dict[str, tuple[Any, ObservationEvent, int]] = {}
-        self.sizes: dict[str, int] = {}  # event id -> its size in the prompt, as logged (promptChars)
         self.turn = 0
         self.warned = False
-        # Tail placement: notes attached after messages (sticky until a flush),
-        # whether the prompt was rebuilt since the last sync, and whether the
-        # next sync must be `full` (after a restart of the server).
-        self.notes = Notes()
+        self.counts = dict.fromkeys(COUNTS, 0)
         self.prefix = PrefixTracker()
-        self.rebuilt = False
-        self.full = False
-        # Counters for stats() and the INFO line per repair batch.
-        self.counts: dict[str, int] = {
-            "observations": 0,  # tool results seen
-            "tracked": 0,  # registered as a block (reads, hits, listings)
-            "events": 0,  # acknowledged as an event or a query (showed nothing tracked)
-            "writes": 0,  # files the agent's own tools wrote, as reported to the server
-            "repaired": 0,  # tool results re-rendered with current content
-            "notices": 0,  # tool results replaced by a re-read notice
-            "errata": 0,  # repairs placed at the tail (a note after the newest message)
-        }
+        self.rebuilt = False  # the prompt was rebuilt since the last sync
+        self.reset(-1)
 
     def reset(self, epoch: int) -> None:
-        # A restarted server knows nothing of what was sent: resync in full
-        # (a flush, so the repairs all go in place and the notes go).
-        self.full = self.epoch != -1
-        self.notes.drop_all()
-        self.epoch = epoch
-        self.seen.clear()
-        self.registered.clear()
-        self.calls.clear()
-        self.views.clear()
-        self.cache.clear()
-        self.sizes.clear()
+        # A restarted server knows nothing of what was sent: resync in full (a flush: notes go).
+        self.full, self.epoch = self.epoch != -1, epoch
+        self.seen: set[str] = set()  # observation event ids already forwarded
+        self.registered: set[str] = set()  # anchors with a live block
+        self.views: dict[str, BlockView] = {}  # anchor -> latest non-valid block view
+        self.cache: dict[str, tuple[Any, ObservationEvent, int]] = {}  # obs id -> (key, replacement, size)
+        self.sizes: dict[str, int] = {}  # event id -> its size in the prompt (promptChars)
+        self.notes = Notes()  # tail placement: sticky until a flush
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _State:
-        # A copied agent is a new agent: it gets its own (lazily started) server.
-        return _State()
+        return _State()  # a copied agent is a new agent, with its own server
 
 
 class ConcordCondenser(CondenserBase):
-    """Replace stale file reads in the prompt with their repaired text.
+    """Replace stale file reads in the prompt with their repaired text. Put it first in a
+    PipelineCondenser, so a summarising condenser after it summarises repaired text."""
 
-    Put it first in a PipelineCondenser, ahead of a summarising condenser, so
-    the summary is made from repaired text.
-    """
-
-    roots: list[str] = Field(
-        default_factory=list,
-        description="Workspace roots Concord may watch (absolute). Default: the current directory.",
-    )
+    roots: list[str] = Field(default_factory=list, description="Workspace roots Concord may watch (absolute). Default: the current directory.")
     agent_name: str = Field(default="main", description="This agent's name in the Concord session.")
-    binary: str | None = Field(
-        default=None, description="Path to `concord`; default: $CONCORD_BIN, next to the package, PATH."
-    )
+    binary: str | None = Field(default=None, description="Path to `concord`; default: $CONCORD_BIN, next to the package, PATH.")
     watch: str = Field(default="auto", description="auto | fsnotify | poll | hooks")
     policy: dict[str, Any] | None = Field(default=None, description="Concord policy (see docs/protocol.md).")
-    placement: Literal["inplace", "tail", "auto"] = Field(
-        default=DEFAULT_PLACEMENT,
-        description=(
-            "Where a repair of a tool result the model has already seen goes: `inplace` "
-            "(the old message is rewritten), `tail` (it stays byte-identical and an erratum "
-            "follows the newest message, so the provider's prompt cache is kept) or `auto` "
-            "(default, the server's: in place when that costs no cache, else tail)."
-        ),
-    )
-    cache_ttl: float | None = Field(
-        default=None,
-        gt=0,
-        description=(
-            "Seconds the provider keeps the prompt cached (Concord's `cache.ttlSeconds`; "
-            "under `auto`, deferred repairs are made in place after this long without a "
-            "model call). Default: the server's, 300."
-        ),
-    )
-    cache_price: str | dict[str, float] | None = Field(
-        default=None,
-        description=(
-            "The provider's prompt-cache prices (Concord's `cache.price`): `anthropic` "
-            "(write 1.25, read 0.1), `openai` (1, 0.5), `WRITE,READ` or {write, read}, in "
-            "multiples of the input price; `off` for none. With it, `auto` also rewrites a "
-            f"message the model has seen in place when that costs less than a note. Default: "
-            f"${ENV_PRICE}, else off. A bad value is warned about and left off."
-        ),
-    )
+    placement: Literal["inplace", "tail", "auto"] = Field(default=DEFAULT_PLACEMENT, description=(
+        "Where a repair of a tool result the model has already seen goes: `inplace` (rewritten), `tail` (kept "
+        "byte-identical, an erratum follows the newest message: the prompt cache is kept) or `auto` (default: in "
+        "place when that costs no cache, else tail)."))
+    cache_ttl: float | None = Field(default=None, gt=0, description=(
+        "Seconds the provider keeps the prompt cached (`cache.ttlSeconds`; under `auto`, deferred repairs go in "
+        "place after this long without a model call). Default: the server's, 300."))
+    cache_price: str | dict[str, float] | None = Field(default=None, description=(
+        "Prompt-cache prices (`cache.price`): `anthropic` (write 1.25, read 0.1), `openai` (1, 0.5), `WRITE,READ` "
+        "or {write, read} in input prices; `off` for none. With it, `auto` also rewrites in place when that costs "
+        f"less than a note. Default: ${ENV_PRICE}, else off. A bad value is warned about and left off."))
     timeout: float = Field(default=5.0, description="Seconds to wait for any one Concord call.")
 
     _state: _State = PrivateAttr(default_factory=_State)
@@ -179,42 +102,27 @@ class ConcordCondenser(CondenserBase):
     @field_validator("cache_price", mode="before")
     @classmethod
     def _price_or_off(cls, v: Any) -> Any:
-        # Never fail the agent's construction over a price: say why, and keep
-        # it off ("off", not None, so $CONCORD_CACHE_PRICE does not step in).
+        # Never fail the agent's construction over a price: say why and keep it "off" (not None,
+        # so $CONCORD_CACHE_PRICE does not step in).
         try:
             price = parse_cache_price(v)
         except ValueError as exc:
             log.warning("concord: ignoring cache_price: %s; the cache price stays off", exc)
             return PRICE_OFF
-        if v is None or isinstance(v, str):
-            return v.strip().lower() if isinstance(v, str) else None
-        return None if price is None else {"write": price[0], "read": price[1]}
-
-    # -- public helpers ---------------------------------------------------
+        return v.strip().lower() if isinstance(v, str) else price and {"write": price[0], "read": price[1]}
 
     @property
     def session(self) -> ConcordSession:
-        st = self._state
-        with st.lock:
-            if st.session is None:
-                st.session = ConcordSession(
-                    self.roots or [os.getcwd()],
-                    binary=self.binary,
-                    agent=self.agent_name,
-                    watch=self.watch,
-                    policy=self.policy,
-                    placement=self.placement,
-                    cache_ttl=self.cache_ttl,
-                    cache_price=self.cache_price,
-                    timeout=self.timeout,
-                )
-            return st.session
+        with self._state.lock:
+            if self._state.session is None:
+                self._state.session = ConcordSession(
+                    self.roots or [os.getcwd()], binary=self.binary, agent=self.agent_name, watch=self.watch, policy=self.policy,
+                    placement=self.placement, cache_ttl=self.cache_ttl, cache_price=self.cache_price, timeout=self.timeout)
+            return self._state.session
 
     def close(self) -> None:
-        """Release this conversation's blocks; the process's `concord serve`
-        stops when no conversation uses it. `Conversation.close()` calls this
-        (through `Agent.close()`, see below). A later conversation with the
-        same agent starts a new session."""
+        """Release this conversation's blocks (`Conversation.close()` calls this through
+        `Agent.close()`); the server stops when no conversation uses it."""
         st = self._state
         with st.lock:
             if st.session is not None:
@@ -223,23 +131,14 @@ class ConcordCondenser(CondenserBase):
             st.reset(-1)
 
     def stats(self) -> dict[str, Any]:
-        """What Concord did for this conversation, plus the server's own counters.
-
-        `available` is False when it runs in pass-through (no binary, or the
-        server could not be restarted). `server` is the server's `stats`
-        answer (None when unavailable).
-        """
+        """What Concord did for this conversation; `available` False in pass-through; `server`
+        the server's `stats` answer (None when unavailable)."""
         st = self._state
         with st.lock:
-            out: dict[str, Any] = dict(st.counts)
-            session = st.session
-            out["live"] = len(st.registered)
-            out["available"] = bool(session is not None and session.available)
-            out["restarts"] = session.restarts if session is not None else 0
-            out["server"] = session.stats() if session is not None and session.available else None
-            return out
-
-    # -- CondenserBase ----------------------------------------------------
+            s = st.session
+            up = bool(s is not None and s.available)
+            return {**st.counts, "live": len(st.registered), "available": up,
+                    "restarts": s.restarts if s is not None else 0, "server": s.stats() if up else None}
 
     def condense(self, view: View, agent_llm: LLM | None = None) -> View | Condensation:  # noqa: ARG002
         st = self._state
@@ -247,22 +146,15 @@ class ConcordCondenser(CondenserBase):
             with st.lock:
                 return self._condense(st, view)
         except Exception:  # noqa: BLE001 (fail open: the agent must keep running)
-            if not st.warned:
-                st.warned = True
-                log.warning(
-                    "concord: context repair failed; passing the prompt through unchanged",
-                    exc_info=True,
-                )
-            else:
-                log.debug("concord: condense failed", exc_info=True)
+            log.log(logging.DEBUG if st.warned else logging.WARNING,
+                    "concord: context repair failed; passing the prompt through unchanged", exc_info=True)
+            st.warned = True
             return view
 
     def _condense(self, st: _State, view: View) -> View:
         session = self.session
-        # Messages dropped or condensed since the last call (by the SDK, by a
-        # condenser after this one, by a restart): the cached prefix is gone.
-        if st.prefix.rebuilt([ev.id for ev in view.events]):
-            st.rebuilt = True
+        # Messages dropped or condensed since the last call: the cached prefix is gone.
+        st.rebuilt = st.prefix.rebuilt([ev.id for ev in view.events]) or st.rebuilt
         for _ in range(3):  # a restart mid-way means re-registering everything
             if not session.ensure():
                 return view
@@ -273,27 +165,21 @@ class ConcordCondenser(CondenserBase):
             turn = self._ingest(st, session, view)
             if session.epoch != epoch:
                 continue
-            tail = self.placement != "inplace"
-            result = session.sync(
-                turn,
-                full=st.full,
-                prefix_rebuilt=tail and st.rebuilt,
-                prompt_chars=self._prompt_chars(st, view),
-            )
+            result = session.sync(turn, full=st.full, prefix_rebuilt=self.placement != "inplace" and st.rebuilt,
+                                  prompt_chars=self._prompt_chars(st, view))
             if session.epoch != epoch or result is None:
                 continue
             st.full = st.rebuilt = False
             if result.flushed:
                 st.notes.drop_all()
-            tail_views = [b for b in result.blocks if b.at_tail]
-            target = _note_target(view) if tail_views else None
+            tail = [b for b in result.blocks if b.at_tail]
+            target = _note_target(view) if tail else None
             if target is None:
-                tail_views = []  # nothing to attach a note to: all go in place
-            st.counts["errata"] += len(tail_views)
-            self._report(st, [b for b in result.blocks if not (b.at_tail and tail_views)])
-            for b in result.blocks:
-                if b.at_tail and tail_views:
-                    continue  # the message stays as the model saw it; see the note
+                tail = []  # nothing to attach a note to: all go in place
+            st.counts["errata"] += len(tail)
+            in_place = [b for b in result.blocks if not (b.at_tail and tail)]  # else: the message stays, see the note
+            self._report(st, in_place)
+            for b in in_place:
                 if b.status in ("valid", "released"):
                     st.views.pop(b.anchor, None)
                     if b.status == "released":
@@ -301,7 +187,7 @@ class ConcordCondenser(CondenserBase):
                 else:
                     st.views[b.anchor] = b
             if target is not None:
-                st.notes.attach(target, join_errata(b.erratum for b in tail_views))
+                st.notes.attach(target, join_errata(b.erratum for b in tail))
             return self._rewrite(st, view)
         return view
 
@@ -315,7 +201,6 @@ class ConcordCondenser(CondenserBase):
             if isinstance(ev, ActionEvent):
                 actions[ev.id] = ev
                 responses.add(ev.llm_response_id)
-                continue
             if not isinstance(ev, ObservationEvent):
                 continue
             present.add(ev.tool_call_id)
@@ -330,61 +215,23 @@ class ConcordCondenser(CondenserBase):
         gone = sorted(st.registered - present)
         if gone:
             session.release(gone)
+            st.registered.difference_update(gone)
             for anchor in gone:
-                st.registered.discard(anchor)
                 st.views.pop(anchor, None)
-                st.calls.pop(anchor, None)
         st.turn = max(st.turn + 1, len(responses) + 1)
         return st.turn
 
     def _forward(self, st: _State, session: ConcordSession, ev: ObservationEvent,
                  args: dict[str, Any], turn: int, root: str) -> None:
-        obs, tool, anchor = ev.observation, ev.tool_name, ev.tool_call_id
-        text = obs.text
-        reader = None
-        if tool == fallback.READ_FILE or tool in fallback.WRITE_TOOLS:
-            # Tools the server does not recognize yet (fallback.py).
-            if obs.is_error:
-                return
-            if tool in fallback.WRITE_TOOLS:
-                for path in fallback.writes(tool, args, obs, root):
-                    session.source_changed(path, anchor=anchor)
-                    st.counts["writes"] += 1
-                return
-            reader = fallback.ReadFile.parse(text)
-            if reader is None:
-                return
-            path = str(getattr(obs, "file_path", None) or args.get("file_path") or "")
-            whole = reader.start == 1 and not getattr(obs, "is_truncated", False) and not args.get("offset")
-            if not path or not (whole or reader.lines):
-                return
-            path, shown, rng = reader.source(fallback._abs(path, root), whole)
-            result = session.observe(anchor, [Source(path, shown, rng)], turn=turn)
-        else:
-            meta = getattr(obs, "metadata", None)
-            call: dict[str, Any] = {"runtime": "openhands", "tool": tool, "arguments": args,
-                                    "output": text, "error": bool(obs.is_error)}
-            exit_code = getattr(obs, "exit_code", None)
-            if exit_code is None:
-                exit_code = getattr(meta, "exit_code", None)
-            if isinstance(exit_code, int) and not getattr(obs, "timeout", False):
-                call["exitCode"] = exit_code
-            if getattr(meta, "working_dir", None):
-                call["cwd"] = str(meta.working_dir)
-            if getattr(meta, "prefix", None):
-                # "[Previous command outputs are truncated ...]": the start is lost.
-                call["truncated"] = True
-            result = session.recognize(anchor, call, turn=turn)
-            if isinstance(result, dict):
-                st.counts["writes"] += len(result.get("writes") or [])
-                # A command that showed nothing tracked (not a think, a finish, ...).
-                if result.get("kind") in ("event", "query") and str(result.get("format")).startswith("terminal"):
-                    st.counts["events"] += 1
-        # Track every block the server registered, whatever its status
-        # (a file gone before registration is an invalid block: bug 4).
-        if isinstance(result, dict) and result.get("block"):
-            st.registered.add(anchor)
-            st.calls[anchor] = (tool, args, reader)
+        result = session.recognize(ev.tool_call_id, tool_call(ev, args, root), turn=turn)
+        if not isinstance(result, dict):
+            return
+        st.counts["writes"] += len(result.get("writes") or [])
+        # A command that showed nothing tracked (not a think, a finish, ...).
+        if result.get("kind") in ("event", "query") and str(result.get("format")).startswith("terminal"):
+            st.counts["events"] += 1
+        if result.get("block"):  # any status: a file gone before registration is an invalid block (bug 4)
+            st.registered.add(ev.tool_call_id)
             st.counts["tracked"] += 1
 
     def _report(self, st: _State, blocks: list[BlockView]) -> None:
@@ -394,26 +241,17 @@ class ConcordCondenser(CondenserBase):
         st.counts["repaired"] += repaired
         st.counts["notices"] += notices
         if repaired or notices:
-            log.info(
-                "concord: %d %s repaired, %d re-read %s",
-                repaired, "read" if repaired == 1 else "reads",
-                notices, "notice" if notices == 1 else "notices",
-            )
+            log.info("concord: %d %s repaired, %d re-read %s", repaired, "read" if repaired == 1 else "reads",
+                     notices, "notice" if notices == 1 else "notices")
 
     def _prompt_chars(self, st: _State, view: View) -> int:
-        """`sync`'s promptChars: the characters the view's messages carry as the
-        model was last shown them, i.e. with the replacements and notes in force
-        before this sync. Each event's own size is computed once (events are
-        immutable) and each replacement's with it, so this is O(view). 0 (not
-        reported) if anything cannot be measured."""
+        """`sync`'s promptChars: the view's messages as the model was last shown them (replacements
+        and notes before this sync); each size computed once, so O(view). 0 if not measurable."""
         try:
             sizes: dict[str, int] = {}
             total = 0
             for ev in view.events:
-                n = st.sizes.get(ev.id)
-                if n is None:
-                    n = _message_chars(ev)
-                sizes[ev.id] = n
+                n = sizes[ev.id] = st.sizes.get(ev.id) or _message_chars(ev)
                 bv = st.views.get(ev.tool_call_id) if isinstance(ev, ObservationEvent) else None
                 if bv is not None and self._replacement(st, ev, bv) is not None:
                     n = st.cache[ev.id][2]
@@ -431,36 +269,29 @@ class ConcordCondenser(CondenserBase):
         present = {ev.id for ev in view.events if isinstance(ev, ObservationEvent)}
         for obs_id in [k for k in st.cache if k not in present]:
             del st.cache[obs_id]
-        out = []
-        changed = False
+        out, changed = [], False
         for ev in view.events:
             new = ev
             if isinstance(ev, ObservationEvent) and ev.tool_call_id in st.views:
                 new = self._replacement(st, ev, st.views[ev.tool_call_id]) or ev
             notes = st.notes.of(ev.id)
             if notes and isinstance(new, (ObservationEvent, MessageEvent)):
-                # Each note is its own text part after the message's content:
-                # the same bytes in the same place on every later call.
+                # Each note is its own text part after the content: the same bytes on every later call.
                 extra = [TextContent(text=n) for n in notes]
                 new = new.model_copy(update={"extended_content": list(new.extended_content) + extra})
             changed = changed or new is not ev
             out.append(new)
-        if not changed:
-            return view
-        return view.model_copy(update={"events": out})
+        return view.model_copy(update={"events": out}) if changed else view
 
     def _replacement(self, st: _State, ev: ObservationEvent, bv: BlockView) -> ObservationEvent | None:
-        key = bv.key()
-        cached = st.cache.get(ev.id)
+        key, cached = bv.key(), st.cache.get(ev.id)
         if cached is not None and cached[0] == key:
             return cached[1]
-        text = _render(st.calls.get(ev.tool_call_id), bv)
+        text = _render(bv)
         if text is None:
             st.cache.pop(ev.id, None)
             return None
-        obs = ev.observation.model_copy(
-            update={"content": [TextContent(text=text)], "is_error": False}
-        )
+        obs = ev.observation.model_copy(update={"content": [TextContent(text=text)], "is_error": False})
         new = ev.model_copy(update={"observation": obs})
         st.cache[ev.id] = (key, new, _message_chars(new))
         return new
@@ -478,58 +309,52 @@ def _arguments(action_ev: ActionEvent) -> dict[str, Any]:
     return action.model_dump(mode="json", exclude={"kind"}) if action is not None else {}
 
 
-def _render(call: tuple[str, dict[str, Any], fallback.ReadFile | None] | None, bv: BlockView) -> str | None:
+def tool_call(ev: ObservationEvent, args: dict[str, Any], root: str) -> wire.ToolCall:
+    """One tool result as `recognize` takes it: the runtime's view of the call, no format knowledge.
+    Relative paths resolve against the working directory the runtime reported, else the workspace."""
+    obs, meta = ev.observation, getattr(ev.observation, "metadata", None)
+    call: wire.ToolCall = {"runtime": "openhands", "tool": ev.tool_name, "arguments": args, "output": obs.text,
+                           "error": bool(obs.is_error), "cwd": str(getattr(meta, "working_dir", None) or root)}
+    exit_code = next((c for c in (getattr(obs, "exit_code", None), getattr(meta, "exit_code", None)) if c is not None), None)
+    if isinstance(exit_code, int) and not getattr(obs, "timeout", False):
+        call["exitCode"] = exit_code
+    # "[Previous command outputs are truncated ...]" (the start is lost), or a read that stopped early.
+    if getattr(meta, "prefix", None) or getattr(obs, "is_truncated", False):
+        call["truncated"] = True
+    return call
+
+
+def _render(bv: BlockView) -> str | None:
     """The text shown instead of a tool result, or None to keep it (docs/protocol.md,
     "How a binding renders a block view")."""
     if bv.status in ("valid", "released", ""):
         return None
     out = bv.view
-    if call is not None and bv.sources and bv.status in ("patched", "stale"):
-        tool, args, reader = call
-        if reader is not None:
-            out = reader.render(bv.sources[0])
-        elif out is not None:
-            out = fallback.fix_view(tool, args, out, bv.sources)
     if out is not None and bv.status in ("patched", "stale"):
-        if bv.status == "stale" and bv.notice:
-            out = (out if not out or out.endswith("\n") else out + "\n") + bv.notice
-        return out
+        return out + ("\n" if out and not out.endswith("\n") else "") + bv.notice if bv.status == "stale" and bv.notice else out
     if bv.notice:
         return bv.notice
     # A state the binding cannot show faithfully: say so rather than show stale text.
     paths = ", ".join(uri_to_path(str(s.get("uri", ""))) for s in bv.sources) or "the file"
-    return (f"[concord] {paths} changed since this read; the content shown earlier is "
-            "no longer accurate. Re-read it before relying on it.")
+    return f"[concord] {paths} changed since this read; the content shown earlier is no longer accurate. Re-read it before relying on it."
 
 
 def _message_chars(ev: Any) -> int:
-    """The characters an event puts in the prompt: the text parts of its LLM
-    message (extended content included) and its tool call's name and arguments.
-    Images count nothing; so does reasoning, which the SDK sends back to some
-    models only (and shares across the calls of one response)."""
+    """The characters an event puts in the prompt: its LLM message's text parts and tool call
+    (images and reasoning count nothing: the SDK sends reasoning back to some models only)."""
     msg = ev.to_llm_message()
-    n = sum(len(c.text) for c in msg.content if isinstance(c, TextContent))
-    for call in msg.tool_calls or ():
-        n += len(call.name) + len(call.arguments)
-    return n
+    return (sum(len(c.text) for c in msg.content if isinstance(c, TextContent))
+            + sum(len(call.name) + len(call.arguments) for call in msg.tool_calls or ()))
 
 
 def _note_target(view: View) -> str | None:
-    """The id of the message a note goes after: the newest tool result or
-    message of the prompt. Both carry `extended_content`, which the SDK sends
-    after the message's own content; a newer error or rejection (which has no
-    such field) is passed over, so the note still follows every tool result
-    it can name."""
-    for ev in reversed(view.events):
-        if isinstance(ev, (ObservationEvent, MessageEvent)):
-            return ev.id
-    return None
+    """The newest tool result or message: a note goes in its `extended_content` (a newer error
+    or rejection has none and is passed over)."""
+    return next((ev.id for ev in reversed(view.events) if isinstance(ev, (ObservationEvent, MessageEvent))), None)
 
 
-# The SDK gives a condenser no close hook, but `LocalConversation.close()` (in
-# this process or in an agent server) calls `agent.close()`, a no-op by
-# default. Chaining onto it stops `concord serve` when the conversation
-# closes rather than when the condenser is garbage-collected.
+# No close hook for a condenser, but `LocalConversation.close()` calls `agent.close()` (a no-op):
+# chained onto it, `concord serve` stops with the conversation, not at garbage collection.
 def _close_concord(condenser: Any) -> None:
     if isinstance(condenser, ConcordCondenser):
         condenser.close()
@@ -554,13 +379,10 @@ if not getattr(AgentBase.close, "concord", False):
 
 
 SERVER_HINT = (
-    "the agent server at {host} has not imported concord_openhands, so it cannot "
-    "build an agent with ConcordCondenser. Start it with `--import-modules "
-    "concord_openhands`, with the package on its path (`--extra-python-path DIR` or "
-    "OH_EXTRA_PYTHON_PATH=DIR) and the concord binary next to the package or in "
-    "$CONCORD_BIN; or run the image of bindings/python/docker (README: 'Using it "
-    "with OpenHands')"
-)
+    "the agent server at {host} has not imported concord_openhands, so it cannot build an agent with "
+    "ConcordCondenser. Start it with `--import-modules concord_openhands`, with the package on its path "
+    "(`--extra-python-path DIR` or OH_EXTRA_PYTHON_PATH=DIR) and the concord binary next to the package or in "
+    "$CONCORD_BIN; or run the image of bindings/python/docker (README: 'Using it with OpenHands')")
 
 
 class ConcordNotOnServer(httpx.HTTPStatusError):
@@ -568,8 +390,7 @@ class ConcordNotOnServer(httpx.HTTPStatusError):
 
 
 def _explain_refusal(init: Any) -> Any:
-    # The server's answer ("Unknown kind 'ConcordCondenser'") reaches the
-    # caller only as "422 Unprocessable Entity": say what to do instead.
+    # The server's "Unknown kind 'ConcordCondenser'" reaches the caller as a bare 422: say what to do.
     @functools.wraps(init)
     def remote_init(self: RemoteConversation, agent: Any, *args: Any, **kwargs: Any) -> None:
         try:
@@ -579,9 +400,7 @@ def _explain_refusal(init: Any) -> Any:
             if "Unknown kind" not in body or "ConcordCondenser" not in body:
                 raise
             host = getattr(kwargs.get("workspace"), "host", None) or str(exc.request.url)
-            raise ConcordNotOnServer(
-                SERVER_HINT.format(host=host), request=exc.request, response=exc.response
-            ) from exc
+            raise ConcordNotOnServer(SERVER_HINT.format(host=host), request=exc.request, response=exc.response) from exc
 
     remote_init.concord = True  # type: ignore[attr-defined]
     return remote_init

@@ -1,17 +1,8 @@
-"""Erratum notes and prefix tracking for tail placement (SDK-free).
+"""Erratum notes and prefix tracking for tail placement (SDK-free; docs/protocol.md, "Placement").
 
-Under placement `tail` or `auto`, Concord leaves a stale tool message as the
-model saw it and says what changed in a short erratum after the newest message
-(docs/protocol.md, "Placement (cache-aware repair)"). The rules that keep the
-prompt cache intact live here:
-
-- the errata of one `sync` are joined into one note, attached after the newest
-  message of that call;
-- a note stays on the same message with the same bytes on every later call
-  (notes are sticky), until a flush drops them all;
-- the binding says `prefixRebuilt` on the first `sync` after the runtime
-  dropped or condensed messages, which it sees as the previous call's
-  messages no longer being a prefix of this call's.
+The errata of one `sync` are joined into one note after the newest message of that call; a note
+stays on the same message with the same bytes on every later call until a flush drops them all;
+the first `sync` after the runtime dropped or condensed messages says `prefixRebuilt`.
 """
 
 from __future__ import annotations
@@ -40,7 +31,7 @@ class Notes:
 
     def drop_all(self) -> int:
         """A flush: every repair is now in place. Returns how many notes went."""
-        n = sum(len(v) for v in self._by_event.values())
+        n = len(self)
         self._by_event.clear()
         return n
 
@@ -58,9 +49,6 @@ class PrefixTracker:
         self._previous: list[str] | None = None
 
     def rebuilt(self, ids: Sequence[str]) -> bool:
-        """Record this call's message ids; True when the previous call's ids are
-        not a prefix of them (messages were dropped, condensed or reordered)."""
+        """Record this call's message ids; True when the previous call's are not a prefix of them."""
         prev, self._previous = self._previous, list(ids)
-        if prev is None:
-            return False
-        return len(prev) > len(ids) or list(ids[: len(prev)]) != prev
+        return prev is not None and (len(prev) > len(ids) or list(ids[: len(prev)]) != prev)

@@ -1,11 +1,8 @@
-"""A small JSON-RPC 2.0 client for `concord serve` over a child's stdio.
+"""A small JSON-RPC 2.0 client for `concord serve` over a child's stdio (stdlib only).
 
-Stdlib only, so any Python runtime can use it. Content-Length framing (the
-server's default), one reader thread that routes responses to their callers,
-one thread that drains stderr (so a chatty server never blocks on a full
-pipe), a worker thread per server-to-client request (a slow handler never
-stalls reading), a lock around writes (calls may come from several threads)
-and a timeout on every call.
+Content-Length framing; one reader thread routes responses to their callers, one drains stderr
+(a chatty server never blocks on a full pipe), a worker thread answers each server-to-client
+request (a slow handler never stalls reading); writes are locked, every call has a timeout.
 """
 
 from __future__ import annotations
@@ -15,14 +12,16 @@ import logging
 import subprocess
 import threading
 from collections import deque
-from typing import Any, Callable
 from collections.abc import Sequence
+from typing import Any, Callable
 
 from .wire import CODE_INTERNAL_ERROR, CODE_METHOD_NOT_FOUND, METHOD_EXIT, METHOD_SHUTDOWN, ErrorObject
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 10.0
+RequestHandler = Callable[[str, Any], Any]  # (method, params) -> result; raise RpcError to answer an error
+NotificationHandler = Callable[[str, Any], None]
 
 
 class RpcError(Exception):
@@ -30,9 +29,7 @@ class RpcError(Exception):
 
     def __init__(self, code: int, message: str, data: Any = None):
         super().__init__(f"{message} (code {code})")
-        self.code = code
-        self.message = message
-        self.data = data
+        self.code, self.message, self.data = code, message, data
 
 
 class ServerUnavailable(Exception):
@@ -48,57 +45,26 @@ class _Pending:
         self.error: BaseException | None = None
 
 
-# A handler for server-to-client requests: (method, params) -> result.
-# Raise RpcError to answer with an error.
-RequestHandler = Callable[[str, Any], Any]
-NotificationHandler = Callable[[str, Any], None]
-
-
 class RpcClient:
     """One `concord serve` child process and the JSON-RPC conversation with it."""
 
-    def __init__(
-        self,
-        argv: Sequence[str],
-        *,
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-        on_request: RequestHandler | None = None,
-        on_notification: NotificationHandler | None = None,
-        stderr_lines: int = 200,
-    ) -> None:
+    def __init__(self, argv: Sequence[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
+                 on_request: RequestHandler | None = None, on_notification: NotificationHandler | None = None,
+                 stderr_lines: int = 200) -> None:
         self.argv = list(argv)
-        self._on_request = on_request
-        self._on_notification = on_notification
-        self._write_lock = threading.Lock()
-        self._state_lock = threading.Lock()
+        self._on_request, self._on_notification = on_request, on_notification
+        self._write_lock, self._state_lock = threading.Lock(), threading.Lock()
         self._pending: dict[int, _Pending] = {}
         self._next_id = 0
         self._closed_reason: str | None = None
-        # The tail of the server's stderr, for error messages and debugging.
-        self.stderr_tail: deque[str] = deque(maxlen=stderr_lines)
+        self.stderr_tail: deque[str] = deque(maxlen=stderr_lines)  # for error messages and debugging
         try:
-            self._proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=env,
-                bufsize=0,
-            )
+            self._proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, cwd=cwd, env=env, bufsize=0)
         except OSError as exc:
             raise ServerUnavailable(f"start {self.argv[0]}: {exc}") from exc
-        self._reader = threading.Thread(
-            target=self._read_loop, name="concord-rpc-reader", daemon=True
-        )
-        self._stderr = threading.Thread(
-            target=self._drain_stderr, name="concord-rpc-stderr", daemon=True
-        )
-        self._reader.start()
-        self._stderr.start()
-
-    # -- public API -------------------------------------------------------
+        for target, name in ((self._read_loop, "reader"), (self._drain_stderr, "stderr")):
+            threading.Thread(target=target, name=f"concord-rpc-{name}", daemon=True).start()
 
     @property
     def pid(self) -> int:
@@ -116,34 +82,23 @@ class RpcClient:
             self._next_id += 1
             req_id = self._next_id
             self._pending[req_id] = pending
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id, "method": method}
-        if params is not None:
-            msg["params"] = params
         try:
-            self._send(msg)
+            self._send(_message(method, params, id=req_id))
+            if not pending.done.wait(timeout):
+                raise ServerUnavailable(f"{method}: no answer within {timeout:g}s")
         except ServerUnavailable:
             with self._state_lock:
                 self._pending.pop(req_id, None)
             raise
-        if not pending.done.wait(timeout):
-            with self._state_lock:
-                self._pending.pop(req_id, None)
-            raise ServerUnavailable(f"{method}: no answer within {timeout:g}s")
         if pending.error is not None:
             raise pending.error
         return pending.result
 
     def notify(self, method: str, params: Any = None) -> None:
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            msg["params"] = params
-        self._send(msg)
+        self._send(_message(method, params))
 
     def close(self, timeout: float = 2.0) -> int | None:
-        """Shut the server down politely (shutdown + exit), then by force.
-
-        Returns the exit status, or None if it had to be killed.
-        """
+        """Shut the server down politely (shutdown + exit), then by force; the exit status, or None if killed."""
         if self.alive():
             try:
                 self.call(METHOD_SHUTDOWN, None, timeout=timeout)
@@ -170,99 +125,70 @@ class RpcClient:
         except (OSError, subprocess.TimeoutExpired):
             pass
 
-    # -- framing ----------------------------------------------------------
-
     def _send(self, msg: dict[str, Any]) -> None:
         body = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        frame = b"Content-Length: %d\r\n\r\n" % len(body) + body
+        rest = memoryview(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         with self._write_lock:
             if self._closed_reason is not None:
                 raise ServerUnavailable(self._closed_reason)
-            stdin = self._proc.stdin
-            assert stdin is not None
+            assert self._proc.stdin is not None
             try:
-                # The pipe is unbuffered: a raw write may take only part of a frame.
-                rest = memoryview(frame)
-                while rest:
-                    n = stdin.write(rest)
-                    rest = rest[n or 0 :]
+                while rest:  # the pipe is unbuffered: a raw write may take only part of a frame
+                    rest = rest[self._proc.stdin.write(rest) or 0:]
             except (OSError, ValueError) as exc:
                 self._fail_all(f"write to server: {exc}")
                 raise ServerUnavailable(f"write to server: {exc}") from exc
 
     def _read_loop(self) -> None:
-        stdout = self._proc.stdout
-        assert stdout is not None
+        assert self._proc.stdout is not None
         reason = "server closed its stdout"
         try:
-            while True:
-                body = read_frame(stdout)
-                if body is None:
-                    break
+            while (body := read_frame(self._proc.stdout)) is not None:
                 try:
                     msg = json.loads(body)
                 except ValueError:
                     log.warning("concord: unparseable message from server: %.200r", body)
                     continue
-                self._dispatch(msg)
+                if isinstance(msg, dict):
+                    self._dispatch(msg)
         except (OSError, ValueError) as exc:
             reason = f"read from server: {exc}"
-        code = self._proc.poll()
-        if code is None:
-            try:
-                code = self._proc.wait(1)
-            except subprocess.TimeoutExpired:
-                code = None
+        try:
+            code = self._proc.wait(1)
+        except subprocess.TimeoutExpired:
+            code = None
         if code is not None:
             reason += f" (exit status {code})"
-        tail = "; ".join(list(self.stderr_tail)[-3:])
-        if tail:
-            reason += f"; stderr: {tail}"
+        if self.stderr_tail:
+            reason += "; stderr: " + "; ".join(list(self.stderr_tail)[-3:])
         self._fail_all(reason)
 
-    def _dispatch(self, msg: Any) -> None:
-        if not isinstance(msg, dict):
-            return
-        if "method" in msg:
-            self._handle_server_message(msg)
-            return
-        req_id = msg.get("id")
-        with self._state_lock:
-            pending = self._pending.pop(req_id, None) if isinstance(req_id, int) else None
-        if pending is None:
-            return  # a late answer to a call that timed out
-        err = msg.get("error")
-        if err is not None:
-            if not isinstance(err, dict):
-                err = ErrorObject(code=CODE_INTERNAL_ERROR, message=str(err))
-            pending.error = RpcError(
-                int(err.get("code", CODE_INTERNAL_ERROR)), str(err.get("message", "")), err.get("data")
-            )
-        else:
-            pending.result = msg.get("result")
-        pending.done.set()
-
-    def _handle_server_message(self, msg: dict[str, Any]) -> None:
-        method = msg.get("method", "")
-        params = msg.get("params")
-        if "id" not in msg:
-            # Notifications are hints (blocksChanged): cheap handlers, in order,
-            # on the reader thread.
+    def _dispatch(self, msg: dict[str, Any]) -> None:
+        method = msg.get("method")
+        if method is not None and "id" not in msg:
+            # Notifications are hints (blocksChanged): cheap handlers, in order, on the reader thread.
             if self._on_notification is not None:
                 try:
-                    self._on_notification(method, params)
+                    self._on_notification(method, msg.get("params"))
                 except Exception:  # a handler bug must not kill the reader
                     log.exception("concord: notification handler failed")
-            return
-        # A request (readSource) may be slow: the handler runs on its own worker
-        # thread so the reader keeps routing answers (a pending call of ours may
-        # be the one waiting for this reply).
-        threading.Thread(
-            target=self._answer_request,
-            args=(msg["id"], method, params),
-            name="concord-rpc-request",
-            daemon=True,
-        ).start()
+        elif method is not None:
+            # A request (readSource) may be slow, and a call of ours may wait on its reply: own thread.
+            threading.Thread(target=self._answer_request, args=(msg["id"], method, msg.get("params")),
+                             name="concord-rpc-request", daemon=True).start()
+        else:
+            req_id = msg.get("id")
+            with self._state_lock:
+                pending = self._pending.pop(req_id, None) if isinstance(req_id, int) else None
+            if pending is None:
+                return  # a late answer to a call that timed out
+            err = msg.get("error")
+            if err is not None:
+                err = err if isinstance(err, dict) else ErrorObject(code=CODE_INTERNAL_ERROR, message=str(err))
+                pending.error = RpcError(int(err.get("code", CODE_INTERNAL_ERROR)), str(err.get("message", "")),
+                                         err.get("data"))
+            pending.result = msg.get("result")
+            pending.done.set()
 
     def _answer_request(self, req_id: Any, method: str, params: Any) -> None:
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id}
@@ -280,12 +206,10 @@ class RpcClient:
             pass
 
     def _drain_stderr(self) -> None:
-        stderr = self._proc.stderr
-        assert stderr is not None
+        assert self._proc.stderr is not None
         try:
-            for raw in iter(stderr.readline, b""):
-                line = raw.decode("utf-8", "replace").rstrip()
-                if line:
+            for raw in iter(self._proc.stderr.readline, b""):
+                if line := raw.decode("utf-8", "replace").rstrip():
                     self.stderr_tail.append(line)
                     log.debug("concord stderr: %s", line)
         except (OSError, ValueError):
@@ -301,39 +225,36 @@ class RpcClient:
             p.done.set()
 
 
-def read_frame(stream: Any) -> bytes | None:
-    """Read one Content-Length framed message body; None at a clean end of stream.
+def _message(method: str, params: Any, **extra: Any) -> dict[str, Any]:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", **extra, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
 
-    Raises ValueError on a malformed header (the stream cannot be resynchronised).
-    """
+
+def read_frame(stream: Any) -> bytes | None:
+    """One Content-Length framed message body; None at a clean end of stream.
+    Raises ValueError on a malformed header (the stream cannot be resynchronised)."""
     length: int | None = None
-    saw_header = False
-    while True:
-        line = stream.readline()
-        if not line:
-            if saw_header:
-                raise ValueError("stream ended inside a message header")
-            return None
-        saw_header = True
-        line = line.rstrip(b"\r\n")
-        if not line:
-            break
-        name, sep, value = line.partition(b":")
+    line = stream.readline()
+    if not line:
+        return None
+    while line.rstrip(b"\r\n"):
+        name, sep, value = line.rstrip(b"\r\n").partition(b":")
         if not sep:
             raise ValueError(f"malformed header line {line[:80]!r}")
         if name.strip().lower() == b"content-length":
             try:
-                length = int(value.strip())
+                length = int(value)
             except ValueError:
                 raise ValueError(f"bad Content-Length {value[:40]!r}") from None
+        if not (line := stream.readline()):
+            raise ValueError("stream ended inside a message header")
     if length is None or length < 0:
         raise ValueError("message without Content-Length")
     body = b""
     while len(body) < length:
-        chunk = stream.read(length - len(body))
-        if not chunk:
+        if not (chunk := stream.read(length - len(body))):
             raise ValueError("stream ended inside a message body")
         body += chunk
     return body
-
-

@@ -512,7 +512,8 @@ def test_gemini_and_patch_writes_are_reported(workspace, condenser):
     from openhands.tools.gemini.edit.definition import EditTool
     from openhands.tools.gemini.write_file.definition import WriteFileTool
 
-    from concord_openhands import fallback
+    from concord_openhands.condenser import tool_call
+    from concord_openhands.session import ConcordSession
 
     f = workspace / "config.txt"
     old = numbered(10)
@@ -552,16 +553,20 @@ def test_gemini_and_patch_writes_are_reported(workspace, condenser):
         )
         run(conv, fake)
     assert f.read_text() == "\n".join(new) + "\n"
-    # The real observations name the files the binding reports as written
-    # (the server does not recognize these tools yet: fallback.py).
+    # The server's recognizer names, for each real observation, the files it wrote.
     actions = {e.id: e for e in conv.state.events if isinstance(e, ActionEvent)}
     writes = {}
+    probe = ConcordSession([str(workspace)], binary=condenser.binary, agent="probe")
     for e in conv.state.events:
         if isinstance(e, ObservationEvent) and e.tool_call_id in ("call_2", "call_3", "call_4"):
             assert not e.observation.is_error, e.observation.text
             args = json.loads(actions[e.action_id].tool_call.arguments)
-            writes[e.tool_call_id] = fallback.writes(e.tool_name, args, e.observation, str(workspace))
-    assert writes == {"call_2": [str(f)], "call_3": [str(workspace / "new.txt")], "call_4": [str(f)]}
+            res = probe.recognize(e.tool_call_id, tool_call(e, args, str(workspace)), turn=9)
+            assert res is not None and res["kind"] == "write", res
+            writes[e.tool_call_id] = res["writes"]
+    probe.close()
+    uri = lambda p: p.as_uri()  # noqa: E731
+    assert writes == {"call_2": [uri(f)], "call_3": [uri(workspace / "new.txt")], "call_4": [uri(f)]}
     assert condenser.stats()["writes"] == 3
 
 

@@ -17,7 +17,6 @@ from formats import cat_n  # noqa: E402
 URI = "file:///w/a.py"
 NOTICE = "[concord] /w/a.py changed since this read; re-read /w/a.py lines 3-4."
 VIEW = cat_n("/w/a.py", ["c", "D", "e"], start=5)
-CALL = ("file_editor", {"command": "view", "path": "/w/a.py", "view_range": [3, 4]}, None)
 
 
 @pytest.mark.parametrize(
@@ -38,7 +37,7 @@ CALL = ("file_editor", {"command": "view", "path": "/w/a.py", "view_range": [3, 
 )
 def test_render(status, sources, notice, view, want):
     bv = BlockView(block="b1", anchor="call_1", status=status, sources=sources, notice=notice, view=view)
-    assert _render(CALL, bv) == want
+    assert _render(bv) == want
 
 
 def test_key_tracks_what_the_model_sees():

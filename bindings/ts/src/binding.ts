@@ -1,25 +1,13 @@
-// The OpenCode side of Concord: one `concord serve` per OpenCode session, tool results forwarded
-// to it (`recognize`: the server decides what each showed and registers it), the agent's writes
-// reported, and before every model request the results whose lines changed are rewritten in place
-// with the views the server renders in the tool's own format (or a re-read notice).
-//
-// OpenCode aborts the whole run when a hook throws, so every hook is guarded, every request has a
-// timeout, and a missing or dead binary turns the plugin into a pass-through with one warning.
+// The OpenCode side of Concord: one `concord serve` per OpenCode session, every tool result forwarded
+// to it (`recognize`: the server decides what each showed or wrote), and before every model request
+// the results whose lines changed rewritten with the server's views (or a re-read notice).
+// OpenCode aborts the run when a hook throws: every hook is guarded, every request has a timeout, and
+// a missing or dead binary makes the plugin a pass-through with one warning.
 import path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { findConcord } from "./binary.js"
 import { ConcordClient, PROTOCOL_VERSION, RpcError, TransportError } from "./client.js"
-import {
-  CodeOutsideRoots,
-  CodeUnsupportedProto,
-  type BlockView,
-  type CachePrice,
-  type InitializeParams,
-  type LocatorParams,
-  type Placement,
-  type PolicyConfig,
-  type RecognizeResult,
-} from "./wire.js"
+import { CodeOutsideRoots, CodeUnsupportedProto, type BlockView, type CachePrice, type InitializeParams, type LocatorParams, type Placement, type PolicyConfig, type RecognizeResult } from "./wire.js"
 
 export const CLIENT_NAME = "concord-opencode"
 export const CLIENT_VERSION = "0.1.0"
@@ -49,47 +37,29 @@ export interface ConcordOptions {
   startTimeoutMs?: number
   /** Agent name reported to Concord (default "main"). */
   agent?: string
-  /**
-   * Where a repair of a read the model has already seen goes (initialize.placement): "auto" (the
-   * default, as Concord's: in place while the read was never sent, else tail), "tail" (the read
-   * stays byte-identical and a short erratum note is added at the end of the prompt) or "inplace"
-   * (the read is rewritten). Else $CONCORD_PLACEMENT.
-   */
+  /** initialize.placement, where a repair of a read the model has seen goes: "auto" (default: in place while never sent, else tail), "tail" (kept, an erratum at the prompt's end) or "inplace". Else $CONCORD_PLACEMENT. */
   placement?: Placement
   /** initialize.cache.ttlSeconds: the provider's prompt-cache TTL (Concord's default 300). Else $CONCORD_CACHE_TTL_SECONDS. */
   cacheTtlSeconds?: number
-  /**
-   * initialize.cache.price, off by default: "anthropic" (write 1.25, read 0.1), "openai" (1, 0.5),
-   * "W,R" or {write, read}, in multiples of the input price. With placement auto, Concord then
-   * also rewrites in place a read the model has seen when that costs less than an erratum (a
-   * large read that drifted near the end of the prompt). Else $CONCORD_CACHE_PRICE.
-   */
+  /** initialize.cache.price, off by default: "anthropic" (1.25, 0.1), "openai" (1, 0.5), "W,R" or {write, read} in input prices; under auto a rewrite in place may then cost less than an erratum. Else $CONCORD_CACHE_PRICE. */
   cachePrice?: string | CachePrice
 }
 
 /** The cache prices of cachePrice's presets (docs/protocol.md, initialize's cache). */
-export const CACHE_PRICES: Readonly<Record<string, CachePrice>> = {
-  anthropic: { write: 1.25, read: 0.1 },
-  openai: { write: 1, read: 0.5 },
-}
+export const CACHE_PRICES: Readonly<Record<string, CachePrice>> = { anthropic: { write: 1.25, read: 0.1 }, openai: { write: 1, read: 0.5 } }
 
 /** "W,R": two non-negative decimals. */
 const PRICE_PAIR = /^\s*(\d+(?:\.\d*)?|\.\d+)\s*,\s*(\d+(?:\.\d*)?|\.\d+)\s*$/
 
-/**
- * cachePrice (or $CONCORD_CACHE_PRICE) as initialize's cache.price, or why it is not one: the
- * server refuses a bad price, and initialize must not fail over an option.
- */
+/** cachePrice (or $CONCORD_CACHE_PRICE) as initialize's cache.price, or why it is not one (initialize must not fail over an option). */
 export function parseCachePrice(value: unknown): CachePrice | string {
-  let write: unknown
-  let read: unknown
+  let write: unknown, read: unknown
   if (typeof value === "string") {
     const name = value.trim().toLowerCase()
     if (Object.prototype.hasOwnProperty.call(CACHE_PRICES, name)) return { ...CACHE_PRICES[name]! }
     const m = PRICE_PAIR.exec(value)
     if (!m) return `is not one of ${Object.keys(CACHE_PRICES).join(", ")} or "write,read"`
-    write = Number(m[1])
-    read = Number(m[2])
+    ;[write, read] = [Number(m[1]), Number(m[2])]
   } else if (value !== null && typeof value === "object") {
     ;({ write, read } = value as Record<string, unknown>)
   } else {
@@ -106,10 +76,7 @@ const PLACEMENTS: readonly Placement[] = ["inplace", "tail", "auto"]
 /** Concord's own default since it met the cost target (docs/protocol.md, Placement). */
 const DEFAULT_PLACEMENT: Placement = "auto"
 
-/**
- * One erratum note, attached to a message and re-attached byte-identical on every later call:
- * appended to the output of that message's tool result callID, or else a text part partID.
- */
+/** An erratum note, re-attached byte-identical on every later call: after the output of tool result callID, or as text part partID. */
 interface TailNote {
   callID?: string
   partID?: string
@@ -129,9 +96,6 @@ export interface BindingInit {
   stderr?: (text: string) => void
 }
 
-const EDIT_TOOLS = new Set(["edit", "write", "multiedit", "apply_patch", "patch"])
-/** Tools whose results carry file content that Concord can keep true. */
-const CONTENT_TOOLS = new Set(["read", "grep", "glob", "bash"])
 /** Restarts of a dead concord per session before giving up, and the first backoff. */
 const MAX_RESTARTS = 3
 const BACKOFF_MS = 200
@@ -146,12 +110,9 @@ interface Candidate {
   turn: number
 }
 
-/** A result registered with Concord: the call, to send again after a restart. */
+/** A result registered with Concord (sent again after a restart); outside: refused as outside the roots, re-sent once they are extended. */
 interface Tracked {
   call: Candidate
-  /** What the server found it showed (read, listing). */
-  kind: string
-  /** Concord refused the path as outside its roots; re-registered once the roots are extended. */
   outside?: string
 }
 
@@ -161,35 +122,23 @@ const FALLBACK = "[concord] the content this result showed changed since; it is 
 /** Concord's state for one OpenCode session. */
 class SessionLink {
   client?: ConcordClient
-  /** Concord gave up for good (binary missing, restarts exhausted, plugin disposed). */
-  dead = false
-  /** The child is gone or must be replaced; the next hook restarts it. */
-  down = false
+  dead = false // Concord gave up for good (binary missing, restarts exhausted, plugin disposed)
+  down = false // the child is gone or must be replaced; the next hook restarts it
   closing = false
   restarts = 0
   nextStartAt = 0
   turn = 0
-  /** Directories added to the roots for reads outside the project (external_directory). */
-  readonly extraRoots = new Set<string>()
+  readonly extraRoots = new Set<string>() // added for reads outside the project (external_directory)
   readonly tracked = new Map<string, Tracked>()
-  /** Results left alone (not text, cut lines, …). */
-  readonly skipped = new Set<string>()
-  /** The latest replacement output per anchor; re-applied on every model request. */
-  readonly views = new Map<string, string>()
-  /** A one-time note appended to one result (reads Concord could not track). */
-  note?: { anchor: string; text: string }
-  /** A read outside the roots was seen: restart with the extended roots before the next sync. */
-  needsRootRestart = false
-  /** The next sync asks for every block (after a restart the deltas start over). */
-  fullSyncNext = false
-  /** Tail notes by the id of the message they were attached to (placement tail/auto). */
-  readonly tailNotes = new Map<string, TailNote[]>()
-  /** Message ids of the previous model request, to see OpenCode rebuild the prompt. */
-  lastMessages: string[] = []
-  /** The next sync says prefixRebuilt (OpenCode compacted, pruned or dropped messages). */
-  rebuilt = false
-  /** The placement Concord confirmed in initialize (absent: every view goes in place). */
-  placement: Placement = "inplace"
+  readonly skipped = new Set<string>() // results left alone (events, cut lines, …)
+  readonly views = new Map<string, string>() // the latest replacement per anchor, re-applied on every request
+  note?: { anchor: string; text: string } // a one-time note on one result Concord could not track
+  needsRootRestart = false // a read outside the roots: restart with them extended before the next sync
+  fullSyncNext = false // after a restart the deltas start over
+  readonly tailNotes = new Map<string, TailNote[]>() // by the id of the message they follow
+  lastMessages: string[] = [] // the previous request's message ids, to see OpenCode rebuild the prompt
+  rebuilt = false // the next sync says prefixRebuilt
+  placement: Placement = "inplace" // as initialize confirmed it (absent: every view in place)
   ready: Promise<void> = Promise.resolve()
   private queue: Promise<unknown> = Promise.resolve()
 
@@ -207,8 +156,7 @@ export interface BindingStats {
   tracked: number
   repaired: number
   notices: number
-  /** Repairs placed at the tail (placement tail/auto) rather than in place. */
-  errata: number
+  errata: number // repairs placed at the tail rather than in place
   restarts: number
   batches: string[]
 }
@@ -258,53 +206,27 @@ export class ConcordBinding {
   hooks() {
     return {
       "tool.execute.after": this.guard("tool.execute.after", (input: any, output: any) => this.afterTool(input, output)),
-      "experimental.chat.messages.transform": this.guard("messages.transform", (_input: any, output: any) =>
-        this.transform(output),
-      ),
+      "experimental.chat.messages.transform": this.guard("messages.transform", (_input: any, output: any) => this.transform(output)),
       event: this.guard("event", (input: any) => this.onEvent(input?.event)),
       dispose: this.guard("dispose", () => this.dispose()),
     }
   }
 
-  /** tool.execute.after: register content results, report the agent's own writes, log commands as events. */
+  /** tool.execute.after: forward the result; the server registers what it showed and reports what it wrote. */
   async afterTool(input: any, output: any): Promise<void> {
     const sessionID = input?.sessionID
     const tool = input?.tool
     if (typeof sessionID !== "string" || typeof tool !== "string") return
-    if (CONTENT_TOOLS.has(tool)) {
-      const link = await this.session(sessionID)
-      if (link.dead) return
-      await link.run(async () => {
-        if (!(await this.ensureUp(link))) return
-        await this.register(link, {
-          anchor: String(input.callID ?? ""),
-          tool,
-          input: input.args,
-          output: output?.output,
-          metadata: output?.metadata,
-          turn: link.turn,
-        })
-      })
-    } else if (EDIT_TOOLS.has(tool)) {
-      const files = changedFiles(tool, input.args, output?.metadata, this.init.directory)
-      if (files.length === 0) return
-      const link = await this.session(sessionID)
-      if (link.dead) return
-      await link.run(async () => {
-        if (!(await this.ensureUp(link))) return
-        for (const file of files) {
-          // The edit's call id lets a tail erratum point at the edit instead of repeating it.
-          const anchor = typeof input.callID === "string" && input.callID ? { anchor: input.callID } : {}
-          await this.rpc(link, () => link.client!.sourceChanged({ uri: pathToFileURL(file).href, agent: this.agent, ...anchor }))
-        }
-      })
-    }
+    const link = await this.session(sessionID)
+    if (link.dead) return
+    await link.run(async () => {
+      if (!(await this.ensureUp(link))) return
+      const c = { anchor: String(input.callID ?? ""), tool, input: input.args, output: output?.output, metadata: output?.metadata, turn: link.turn }
+      await this.register(link, c)
+    })
   }
 
-  /**
-   * experimental.chat.messages.transform: sync with Concord, then rewrite the results whose block
-   * changed. Results this plugin never saw (a resumed session) are registered from the history.
-   */
+  /** messages.transform: sync, then rewrite the results whose block changed; results never seen (a resumed session) are registered from the history. */
   async transform(output: any): Promise<void> {
     const messages: any[] | undefined = output?.messages
     if (!Array.isArray(messages) || messages.length === 0) return
@@ -315,8 +237,7 @@ export class ConcordBinding {
     let tailNote: string | undefined
     if (!link.dead) {
       await link.run(async () => {
-        // The turn is the model request about to be made, counted in the session's own history,
-        // so it keeps counting across --continue and plugin restarts.
+        // The model request about to be made, counted in the history: it survives --continue and restarts.
         link.turn = Math.max(link.turn, turn)
         const ids = messages.map((m) => (typeof m?.info?.id === "string" ? m.info.id : ""))
         if (rebuiltSince(link.lastMessages, ids)) link.rebuilt = true
@@ -324,13 +245,9 @@ export class ConcordBinding {
         if (!(await this.ensureUp(link))) return
         const compacted = parts.filter((p) => p.compacted && link.tracked.has(p.c.anchor)).map((p) => p.c.anchor)
         if (compacted.length > 0) {
-          // OpenCode pruned tool outputs: the prompt's prefix changed anyway.
-          link.rebuilt = true
+          link.rebuilt = true // OpenCode pruned tool outputs: the prompt's prefix changed anyway
           await this.rpc(link, () => link.client!.release({ agent: this.agent, anchors: compacted }))
-          for (const id of compacted) {
-            link.tracked.delete(id)
-            link.views.delete(id)
-          }
+          for (const id of compacted) link.tracked.delete(id), link.views.delete(id)
         }
         for (const p of parts) {
           if (link.dead || link.down) return
@@ -339,8 +256,7 @@ export class ConcordBinding {
         }
         if (link.needsRootRestart) {
           link.needsRootRestart = false
-          link.down = true
-          link.closing = true
+          link.down = link.closing = true
           await link.client?.close(800)
           link.closing = false
           if (!(await this.ensureUp(link, true))) return
@@ -353,25 +269,17 @@ export class ConcordBinding {
         // Before this sync changes any view or note: the prompt as the last call left it, plus what came since.
         const promptChars = promptSize(messages, link)
         const res = await this.rpc(link, () =>
-          link.client!.sync({
-            agent: this.agent,
-            turn: link.turn,
-            promptChars,
-            ...(full ? { full: true } : {}),
-            ...(rebuilt ? { prefixRebuilt: true } : {}),
-          }),
+          link.client!.sync({ agent: this.agent, turn: link.turn, promptChars, ...(full ? { full: true } : {}), ...(rebuilt ? { prefixRebuilt: true } : {}) }),
         )
         if (!res) return
         if (rebuilt) link.rebuilt = false
         // A flush puts every deferred repair in place: the notes it made redundant go.
         if (res.flushed || (tail && res.full)) link.tailNotes.clear()
-        let repaired = 0
-        let notices = 0
+        let repaired = 0, notices = 0
         const errata: string[] = []
         for (const block of res.blocks ?? []) {
           if (block?.placement === "tail") {
-            // The result keeps its last in-place rendering; the erratum speaks for it ("" when a
-            // line an earlier view carries covers it).
+            // The result keeps its last in-place rendering; the erratum speaks for it ("": an earlier view covers it).
             if (typeof block.erratum === "string" && block.erratum) errata.push(block.erratum)
             continue
           }
@@ -383,8 +291,7 @@ export class ConcordBinding {
         this.reportBatch(repaired, notices, errata.length)
       })
     }
-    // Apply the latest views in one synchronous pass (also after Concord died: they were right
-    // when computed, and rewrites are not stored by OpenCode, so they must be re-applied).
+    // The latest views in one synchronous pass, also after Concord died: OpenCode does not store rewrites.
     for (const p of parts) {
       if (p.compacted) continue
       const view = link.views.get(p.c.anchor)
@@ -408,8 +315,7 @@ export class ConcordBinding {
     const link = typeof id === "string" ? this.sessions.get(id) : undefined
     if (!link) return
     this.sessions.delete(id)
-    link.closing = true
-    link.dead = true
+    link.closing = link.dead = true
     await link.client?.close(800)
   }
 
@@ -418,21 +324,13 @@ export class ConcordBinding {
     this.disposed = true
     const links = [...this.sessions.values()]
     this.sessions.clear()
-    await Promise.all(
-      links.map((l) => {
-        l.closing = true
-        l.dead = true
-        return l.client?.close(800)
-      }),
-    )
+    await Promise.all(links.map((l) => ((l.closing = l.dead = true), l.client?.close(800))))
   }
 
   /** Process ids of the running concord children, by session (for diagnostics and tests). */
   childPids(): Map<string, number> {
     const out = new Map<string, number>()
-    for (const [id, link] of this.sessions) {
-      if (link.client?.alive && link.client.pid !== undefined) out.set(id, link.client.pid)
-    }
+    for (const [id, link] of this.sessions) if (link.client?.alive && link.client.pid !== undefined) out.set(id, link.client.pid)
     return out
   }
 
@@ -440,22 +338,15 @@ export class ConcordBinding {
   private async session(id: string): Promise<SessionLink> {
     let link = this.sessions.get(id)
     if (!link) {
-      link = new SessionLink(id)
-      this.sessions.set(id, link)
-      const l = link
-      link.ready = this.start(l).then((ok) => {
-        if (!ok && !l.dead) l.down = true
-      })
+      const l = (link = new SessionLink(id))
+      this.sessions.set(id, l)
+      l.ready = this.start(l).then((ok) => void (!ok && !l.dead && (l.down = true)))
     }
     await link.ready
     return link
   }
 
-  /**
-   * Makes sure a live concord serves the link. A child that died is restarted (bounded retries with
-   * backoff, like go-plugin's client) and everything still in the context is registered again
-   * under the same anchors, then the next sync is a full one. Returns false while there is none.
-   */
+  /** A live concord for the link: a dead child is restarted (bounded retries with backoff) and what is still in the context registered again, then a full sync; false while there is none. */
   private async ensureUp(link: SessionLink, force = false): Promise<boolean> {
     if (link.dead) return false
     if (!link.down && link.client?.alive) return true
@@ -470,10 +361,7 @@ export class ConcordBinding {
     this.stats.restarts++
     if (!(await this.start(link))) return false
     link.down = false
-    for (const t of [...link.tracked.values()]) {
-      if (!link.client?.alive) break
-      await this.recognize(link, t.call, t)
-    }
+    for (const t of [...link.tracked.values()]) if (link.client?.alive) await this.recognize(link, t.call, t)
     link.fullSyncNext = true
     this.debug(`session ${link.id}: concord restarted (pid ${link.client?.pid}), ${link.tracked.size} results registered again`)
     return !link.dead && !!link.client?.alive
@@ -488,18 +376,10 @@ export class ConcordBinding {
     const found = findConcord(this.env, this.init.moduleDir, this.options.bin)
     if (!found.path) {
       link.dead = true
-      this.warn(
-        `concord binary not found; looked at: ${found.tried.join(", ") || "(nothing: PATH is empty)"}. Set CONCORD_BIN or the plugin option "bin", or put concord on PATH`,
-      )
+      this.warn(`concord binary not found; looked at: ${found.tried.join(", ") || "(nothing: PATH is empty)"}. Set CONCORD_BIN or the plugin option "bin", or put concord on PATH`)
       return false
     }
-    const client = new ConcordClient({
-      bin: found.path,
-      args: ["serve", ...(this.options.args ?? [])],
-      cwd: this.init.directory,
-      env: this.env,
-      timeoutMs: this.timeoutMs,
-    })
+    const client = new ConcordClient({ bin: found.path, args: ["serve", ...(this.options.args ?? [])], cwd: this.init.directory, env: this.env, timeoutMs: this.timeoutMs })
     link.client = client
     void client.exited.then((info) => {
       if (link.client !== client || link.closing || this.disposed || link.dead) return
@@ -514,27 +394,14 @@ export class ConcordBinding {
       this.debug(`concord ${found.path} exited unexpectedly (${info.signal ? `signal ${info.signal}` : `status ${info.code}`})${tail ? `; last log: ${tail}` : ""}`)
     })
     const roots = [...this.roots, ...[...link.extraRoots].filter((r) => !this.roots.some((x) => inside(r, x)))]
+    const { policy, locator } = this.options
+    const cache = { ...(this.cacheTtl !== undefined ? { ttlSeconds: this.cacheTtl } : {}), ...(this.cachePrice !== undefined ? { price: this.cachePrice } : {}) }
     try {
-      const res = await client.initialize(
-        {
-          protocolVersion: PROTOCOL_VERSION,
-          clientInfo: { name: CLIENT_NAME, version: CLIENT_VERSION },
-          roots,
-          watch: this.options.watch ?? "auto",
-          ...(this.options.policy !== undefined ? { policy: this.options.policy } : {}),
-          ...(this.options.locator !== undefined ? { locator: this.options.locator } : {}),
-          placement: this.placement,
-          ...(this.cacheTtl !== undefined || this.cachePrice !== undefined
-            ? {
-                cache: {
-                  ...(this.cacheTtl !== undefined ? { ttlSeconds: this.cacheTtl } : {}),
-                  ...(this.cachePrice !== undefined ? { price: this.cachePrice } : {}),
-                },
-              }
-            : {}),
-        },
-        this.options.startTimeoutMs ?? Math.max(5000, this.timeoutMs),
-      )
+      const params: InitializeParams = { protocolVersion: PROTOCOL_VERSION, clientInfo: { name: CLIENT_NAME, version: CLIENT_VERSION }, roots, watch: this.options.watch ?? "auto", placement: this.placement }
+      if (policy !== undefined) params.policy = policy
+      if (locator !== undefined) params.locator = locator
+      if (Object.keys(cache).length > 0) params.cache = cache
+      const res = await client.initialize(params, this.options.startTimeoutMs ?? Math.max(5000, this.timeoutMs))
       if (res?.protocolVersion !== PROTOCOL_VERSION) {
         throw new RpcError("initialize", UNSUPPORTED_VERSION, "answered another protocol version", { supported: [res?.protocolVersion] })
       }
@@ -565,27 +432,17 @@ export class ConcordBinding {
     }
   }
 
-  /** Forwards one result to Concord; results it does not track are remembered and left alone. */
   private async register(link: SessionLink, c: Candidate): Promise<void> {
-    if (!c.anchor || link.dead || link.down || typeof c.output !== "string") return
-    await this.recognize(link, c)
+    if (c.anchor && !link.dead && !link.down && typeof c.output === "string") await this.recognize(link, c)
   }
 
-  /**
-   * recognize: the server decides what the result showed and registers it. A block id (any status)
-   * makes the result tracked; anything else (an event, a query, a read it could not tie to a file)
-   * is left alone. `again` is the record of a result registered before a restart.
-   */
+  /** recognize: a block id (any status) makes the result tracked; anything else (an event, a write, a query) is left alone. `again`: a result registered before a restart. */
   private async recognize(link: SessionLink, c: Candidate, again?: Tracked): Promise<void> {
     const tool = c.tool === "attachment" ? "read" : c.tool
+    const call = { runtime: "opencode", tool, arguments: c.input ?? {}, output: c.output as string, cwd: this.init.directory, metadata: c.metadata }
     let res: RecognizeResult
     try {
-      res = await link.client!.recognize({
-        agent: this.agent,
-        turn: c.turn,
-        anchor: c.anchor,
-        call: { runtime: "opencode", tool, arguments: c.input ?? {}, output: c.output as string, cwd: this.init.directory, metadata: c.metadata },
-      })
+      res = await link.client!.recognize({ agent: this.agent, turn: c.turn, anchor: c.anchor, call })
     } catch (err) {
       if (err instanceof RpcError) this.refused(link, c, err, again)
       else this.fail(link, `concord recognize failed: ${(err as Error).message}`)
@@ -593,7 +450,7 @@ export class ConcordBinding {
     }
     if (typeof res?.block === "string" && res.block !== "") {
       if (!link.tracked.has(c.anchor)) this.stats.tracked++
-      link.tracked.set(c.anchor, { call: c, kind: res.kind })
+      link.tracked.set(c.anchor, { call: c })
     } else {
       link.tracked.delete(c.anchor)
       link.skipped.add(c.anchor)
@@ -607,12 +464,11 @@ export class ConcordBinding {
   private refused(link: SessionLink, c: Candidate, err: RpcError, again?: Tracked): void {
     const uri = (err.data as { uri?: unknown } | undefined)?.uri
     if (err.code === CodeOutsideRoots && typeof uri === "string" && !again?.outside) {
-      // Outside the roots. OpenCode ran the tool, so the user's permissions (external_directory)
-      // allowed it: extend the roots to that directory and register it again after a restart.
+      // OpenCode ran the tool, so the user's permissions (external_directory) allowed it: extend the roots, register again after a restart.
       const dir = outsideDir(uri)
       if (dir && !link.extraRoots.has(dir)) {
         link.extraRoots.add(dir)
-        link.tracked.set(c.anchor, { call: c, kind: "read", outside: dir })
+        link.tracked.set(c.anchor, { call: c, outside: dir })
         link.needsRootRestart = true
         this.debug(`${c.anchor}: ${dir} is outside the roots; concord restarts with it added`)
         return
@@ -622,10 +478,7 @@ export class ConcordBinding {
     link.skipped.add(c.anchor)
     if (err.code === CodeOutsideRoots && !link.note) {
       const shown = typeof uri === "string" ? decodeURIComponent(uri.replace(/^file:\/\//, "").split("?")[0]!) : "this file"
-      link.note = {
-        anchor: c.anchor,
-        text: `[concord] note: ${shown} is outside the folders Concord keeps track of, so this result is not kept up to date; re-read it before relying on it.`,
-      }
+      link.note = { anchor: c.anchor, text: `[concord] note: ${shown} is outside the folders Concord keeps track of, so this result is not kept up to date; re-read it before relying on it.` }
     }
     this.debug(`${c.anchor} not tracked: ${err.message}`)
   }
@@ -636,26 +489,19 @@ export class ConcordBinding {
     try {
       return await fn()
     } catch (err) {
-      if (err instanceof RpcError) {
-        this.debug(`request refused: ${err.message}`)
-        return undefined
-      }
-      this.fail(link, `concord request failed: ${(err as Error).message}`)
+      if (err instanceof RpcError) this.debug(`request refused: ${err.message}`)
+      else this.fail(link, `concord request failed: ${(err as Error).message}`)
       return undefined
     }
   }
 
   /** Keeps the block's latest view; says whether this sync repaired it or put a notice in. */
   private updateView(link: SessionLink, b: BlockView, full: boolean): "repaired" | "notice" | undefined {
-    if (!b || typeof b.anchor !== "string") return undefined
-    if (!link.tracked.has(b.anchor)) return undefined
+    if (!b || typeof b.anchor !== "string" || !link.tracked.has(b.anchor)) return undefined
     // The server renders a tracked result in its tool's format (absent for listings and notices).
     const view = typeof b.view === "string" ? b.view : undefined
     const before = link.views.get(b.anchor)
-    const set = (v: string | undefined) => {
-      if (v === undefined) link.views.delete(b.anchor)
-      else link.views.set(b.anchor, v)
-    }
+    const set = (v: string | undefined) => void (v === undefined ? link.views.delete(b.anchor) : link.views.set(b.anchor, v))
     switch (b.status) {
       case "released":
         link.tracked.delete(b.anchor)
@@ -697,24 +543,16 @@ export class ConcordBinding {
   private fail(link: SessionLink, why: string): void {
     if (link.dead || link.down) return
     // A request cut short by our own shutdown (dispose, session.deleted) is not worth a note.
-    if (link.closing || this.disposed) {
-      this.debug(`after shutdown: ${why}`)
-      return
-    }
-    link.down = true
-    const client = link.client
-    link.closing = true
-    client?.kill()
+    if (link.closing || this.disposed) return this.debug(`after shutdown: ${why}`)
+    link.down = link.closing = true
+    link.client?.kill()
     link.closing = false
     this.debug(`${why}; concord restarts at the next hook`)
   }
 
   /** One warning per plugin instance, through OpenCode's client (log and toast), never raw over the TUI. */
   private warn(message: string): void {
-    if (this.warned) {
-      this.debug(`(suppressed warning) ${message}`)
-      return
-    }
+    if (this.warned) return this.debug(`(suppressed warning) ${message}`)
     this.warned = true
     this.tell("warn", `[concord] WARNING: ${message}. Continuing without Concord: file reads are passed to the model unrepaired.`)
   }
@@ -728,12 +566,7 @@ export class ConcordBinding {
         const f = obj?.[fn]
         if (typeof f !== "function") return
         const p = f.call(obj, arg)
-        if (p && typeof p.then === "function") {
-          p.then(
-            (res: any) => res?.error && this.debug(`${what} refused: ${JSON.stringify(res.error)}`),
-            (err: unknown) => this.debug(`${what} failed: ${String(err)}`),
-          )
-        }
+        p?.then?.((res: any) => res?.error && this.debug(`${what} refused: ${JSON.stringify(res.error)}`), (err: unknown) => this.debug(`${what} failed: ${String(err)}`))
       } catch (err) {
         this.debug(`${what} failed: ${String(err)}`)
       }
@@ -747,9 +580,7 @@ export class ConcordBinding {
     if (!this.debugOn) return
     try {
       ;(this.init.stderr ?? ((t: string) => process.stderr.write(t)))(`[concord] ${message}\n`)
-    } catch {
-      // ignore
-    }
+    } catch {} // never fail a hook over a debug line
   }
 
   private guard<A extends unknown[]>(name: string, fn: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
@@ -772,11 +603,7 @@ interface HistoryPart {
 
 const ATTACHED = /^Called the Read tool with the following input: (\{.*\})$/s
 
-/**
- * The content-bearing results in the history, in order, each with the turn (model request) it
- * belongs to: the assistant message's ordinal for tool results, the next request for user
- * attachments. Returns the turn of the request about to be made too.
- */
+/** The tool results (and @file attachments) in the history, in order, each with its turn (model request): the assistant message's ordinal, the next request for attachments; and the turn about to be made. */
 function collect(messages: any[]): { parts: HistoryPart[]; turn: number } {
   const out: HistoryPart[] = []
   let assistants = 0
@@ -787,15 +614,11 @@ function collect(messages: any[]): { parts: HistoryPart[]; turn: number } {
     const turn = role === "assistant" ? assistants : assistants + 1
     let attachedInput: unknown
     for (const p of m.parts) {
-      if (p?.type === "tool" && CONTENT_TOOLS.has(p.tool) && typeof p.callID === "string" && p.state?.status === "completed" && typeof p.state.output === "string") {
-        out.push({
-          c: { anchor: p.callID, tool: p.tool, input: p.state.input, output: p.state.output, metadata: p.state.metadata, turn },
-          compacted: !!p.state.time?.compacted,
-          target: { obj: p.state, field: "output" },
-        })
+      if (p?.type === "tool" && typeof p.tool === "string" && typeof p.callID === "string" && p.state?.status === "completed" && typeof p.state.output === "string") {
+        const c = { anchor: p.callID, tool: p.tool, input: p.state.input, output: p.state.output, metadata: p.state.metadata, turn }
+        out.push({ c, compacted: !!p.state.time?.compacted, target: { obj: p.state, field: "output" } })
       } else if (p?.type === "text" && p.synthetic === true && typeof p.text === "string") {
-        // An @file / -f attachment: OpenCode adds "Called the Read tool with … {input}" and then a
-        // text part with the read's output.
+        // An @file / -f attachment: "Called the Read tool with … {input}", then a text part with the read's output.
         const m2 = ATTACHED.exec(p.text)
         if (m2) {
           try {
@@ -818,13 +641,7 @@ function collect(messages: any[]): { parts: HistoryPart[]; turn: number } {
 /** What OpenCode sends for a tool result it pruned (state.time.compacted). */
 const COMPACTED_OUTPUT = "[Old tool result content cleared]"
 
-/**
- * sync's promptChars: the characters of this call's messages as the model gets them before this
- * sync's changes, i.e. with the views, note and tail notes of earlier syncs applied (the transform
- * gets OpenCode's stored copy, without them). Text parts, and tool calls (name, input) with their
- * results. Concord compares it between syncs to find how much of the prompt follows a message, so
- * it must count the same way every time, not match the provider's tokens.
- */
+/** sync's promptChars: this call's messages as the model gets them before this sync (earlier views and notes applied; OpenCode's copy has none): text parts, tool calls and results. Compared between syncs, it must count the same way every time, not match tokens. */
 function promptSize(messages: any[], link: SessionLink): number {
   const viewed = (text: string, anchor: string): string => {
     const base = link.views.get(anchor) ?? text
@@ -893,26 +710,17 @@ function inside(p: string, root: string): boolean {
   return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel))
 }
 
-/**
- * Attaches a new tail note (if any) to the newest message, and re-attaches every earlier note
- * where it was, same bytes: into the output of a message's last tool result, or as a text part.
- */
+/** Attaches a new tail note to the newest message, and re-attaches every earlier one where it was, same bytes. */
 function placeTailNotes(notes: Map<string, TailNote[]>, messages: any[], sessionID: string, tailNote: string | undefined): void {
   if (tailNote !== undefined) {
     const newest = messages[messages.length - 1]
     const id = newest?.info?.id
     if (typeof id === "string" && Array.isArray(newest.parts)) {
       const list = notes.get(id) ?? []
-      // Into the output of the message's last tool result when it has one: OpenCode sends an
-      // assistant message's text before its tool results, so a text part would come before the
-      // reads of that same step (and read as the model's own words); the last tool result is
-      // the last thing in the prompt. Else (a user message, a text-only answer) a text part.
+      // Into the message's last tool result, the last thing in the prompt (OpenCode sends an assistant's text
+      // before its tool results: a text part would read as the model's own words); else a text part.
       const tool = lastToolResult(newest)
-      list.push(
-        tool
-          ? { callID: tool.callID, text: tailNote }
-          : { partID: `prt_concord_${id}_${list.length + 1}`, text: tailNote },
-      )
+      list.push(tool ? { callID: tool.callID, text: tailNote } : { partID: `prt_concord_${id}_${list.length + 1}`, text: tailNote })
       notes.set(id, list)
     }
   }
@@ -944,10 +752,7 @@ function lastToolResult(m: any): { callID: string } | undefined {
   return undefined
 }
 
-/**
- * Whether OpenCode rebuilt the prompt since the previous request: a message it sent then is gone
- * (compaction starts the history at its summary; revert drops messages) or moved.
- */
+/** Whether OpenCode rebuilt the prompt since the previous request: a message sent then is gone (compaction, revert) or moved. */
 export function rebuiltSince(previous: string[], current: string[]): boolean {
   let j = 0
   for (const id of previous) {
@@ -957,29 +762,6 @@ export function rebuiltSince(previous: string[], current: string[]): boolean {
     j++
   }
   return false
-}
-
-/** Absolute paths an edit-type tool wrote. */
-export function changedFiles(tool: string, args: any, metadata: any, directory: string): string[] {
-  const files = new Set<string>()
-  const add = (p: unknown) => {
-    if (typeof p === "string" && p.length > 0) files.add(path.resolve(directory, p))
-  }
-  if (tool === "apply_patch" || tool === "patch") {
-    if (Array.isArray(metadata?.files)) {
-      for (const f of metadata.files) {
-        add(f?.filePath)
-        add(f?.movePath)
-      }
-    } else if (typeof args?.patchText === "string") {
-      for (const m of args.patchText.matchAll(/^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+)$/gm)) add(m[1].trim())
-    }
-  } else {
-    add(args?.filePath)
-    add(metadata?.filediff?.file)
-    add(metadata?.filepath)
-  }
-  return [...files]
 }
 
 /** Directory of the running module, or undefined where import.meta.url is not a file URL. */

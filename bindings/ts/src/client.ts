@@ -4,32 +4,10 @@
 // pending requests at once and never throws later.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process"
 import {
-  CodeInternalError,
-  CodeMethodNotFound,
-  MethodExit,
-  MethodInitialize,
-  MethodObserve,
-  MethodRecognize,
-  MethodRelease,
-  MethodShutdown,
-  MethodSourceChanged,
-  MethodStats,
-  MethodSync,
-  Version,
-  type ErrorObject,
-  type InitializeParams,
-  type InitializeResult,
-  type ObserveParams,
-  type ObserveResult,
-  type RecognizeParams,
-  type RecognizeResult,
-  type ReleaseParams,
-  type ReleaseResult,
-  type SourceChangedParams,
-  type SourceChangedResult,
-  type StatsResult,
-  type SyncParams,
-  type SyncResult,
+  CodeInternalError, CodeMethodNotFound, MethodExit, MethodInitialize, MethodObserve, MethodRecognize, MethodRelease, MethodShutdown,
+  MethodSourceChanged, MethodStats, MethodSync, Version, type ErrorObject, type InitializeParams, type InitializeResult, type ObserveParams,
+  type ObserveResult, type RecognizeParams, type RecognizeResult, type ReleaseParams, type ReleaseResult, type SourceChangedParams,
+  type SourceChangedResult, type StatsResult, type SyncParams, type SyncResult,
 } from "./wire.js"
 
 // The wire types are generated from the Go protocol package (wire.ts, go generate ./protocol).
@@ -37,23 +15,15 @@ export const PROTOCOL_VERSION = Version
 
 /** An error response from the server. */
 export class RpcError extends Error {
-  constructor(
-    readonly method: string,
-    readonly code: number,
-    message: string,
-    readonly data?: unknown,
-  ) {
+  override name = "RpcError"
+  constructor(readonly method: string, readonly code: number, message: string, readonly data?: unknown) {
     super(`${method}: ${message} (${code})`)
-    this.name = "RpcError"
   }
 }
 
 /** The server did not answer in time, or is gone. */
 export class TransportError extends Error {
-  constructor(message: string) {
-    super(message)
-    this.name = "TransportError"
-  }
+  override name = "TransportError"
 }
 
 /** Encodes one message as `Content-Length: N\r\n\r\n<json>`. */
@@ -62,10 +32,7 @@ export function encodeFrame(msg: unknown): Buffer {
   return Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n\r\n`, "ascii"), body])
 }
 
-/**
- * Incremental Content-Length decoder. push() returns the complete messages; a frame whose body is
- * not JSON yields an Error in its place (the stream stays in sync because the length is known).
- */
+/** Incremental Content-Length decoder: push() returns the complete messages, an Error for a body that is not JSON (the length keeps the stream in sync). */
 export class FrameDecoder {
   private buf: Buffer = Buffer.alloc(0)
 
@@ -101,8 +68,7 @@ export class FrameDecoder {
 export interface ExitInfo {
   code: number | null
   signal: NodeJS.Signals | null
-  /** Set when the process could not be started (e.g. ENOENT). */
-  error?: Error
+  error?: Error // the process could not be started (e.g. ENOENT)
 }
 
 export interface ClientOptions {
@@ -110,11 +76,9 @@ export interface ClientOptions {
   args?: string[]
   cwd?: string
   env?: NodeJS.ProcessEnv
-  /** Default per-request timeout. */
-  timeoutMs?: number
+  timeoutMs?: number // default per request
   onNotification?: (method: string, params: unknown) => void
-  /** Keeps the tail of the server's stderr for diagnostics (its logs go there). */
-  stderrTailBytes?: number
+  stderrTailBytes?: number // the tail of the server's stderr (its logs) kept for diagnostics
 }
 
 interface Pending {
@@ -137,20 +101,13 @@ export class ConcordClient {
 
   constructor(private readonly opts: ClientOptions) {
     this.timeoutMs = opts.timeoutMs ?? 3000
-    this.child = spawn(opts.bin, opts.args ?? ["serve"], {
-      cwd: opts.cwd,
-      env: opts.env ?? process.env,
-      stdio: ["pipe", "pipe", "pipe"],
-      windowsHide: true,
-    })
+    this.child = spawn(opts.bin, opts.args ?? ["serve"], { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["pipe", "pipe", "pipe"], windowsHide: true })
     let settle!: (info: ExitInfo) => void
     this.exited = new Promise<ExitInfo>((resolve) => (settle = resolve))
     const finish = (info: ExitInfo) => {
       if (this.exitInfo) return
       this.exitInfo = info
-      const why = info.error
-        ? `concord could not start: ${info.error.message}`
-        : `concord exited (${info.signal ? `signal ${info.signal}` : `status ${info.code}`})`
+      const why = info.error ? `concord could not start: ${info.error.message}` : `concord exited (${info.signal ? `signal ${info.signal}` : `status ${info.code}`})`
       this.failAll(new TransportError(why))
       settle(info)
     }
@@ -161,23 +118,13 @@ export class ConcordClient {
     this.child.stdout.on("data", (chunk: Buffer) => this.onData(chunk))
     const tailBytes = opts.stderrTailBytes ?? 4096
     this.child.stderr.setEncoding("utf8")
-    this.child.stderr.on("data", (d: string) => {
-      this.stderrTail = (this.stderrTail + d).slice(-tailBytes)
-    })
+    this.child.stderr.on("data", (d: string) => void (this.stderrTail = (this.stderrTail + d).slice(-tailBytes)))
   }
 
-  get pid(): number | undefined {
-    return this.child.pid
-  }
-
-  get alive(): boolean {
-    return this.exitInfo === undefined
-  }
-
+  get pid(): number | undefined { return this.child.pid }
+  get alive(): boolean { return this.exitInfo === undefined }
   /** The last few KB the server wrote to stderr. */
-  get stderr(): string {
-    return this.stderrTail
-  }
+  get stderr(): string { return this.stderrTail }
 
   request<T = unknown>(method: string, params?: unknown, timeoutMs = this.timeoutMs): Promise<T> {
     if (this.exitInfo) return Promise.reject(new TransportError(`${method}: concord is not running`))
@@ -197,39 +144,15 @@ export class ConcordClient {
     this.write({ jsonrpc: "2.0", method, ...(params === undefined ? {} : { params }) })
   }
 
-  initialize(params: InitializeParams, timeoutMs?: number): Promise<InitializeResult> {
-    return this.request(MethodInitialize, params, timeoutMs)
-  }
+  initialize = (params: InitializeParams, timeoutMs?: number) => this.request<InitializeResult>(MethodInitialize, params, timeoutMs)
+  observe = (params: ObserveParams) => this.request<ObserveResult>(MethodObserve, params)
+  recognize = (params: RecognizeParams) => this.request<RecognizeResult>(MethodRecognize, params)
+  sourceChanged = (params: SourceChangedParams) => this.request<SourceChangedResult>(MethodSourceChanged, params)
+  sync = (params: SyncParams) => this.request<SyncResult>(MethodSync, params)
+  release = (params: ReleaseParams) => this.request<ReleaseResult>(MethodRelease, params)
+  stats = () => this.request<StatsResult>(MethodStats)
 
-  observe(params: ObserveParams): Promise<ObserveResult> {
-    return this.request(MethodObserve, params)
-  }
-
-  recognize(params: RecognizeParams): Promise<RecognizeResult> {
-    return this.request(MethodRecognize, params)
-  }
-
-  sourceChanged(params: SourceChangedParams): Promise<SourceChangedResult> {
-    return this.request(MethodSourceChanged, params)
-  }
-
-  /** promptChars: the size of the messages of this model call before this sync's views and notes (0: not reported). */
-  sync(params: SyncParams): Promise<SyncResult> {
-    return this.request(MethodSync, params)
-  }
-
-  release(params: ReleaseParams): Promise<ReleaseResult> {
-    return this.request(MethodRelease, params)
-  }
-
-  stats(): Promise<StatsResult> {
-    return this.request(MethodStats)
-  }
-
-  /**
-   * Ends the server politely (shutdown, exit, stdin closed) and kills it if it has not exited
-   * within graceMs. Never throws.
-   */
+  /** Ends the server politely (shutdown, exit, stdin closed), killed if not exited within graceMs. Never throws. */
   async close(graceMs = 1000): Promise<ExitInfo> {
     if (!this.exitInfo) {
       const deadline = Date.now() + graceMs
@@ -248,17 +171,13 @@ export class ConcordClient {
     if (this.exitInfo) return
     try {
       this.child.kill(signal)
-    } catch {
-      // already gone
-    }
+    } catch {} // already gone
   }
 
   private write(msg: unknown): void {
     try {
       this.child.stdin.write(encodeFrame(msg))
-    } catch {
-      // The pipe is closed: the exit handler fails the pending requests.
-    }
+    } catch {} // the pipe is closed: the exit handler fails the pending requests
   }
 
   private onData(chunk: Buffer): void {
@@ -271,31 +190,19 @@ export class ConcordClient {
       this.kill()
       return
     }
-    for (const msg of msgs) {
-      if (msg instanceof Error) continue
-      this.dispatch(msg as Record<string, any>)
-    }
+    for (const msg of msgs) if (!(msg instanceof Error)) this.dispatch(msg as Record<string, any>)
   }
 
   private dispatch(msg: Record<string, any>): void {
     if (msg === null || typeof msg !== "object") return
     const hasId = typeof msg.id === "number" || typeof msg.id === "string"
     if (typeof msg.method === "string") {
-      if (hasId) {
-        // Server → client requests (readSource): this client has no keyed sources to answer
-        // from, so it says so; the server then invalidates the blocks with a notice.
-        this.write({
-          jsonrpc: "2.0",
-          id: msg.id,
-          error: { code: CodeMethodNotFound, message: `concord-opencode does not serve ${msg.method}` },
-        })
-      } else {
+      // A request (readSource): no keyed sources here to answer from; the server then invalidates with a notice.
+      if (hasId) this.write({ jsonrpc: "2.0", id: msg.id, error: { code: CodeMethodNotFound, message: `concord-opencode does not serve ${msg.method}` } })
+      else
         try {
           this.opts.onNotification?.(msg.method, msg.params)
-        } catch {
-          // a listener's problem is not the connection's
-        }
-      }
+        } catch {} // a listener's problem is not the connection's
       return
     }
     if (!hasId) return
@@ -303,12 +210,9 @@ export class ConcordClient {
     if (!p) return
     this.pending.delete(msg.id as number)
     clearTimeout(p.timer)
-    if (msg.error) {
-      const e = msg.error as Partial<ErrorObject>
-      p.reject(new RpcError(p.method, e.code ?? CodeInternalError, e.message ?? "unknown error", e.data))
-    } else {
-      p.resolve(msg.result)
-    }
+    const e = msg.error as Partial<ErrorObject> | undefined
+    if (e) p.reject(new RpcError(p.method, e.code ?? CodeInternalError, e.message ?? "unknown error", e.data))
+    else p.resolve(msg.result)
   }
 
   private failAll(err: Error): void {

@@ -57,11 +57,15 @@ func generate(root string) ([]file, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts, err := typeScript(doc)
+	sub, err := forBindings(doc)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := typeScript(sub)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tsPath, err)
 	}
-	py, err := python(doc)
+	py, err := python(sub)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", pyPath, err)
 	}

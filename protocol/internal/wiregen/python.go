@@ -14,28 +14,22 @@ var pyKeywords = set(strings.Fields(`False None True and as assert async await b
 	def del elif else except finally for from global if import in is lambda nonlocal not or pass
 	raise return try while with yield`))
 
-// python writes bindings/python/concord_openhands/wire.py from the schema document.
+// python writes bindings/python/concord_openhands/wire.py from the schema
+// document, compact: the bindings' subset, one-line docs.
 func python(doc *Document) ([]byte, error) {
 	var body bytes.Buffer
 	used := map[string]bool{"TypedDict": true}
-	for i, c := range doc.Consts {
-		if i == 0 || c.Group != doc.Consts[i-1].Group {
-			body.WriteByte('\n')
-			pyComment(&body, "", c.Group)
-		}
-		pyComment(&body, "", c.Description)
+	for _, c := range doc.Consts {
 		v, err := pyLiteral(c.Value)
 		if err != nil {
 			return nil, fmt.Errorf("const %s: %w", c.Name, err)
 		}
-		fmt.Fprintf(&body, "%s = %s\n", upperSnake(c.Name), v)
+		fmt.Fprintf(&body, "%s = %s%s\n", upperSnake(c.Name), v, pyTrailing(c.Description))
 	}
 	for _, d := range doc.Defs {
-		body.WriteString("\n\n")
 		if d.Schema.Enum != nil {
-			pyComment(&body, "", d.Schema.Description)
 			used["Literal"] = true
-			fmt.Fprintf(&body, "%s = Literal[%s]\n", d.Name, strings.ReplaceAll(tsUnion(d.Schema.Enum), " | ", ", "))
+			fmt.Fprintf(&body, "%s = Literal[%s]%s\n", d.Name, strings.ReplaceAll(tsUnion(d.Schema.Enum), " | ", ", "), pyTrailing(d.Schema.Description))
 			continue
 		}
 		pyTypedDict(&body, d, used)
@@ -43,8 +37,7 @@ func python(doc *Document) ([]byte, error) {
 
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# %s\n", header)
-	fmt.Fprintf(&b, "\"\"\"%s: types and constants only.\"\"\"\n\n", doc.Title)
-	b.WriteString("import sys\n")
+	fmt.Fprintf(&b, "\"\"\"%s: types and constants only (what the bindings use; all in protocol/schema.json).\"\"\"\n", doc.Title)
 	var names []string
 	for n := range used {
 		if n != "NotRequired" && n != "Required" {
@@ -52,18 +45,13 @@ func python(doc *Document) ([]byte, error) {
 		}
 	}
 	sort.Strings(names)
-	fmt.Fprintf(&b, "from typing import %s\n\n", strings.Join(names, ", "))
+	fmt.Fprintf(&b, "from typing import %s\n", strings.Join(names, ", "))
 	// NotRequired/Required are Python 3.11+; the package still imports on 3.9
 	// (its stdlib modules need no SDK), where the markers are dropped.
-	b.WriteString(`if sys.version_info >= (3, 11):
+	b.WriteString(`try:
     from typing import NotRequired, Required
-else:
-
-    class _Marker:
-        def __class_getitem__(cls, item):
-            return item
-
-    NotRequired = Required = _Marker
+except ImportError:  # Python < 3.11: no markers
+    NotRequired = Required = type("_Marker", (), {"__class_getitem__": classmethod(lambda cls, item: item)})
 `)
 	b.Write(body.Bytes())
 	return b.Bytes(), nil
@@ -95,26 +83,31 @@ func pyTypedDict(b *bytes.Buffer, d Def, used map[string]bool) {
 			classSyntax = false
 		}
 	}
+	doc := pyTrailing(d.Schema.Description)
 	if classSyntax {
-		fmt.Fprintf(b, "class %s(TypedDict%s):\n", d.Name, totalArg)
-		pyDocstring(b, d.Schema.Description)
-		for _, p := range props {
-			pyComment(b, "    ", p.Schema.Description)
-			fmt.Fprintf(b, "    %s: %s\n", p.Name, field(p))
+		fields := make([]string, len(props))
+		for i, p := range props {
+			fields[i] = p.Name + ": " + field(p)
 		}
 		if len(props) == 0 {
-			b.WriteString("    pass\n")
+			fields = []string{"pass"}
+		}
+		fmt.Fprintf(b, "class %s(TypedDict%s):%s\n", d.Name, totalArg, doc)
+		for _, l := range pack(fields, "; ", 100) {
+			fmt.Fprintf(b, "    %s\n", l)
 		}
 		return
 	}
 	// A key that is a Python keyword ("global") needs the functional syntax.
-	pyComment(b, "", d.Schema.Description)
-	fmt.Fprintf(b, "%s = TypedDict(\n    %q,\n    {\n", d.Name, d.Name)
-	for _, p := range props {
-		pyComment(b, "        ", p.Schema.Description)
-		fmt.Fprintf(b, "        %q: %s,\n", p.Name, field(p))
+	fields := make([]string, len(props))
+	for i, p := range props {
+		fields[i] = fmt.Sprintf("%q: %s,", p.Name, field(p))
 	}
-	fmt.Fprintf(b, "    }%s,\n)\n", strings.Replace(totalArg, ", ", ",\n    ", 1))
+	fmt.Fprintf(b, "%s = TypedDict(%q, {%s\n", d.Name, d.Name, doc)
+	for _, l := range pack(fields, " ", 100) {
+		fmt.Fprintf(b, "    %s\n", l)
+	}
+	fmt.Fprintf(b, "}%s)\n", totalArg)
 }
 
 // pyType is the Python annotation of a schema node.
@@ -166,23 +159,10 @@ func upperSnake(name string) string {
 	return b.String()
 }
 
-func pyComment(b *bytes.Buffer, indent, text string) {
-	if text == "" {
-		return
+// pyTrailing is a one-line doc as a trailing comment ("" for none).
+func pyTrailing(text string) string {
+	if text = oneLine(text); text == "" {
+		return ""
 	}
-	for _, l := range strings.Split(text, "\n") {
-		fmt.Fprintf(b, "%s%s\n", indent, strings.TrimRight("# "+l, " "))
-	}
-}
-
-func pyDocstring(b *bytes.Buffer, text string) {
-	if text == "" {
-		return
-	}
-	text = strings.ReplaceAll(text, `"""`, `\"\"\"`)
-	if !strings.Contains(text, "\n") {
-		fmt.Fprintf(b, "    \"\"\"%s\"\"\"\n\n", text)
-		return
-	}
-	fmt.Fprintf(b, "    \"\"\"%s\n    \"\"\"\n\n", strings.ReplaceAll(text, "\n", "\n    "))
+	return "  # " + text
 }

@@ -7,43 +7,53 @@ import (
 	"strings"
 )
 
-// typeScript writes bindings/ts/src/wire.ts from the schema document.
+// typeScript writes bindings/ts/src/wire.ts from the schema document,
+// compact: the bindings' subset, one-line docs.
 func typeScript(doc *Document) ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "// %s\n", header)
-	fmt.Fprintf(&b, "//\n// %s: types and constants only.\n", doc.Title)
-	for i, c := range doc.Consts {
-		if i == 0 || c.Group != doc.Consts[i-1].Group {
-			b.WriteByte('\n')
-			tsHeading(&b, c.Group)
-		}
-		tsDoc(&b, "", c.Description)
+	fmt.Fprintf(&b, "// %s: types and constants only (what the bindings use; all in protocol/schema.json).\n", doc.Title)
+	for _, c := range doc.Consts {
 		v, err := tsLiteral(c.Value)
 		if err != nil {
 			return nil, fmt.Errorf("const %s: %w", c.Name, err)
 		}
-		fmt.Fprintf(&b, "export const %s = %s\n", c.Name, v)
+		fmt.Fprintf(&b, "export const %s = %s%s\n", c.Name, v, tsTrailing(c.Description))
 	}
 	for _, d := range doc.Defs {
-		b.WriteByte('\n')
-		tsDoc(&b, "", d.Schema.Description)
 		if d.Schema.Enum != nil {
-			fmt.Fprintf(&b, "export type %s = %s\n", d.Name, tsUnion(d.Schema.Enum))
+			fmt.Fprintf(&b, "export type %s = %s%s\n", d.Name, tsUnion(d.Schema.Enum), tsTrailing(d.Schema.Description))
 			continue
 		}
-		fmt.Fprintf(&b, "export interface %s {\n", d.Name)
 		req := set(d.Schema.Required)
-		for _, p := range *d.Schema.Properties {
-			tsDoc(&b, "  ", p.Schema.Description)
+		props := *d.Schema.Properties
+		fields := make([]string, len(props))
+		for i, p := range props {
 			opt := "?"
 			if req[p.Name] {
 				opt = ""
 			}
-			fmt.Fprintf(&b, "  %s%s: %s\n", tsKey(p.Name), opt, tsType(p.Schema))
+			fields[i] = fmt.Sprintf("%s%s: %s", tsKey(p.Name), opt, tsType(p.Schema))
+		}
+		if line := fmt.Sprintf("export interface %s { %s }", d.Name, strings.Join(fields, "; ")); len(line) <= 110 {
+			fmt.Fprintf(&b, "%s%s\n", line, tsTrailing(d.Schema.Description))
+			continue
+		}
+		fmt.Fprintf(&b, "export interface %s {%s\n", d.Name, tsTrailing(d.Schema.Description))
+		for _, l := range pack(fields, "; ", 100) {
+			fmt.Fprintf(&b, "  %s\n", l)
 		}
 		b.WriteString("}\n")
 	}
 	return b.Bytes(), nil
+}
+
+// tsTrailing is a one-line doc as a trailing comment ("" for none).
+func tsTrailing(text string) string {
+	if text = oneLine(text); text == "" {
+		return ""
+	}
+	return " // " + text
 }
 
 // tsType is the TypeScript type of a schema node.
@@ -108,39 +118,10 @@ func isIdent(s string) bool {
 	return s != ""
 }
 
-// tsDoc writes a JSDoc comment (nothing for an empty text).
-func tsDoc(b *bytes.Buffer, indent, text string) {
-	if text == "" {
-		return
-	}
-	text = strings.ReplaceAll(text, "*/", "*\\/")
-	lines := strings.Split(text, "\n")
-	if len(lines) == 1 {
-		fmt.Fprintf(b, "%s/** %s */\n", indent, text)
-		return
-	}
-	fmt.Fprintf(b, "%s/**\n", indent)
-	for _, l := range lines {
-		fmt.Fprintf(b, "%s%s\n", indent, strings.TrimRight(" * "+l, " "))
-	}
-	fmt.Fprintf(b, "%s */\n", indent)
-}
-
 func set(xs []string) map[string]bool {
 	m := make(map[string]bool, len(xs))
 	for _, x := range xs {
 		m[x] = true
 	}
 	return m
-}
-
-// tsHeading writes a const group's doc as line comments: a heading, not the
-// JSDoc of its first constant.
-func tsHeading(b *bytes.Buffer, text string) {
-	if text == "" {
-		return
-	}
-	for _, l := range strings.Split(text, "\n") {
-		fmt.Fprintf(b, "%s\n", strings.TrimRight("// "+l, " "))
-	}
 }

@@ -6,7 +6,7 @@ import assert from "node:assert/strict"
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import { CACHE_PRICES, ConcordBinding, changedFiles, parseCachePrice, rebuiltSince, type BindingInit } from "../../src/binding.js"
+import { CACHE_PRICES, ConcordBinding, parseCachePrice, rebuiltSince, type BindingInit } from "../../src/binding.js"
 import { concordBin, skipWithoutConcord } from "../support/concordbin.js"
 import { openCodeRead } from "../support/expected.js"
 
@@ -208,18 +208,8 @@ process.stdin.on("end", () => process.exit(0))
   })
 })
 
-describe("changedFiles", () => {
-  test("edit and write name their file; apply_patch lists its files, from metadata or the patch text", () => {
-    assert.deepEqual(changedFiles("edit", { filePath: "src/a.ts" }, {}, "/p"), ["/p/src/a.ts"])
-    assert.deepEqual(changedFiles("write", { filePath: "/abs/b.ts" }, { filepath: "/abs/b.ts" }, "/p"), ["/abs/b.ts"])
-    assert.deepEqual(
-      changedFiles("apply_patch", {}, { files: [{ filePath: "/p/x", type: "update" }, { filePath: "/p/y", movePath: "/p/z", type: "move" }] }, "/p"),
-      ["/p/x", "/p/y", "/p/z"],
-    )
-    const patchText = "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n*** Add File: new.txt\n+x\n*** Delete File: old.txt\n*** End Patch"
-    assert.deepEqual(changedFiles("apply_patch", { patchText }, undefined, "/p"), ["/p/a.txt", "/p/new.txt", "/p/old.txt"])
-  })
-})
+// changedFiles (which files an edit-type tool wrote) moved into the server's recognizer:
+// recognize/writes_test.go TestOpenCodeWrites holds its cases.
 
 /** The server feature of issue 10 bug 4 (CONTRACTS.md): observe of a missing file registers an invalid block. */
 async function missingFileRefused(dir: string): Promise<string | false> {
