@@ -114,65 +114,83 @@ func escape(s string) string {
 func Parse(uri string) (Spec, error) {
 	rest, ok := strings.CutPrefix(uri, Scheme+"://")
 	if !ok {
-		return Spec{}, fmt.Errorf("%q: want %s:///abs/dir?run=PROG&arg=...", uri, Scheme)
+		return Spec{}, fmt.Errorf("%q: want %s:///abs/dir?run=PROG&arg=ARG", uri, Scheme)
 	}
 	path, q, _ := strings.Cut(rest, "?")
 	if strings.ContainsRune(path, '#') || strings.ContainsRune(q, '#') {
 		return Spec{}, fmt.Errorf("%q: a '#' must be percent-encoded", uri)
 	}
-	if path != "" && !strings.HasPrefix(path, "/") {
-		return Spec{}, fmt.Errorf("%q: remote hosts are not served", uri)
-	}
-	cwd, err := url.PathUnescape(path)
+	cwd, err := parseDir(path)
 	if err != nil {
-		return Spec{}, fmt.Errorf("%q: %v", uri, err)
+		return Spec{}, fmt.Errorf("%q: %w", uri, err)
 	}
-	if cwd == "" || !filepath.IsAbs(cwd) || strings.IndexByte(cwd, 0) >= 0 {
-		return Spec{}, fmt.Errorf("%q: the directory must be absolute", uri)
-	}
-	s := Spec{Cwd: filepath.Clean(cwd)}
+	s := Spec{Cwd: cwd}
 	for _, kv := range strings.Split(q, "&") {
 		if kv == "" {
 			continue
 		}
-		k, raw, _ := strings.Cut(kv, "=")
-		v, err := url.PathUnescape(raw)
-		if err != nil {
-			return Spec{}, fmt.Errorf("%q: parameter %q: %v", uri, k, err)
-		}
-		if strings.IndexByte(v, 0) >= 0 {
-			return Spec{}, fmt.Errorf("%q: NUL in an argument", uri)
-		}
-		tail := s.Sorted || s.Screen
-		switch k {
-		case "run":
-			if tail {
-				return Spec{}, fmt.Errorf("%q: sorted and screen come last", uri)
-			}
-			s.Stages = append(s.Stages, []string{v})
-		case "arg":
-			if len(s.Stages) == 0 || tail {
-				return Spec{}, fmt.Errorf("%q: arg= before any run=", uri)
-			}
-			s.Stages[len(s.Stages)-1] = append(s.Stages[len(s.Stages)-1], v)
-		case "sorted":
-			if v != "1" || s.Sorted {
-				return Spec{}, fmt.Errorf("%q: sorted must be 1, once", uri)
-			}
-			s.Sorted = true
-		case "screen":
-			if v != "1" || s.Screen {
-				return Spec{}, fmt.Errorf("%q: screen must be 1, once", uri)
-			}
-			s.Screen = true
-		default:
-			return Spec{}, fmt.Errorf("%q: unknown parameter %q (want run, arg, sorted, screen)", uri, k)
+		if err := s.param(kv); err != nil {
+			return Spec{}, fmt.Errorf("%q: %w", uri, err)
 		}
 	}
 	if len(s.Stages) == 0 {
 		return Spec{}, fmt.Errorf("%q: no run= stage", uri)
 	}
 	return s, nil
+}
+
+// parseDir reads the URI's path: a local, absolute, clean directory.
+func parseDir(path string) (string, error) {
+	if path != "" && !strings.HasPrefix(path, "/") {
+		return "", errors.New("remote hosts are not served")
+	}
+	cwd, err := url.PathUnescape(path)
+	if err != nil {
+		return "", err
+	}
+	if cwd == "" || !filepath.IsAbs(cwd) || strings.IndexByte(cwd, 0) >= 0 {
+		return "", errors.New("the directory must be absolute")
+	}
+	return filepath.Clean(cwd), nil
+}
+
+// param applies one key=value of the query string, in order: run= opens a
+// stage, arg= extends the last one, sorted=1 and screen=1 come last.
+func (s *Spec) param(kv string) error {
+	k, raw, _ := strings.Cut(kv, "=")
+	v, err := url.PathUnescape(raw)
+	if err != nil {
+		return fmt.Errorf("parameter %q: %w", k, err)
+	}
+	if strings.IndexByte(v, 0) >= 0 {
+		return errors.New("NUL in an argument")
+	}
+	tail := s.Sorted || s.Screen
+	switch k {
+	case "run":
+		if tail {
+			return errors.New("sorted and screen come last")
+		}
+		s.Stages = append(s.Stages, []string{v})
+	case "arg":
+		if len(s.Stages) == 0 || tail {
+			return errors.New("arg= before any run=")
+		}
+		s.Stages[len(s.Stages)-1] = append(s.Stages[len(s.Stages)-1], v)
+	case "sorted":
+		if v != "1" || s.Sorted {
+			return errors.New("sorted must be 1, once")
+		}
+		s.Sorted = true
+	case "screen":
+		if v != "1" || s.Screen {
+			return errors.New("screen must be 1, once")
+		}
+		s.Screen = true
+	default:
+		return fmt.Errorf("unknown parameter %q (want run, arg, sorted, screen)", k)
+	}
+	return nil
 }
 
 // Text is a query's content given its output: the output without its
@@ -313,18 +331,27 @@ var (
 		"--sort": true, "--max-depth": true}
 )
 
+// grepArgs is what checkGrep has learned of a grep or rg command line.
+type grepArgs struct {
+	prog, letters            string
+	rg                       bool
+	valued, long, longValued map[string]bool
+	sc                       Scope
+	pattern, files           bool // -e/--regexp gave the pattern; rg --files takes none
+}
+
 // checkGrep reads grep or rg arguments: options from the allowlist, the
 // pattern (the first operand unless -e gave one), then the paths.
 func checkGrep(args []string, rg bool) (Scope, error) {
-	prog, letters, valued, long, longValued := "grep", grepLetters, grepValued, grepLong, grepLongValued
+	g := grepArgs{prog: "grep", letters: grepLetters, valued: grepValued, long: grepLong, longValued: grepLongValued}
 	if rg {
-		prog, letters, valued, long, longValued = "rg", rgLetters, rgValued, rgLong, rgLongValued
+		g = grepArgs{prog: "rg", letters: rgLetters, rg: true, valued: rgValued, long: rgLong, longValued: rgLongValued}
 	}
-	sc := Scope{Recursive: rg}
-	pattern, files := false, false
+	g.sc.Recursive = rg
 	var ops []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		var err error
 		switch {
 		case a == "--":
 			ops = append(ops, args[i+1:]...)
@@ -332,74 +359,94 @@ func checkGrep(args []string, rg bool) (Scope, error) {
 		case a == "-" || !strings.HasPrefix(a, "-"):
 			ops = append(ops, a)
 		case strings.HasPrefix(a, "--"):
-			name, _, has := strings.Cut(a, "=")
-			switch {
-			case long[name] && !has:
-				if name == "--recursive" {
-					sc.Recursive = true
-				}
-				if name == "--files" {
-					files = true
-				}
-			case longValued[name] && has:
-				pattern = pattern || name == "--regexp"
-			case longValued[name] && i+1 < len(args):
-				pattern = pattern || name == "--regexp"
-				i++
-			default:
-				return Scope{}, fmt.Errorf("%w: %s option %q", ErrRefused, prog, a)
-			}
-		case valued[a]:
+			i, err = g.longOption(args, i)
+		case g.valued[a]:
 			if i+1 >= len(args) {
-				return Scope{}, fmt.Errorf("%w: %s %s without its value", ErrRefused, prog, a)
+				return Scope{}, fmt.Errorf("%w: %s %s without its value", ErrRefused, g.prog, a)
 			}
-			pattern = pattern || a == "-e"
+			g.pattern = g.pattern || a == "-e"
 			i++
 		default:
-			for j := 1; j < len(a); j++ {
-				c := a[j]
-				if valued["-"+string(c)] {
-					// The rest of the word, or the next argument, is the value.
-					if j+1 == len(a) {
-						if i+1 >= len(args) {
-							return Scope{}, fmt.Errorf("%w: %s -%c without its value", ErrRefused, prog, c)
-						}
-						i++
-					}
-					pattern = pattern || c == 'e'
-					break
-				}
-				if c >= '0' && c <= '9' && !rg {
-					continue // -5: context lines
-				}
-				if strings.IndexByte(letters, c) < 0 {
-					return Scope{}, fmt.Errorf("%w: %s option -%c in %q", ErrRefused, prog, c, a)
-				}
-				if c == 'r' && !rg {
-					sc.Recursive = true
-				}
-			}
+			i, err = g.shortOptions(args, i)
+		}
+		if err != nil {
+			return Scope{}, err
 		}
 	}
-	if !pattern && !files {
+	return g.paths(ops)
+}
+
+// longOption reads args[i], a --name or --name=value option; it returns
+// the index of the last argument it used.
+func (g *grepArgs) longOption(args []string, i int) (int, error) {
+	name, _, has := strings.Cut(args[i], "=")
+	switch {
+	case g.long[name] && !has:
+		g.sc.Recursive = g.sc.Recursive || name == "--recursive"
+		g.files = g.files || name == "--files"
+	case g.longValued[name] && has:
+		g.pattern = g.pattern || name == "--regexp"
+	case g.longValued[name] && i+1 < len(args):
+		g.pattern = g.pattern || name == "--regexp"
+		i++
+	default:
+		return i, fmt.Errorf("%w: %s option %q", ErrRefused, g.prog, args[i])
+	}
+	return i, nil
+}
+
+// shortOptions reads args[i], a word of single-letter options (-rn, -A3,
+// -e PAT); it returns the index of the last argument it used.
+func (g *grepArgs) shortOptions(args []string, i int) (int, error) {
+	a := args[i]
+	for j := 1; j < len(a); j++ {
+		c := a[j]
+		if g.valued["-"+string(c)] {
+			// The rest of the word, or the next argument, is the value.
+			if j+1 == len(a) {
+				if i+1 >= len(args) {
+					return i, fmt.Errorf("%w: %s -%c without its value", ErrRefused, g.prog, c)
+				}
+				i++
+			}
+			g.pattern = g.pattern || c == 'e'
+			break
+		}
+		if c >= '0' && c <= '9' && !g.rg {
+			continue // -5: context lines
+		}
+		if strings.IndexByte(g.letters, c) < 0 {
+			return i, fmt.Errorf("%w: %s option -%c in %q", ErrRefused, g.prog, c, a)
+		}
+		if c == 'r' && !g.rg {
+			g.sc.Recursive = true
+		}
+	}
+	return i, nil
+}
+
+// paths takes the pattern off the operands (unless an option gave it) and
+// returns the scope: the paths searched, "." for a recursive search of none.
+func (g *grepArgs) paths(ops []string) (Scope, error) {
+	if !g.pattern && !g.files {
 		if len(ops) == 0 {
-			return Scope{}, fmt.Errorf("%w: %s without a pattern", ErrRefused, prog)
+			return Scope{}, fmt.Errorf("%w: %s without a pattern", ErrRefused, g.prog)
 		}
 		ops = ops[1:]
 	}
 	for _, op := range ops {
 		if op == "-" {
-			return Scope{}, fmt.Errorf("%w: %s of its standard input", ErrRefused, prog)
+			return Scope{}, fmt.Errorf("%w: %s of its standard input", ErrRefused, g.prog)
 		}
 	}
 	if len(ops) == 0 {
-		if !sc.Recursive {
-			return Scope{}, fmt.Errorf("%w: %s of its standard input", ErrRefused, prog)
+		if !g.sc.Recursive {
+			return Scope{}, fmt.Errorf("%w: %s of its standard input", ErrRefused, g.prog)
 		}
 		ops = []string{"."}
 	}
-	sc.Paths = ops
-	return sc, nil
+	g.sc.Paths = ops
+	return g.sc, nil
 }
 
 // find's primaries that only test names, types and depths. Left out:
