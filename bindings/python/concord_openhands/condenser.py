@@ -228,7 +228,7 @@ class ConcordCondenser(CondenserBase):
             return
         st.counts["writes"] += len(result.get("writes") or [])
         # A command that showed nothing tracked (not a think, a finish, ...).
-        if result.get("kind") in ("event", "query") and str(result.get("format")).startswith("terminal"):
+        if result.get("kind") == "event" and str(result.get("format")).startswith("terminal"):
             st.counts["events"] += 1
         if result.get("block"):  # any status: a file gone before registration is an invalid block (bug 4)
             st.registered.add(ev.tool_call_id)

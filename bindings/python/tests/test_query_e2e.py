@@ -51,7 +51,7 @@ def query_repair(workspace: Path, condenser: ConcordCondenser, command: str, bef
                         workspace, condenser, seen)
     assert conv.state.execution_status.value == "finished", conv.state.execution_status
     st = condenser.stats()
-    assert st["tracked"] == 1 and st["repaired"] == 1, st
+    assert st["tracked"] == 1 and st["repaired"] == 1 and st["events"] == 0, st
 
 
 def tree(workspace: Path) -> None:
