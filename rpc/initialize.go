@@ -70,13 +70,17 @@ func (s *Server) initialize(ctx context.Context, raw *json.RawMessage) (any, err
 	if p.ClientInfo != nil {
 		client = *p.ClientInfo
 	}
+	schemes := []string{"file", "*"}
+	if len(p.Roots) > 0 {
+		schemes = []string{"file", "query", "*"} // query sources run inside the roots only
+	}
 	s.log.Info("session started", "client", client.Name, "clientVersion", client.Version, "roots", p.Roots, "watch", watch)
 	return protocol.InitializeResult{
 		ProtocolVersion: protocol.Version,
 		ServerInfo:      protocol.Info{Name: s.cfg.Name, Version: s.cfg.Version},
 		Capabilities: protocol.Capabilities{
 			Watch:         watch,
-			Schemes:       []string{"file", "*"},
+			Schemes:       schemes,
 			Framing:       s.cfg.Framing,
 			Notifications: []string{protocol.MethodBlocksChanged},
 			Requests:      []string{protocol.MethodReadSource},
