@@ -26,6 +26,15 @@ type dirWalker struct {
 
 func (a *Adapter) newDirWalker() *dirWalker { return &dirWalker{a: a} }
 
+func (w *dirWalker) isRoot(fd int) bool {
+	for _, r := range w.roots {
+		if r == fd {
+			return true
+		}
+	}
+	return false
+}
+
 func (w *dirWalker) close() {
 	for _, fd := range w.roots {
 		if fd >= 0 {
@@ -63,7 +72,7 @@ func (w *dirWalker) open(dir string) (fd int, ok bool) {
 		}
 		rel = strings.TrimPrefix(rel, string(filepath.Separator))
 		if rel == "" {
-			rel = "."
+			return rfd, true // the root itself; closed with the walker
 		}
 		if !w.noOpenat2 {
 			fd, err := unix.Openat2(rfd, rel, &unix.OpenHow{Flags: dirFlags,
@@ -105,7 +114,9 @@ func (w *dirWalker) stampFiles(dir string, names []string, now time.Time, stamps
 	if !good {
 		return
 	}
-	defer unix.Close(fd)
+	if !w.isRoot(fd) {
+		defer unix.Close(fd)
+	}
 	var st unix.Stat_t
 	for i, name := range names {
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {

@@ -168,7 +168,17 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	conn := jsonrpc2.NewConn(ctx, st, s, jsonrpc2.SetLogger(slogPrintf{log}))
+	// Requests come straight from the frame's decode (Stream.OnRequest),
+	// handled on the read loop as jsonrpc2 would; it reads the responses
+	// (to readSource) and writes every reply.
+	var conn *jsonrpc2.Conn
+	ready := make(chan struct{})
+	st.OnRequest = func(req *jsonrpc2.Request) {
+		<-ready
+		s.Handle(ctx, conn, req)
+	}
+	conn = jsonrpc2.NewConn(ctx, st, s, jsonrpc2.SetLogger(slogPrintf{log}))
+	close(ready)
 	s.notified = make(chan struct{})
 	go func() { defer close(s.notified); s.notes.run(ctx, s) }()
 

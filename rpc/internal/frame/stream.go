@@ -47,6 +47,13 @@ type Stream struct {
 	OnBad func(err *protocol.Error)
 	// Trace, when set, sees every frame read ("recv") and written ("send").
 	Trace func(dir string, frame []byte)
+	// OnRequest, when set, takes each well-formed request (or notification)
+	// straight from the frame's one decode, on the read loop as jsonrpc2
+	// would hand it to its Handler; ReadObject gives jsonrpc2 only the
+	// responses. jsonrpc2's own decoding of a request parses it three more
+	// times and rebuilds its params through a generic tree. The server
+	// sets it.
+	OnRequest func(req *jsonrpc2.Request)
 	// AtEnd, when set, runs when the input ends, before ReadObject reports
 	// it (which closes the connection): the server finishes and answers the
 	// requests it already read.
@@ -112,7 +119,7 @@ func (s *Stream) ReadObject(v any) error {
 		if s.Trace != nil {
 			s.Trace("recv", frame)
 		}
-		id, rerr := decodeMessage(frame, v)
+		id, req, rerr := s.decodeMessage(frame, v)
 		if rerr != nil {
 			if rerr.Code == protocol.CodeParseError {
 				// A truncated frame (often a Content-Length that counted
@@ -128,43 +135,70 @@ func (s *Stream) ReadObject(v any) error {
 			s.bad(id, rerr)
 			continue
 		}
+		if req != nil {
+			s.OnRequest(req)
+			continue
+		}
 		return nil
 	}
 }
 
-// decodeMessage decodes one frame into v (jsonrpc2's message type). On
-// failure it returns the request id when one could be read, for the reply.
-func decodeMessage(frame []byte, v any) (json.RawMessage, *protocol.Error) {
+// decodeMessage decodes one frame into v (jsonrpc2's message type), or,
+// with OnRequest set and the frame a request, into req. On failure it
+// returns the request id when one could be read, for the reply.
+func (s *Stream) decodeMessage(frame []byte, v any) (json.RawMessage, *jsonrpc2.Request, *protocol.Error) {
 	var probe struct {
-		JSONRPC json.RawMessage `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  json.RawMessage `json:"method"`
+		JSONRPC json.RawMessage  `json:"jsonrpc"`
+		ID      json.RawMessage  `json:"id"`
+		Method  json.RawMessage  `json:"method"`
+		Params  *json.RawMessage `json:"params"`
+		Result  json.RawMessage  `json:"result"`
+		Error   json.RawMessage  `json:"error"`
 	}
 	if err := json.Unmarshal(frame, &probe); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			if t := bytes.TrimSpace(frame); len(t) > 0 && t[0] == '[' {
-				return nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: a message must be one JSON object (batches are not supported)"}
+				return nil, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: a message must be one JSON object (batches are not supported)"}
 			}
-			return nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: a message must be one JSON object, not " + te.Value}
+			return nil, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: a message must be one JSON object, not " + te.Value}
 		}
-		return nil, &protocol.Error{Code: protocol.CodeParseError, Message: "parse error: " + strings.TrimPrefix(err.Error(), "json: ")}
+		return nil, nil, &protocol.Error{Code: protocol.CodeParseError, Message: "parse error: " + strings.TrimPrefix(err.Error(), "json: ")}
 	}
 	id := probe.ID
 	if len(id) > 0 && string(id) != "null" && !validID(id) {
-		return nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: id must be a string or an integer from 0 to 9223372036854775807"}
+		return nil, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: id must be a string or an integer from 0 to 9223372036854775807"}
 	}
 	if string(probe.JSONRPC) != `"2.0"` {
-		return id, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
+		return id, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
 	}
 	if len(probe.Method) > 0 && probe.Method[0] != '"' {
-		return id, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "method" must be a string`}
+		return id, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "method" must be a string`}
+	}
+	if s.OnRequest != nil && len(probe.Method) > 0 && len(probe.Result) == 0 && len(probe.Error) == 0 {
+		// What jsonrpc2 would have made of it: the params as sent (nil when
+		// absent), a null or absent id a notification.
+		req := &jsonrpc2.Request{Params: probe.Params}
+		if json.Unmarshal(probe.Method, &req.Method) != nil {
+			return id, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "method" must be a string`}
+		}
+		switch {
+		case len(id) == 0 || string(id) == "null":
+			req.Notif = true
+		case id[0] == '"':
+			req.ID.IsString = true
+			json.Unmarshal(id, &req.ID.Str) // validID decoded it
+		default:
+			n, _ := strconv.ParseInt(string(id), 10, 64) // validID parsed it
+			req.ID.Num = uint64(n)
+		}
+		return nil, req, nil
 	}
 	if err := json.Unmarshal(frame, v); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "jsonrpc2: ")
-		return id, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: " + msg}
+		return id, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: " + msg}
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // validID reports whether raw is an id this server can echo: a string or a
@@ -216,7 +250,7 @@ func (s *Stream) failCall(id json.RawMessage, e *protocol.Error, v any) bool {
 	if err != nil {
 		return false
 	}
-	_, rerr := decodeMessage(frame, v)
+	_, _, rerr := s.decodeMessage(frame, v)
 	return rerr == nil
 }
 
