@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -330,9 +331,21 @@ func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) 
 	if testHookReader != nil {
 		r = testHookReader(r)
 	}
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return runtime.Content{}, classify(p, err)
+	// Sized by the stat (plus one byte to see the end): one allocation, not
+	// io.ReadAll's doubling, for the read of every observation and change.
+	b := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return runtime.Content{}, classify(p, err)
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // it grew since the stat
+		}
 	}
 	if int64(len(b)) > a.maxBytes {
 		return runtime.Content{}, fmt.Errorf("read %s: more than %d bytes: %w", p, a.maxBytes, runtime.ErrTooLarge)
@@ -351,7 +364,9 @@ func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) 
 // re-read loop. The version stays the hash of the raw bytes.
 func validText(b []byte) string {
 	if utf8.Valid(b) {
-		return string(b)
+		// b is the caller's own buffer, never written again: the text shares
+		// it rather than copying a file's worth of bytes.
+		return unsafe.String(unsafe.SliceData(b), len(b))
 	}
 	var sb strings.Builder
 	sb.Grow(len(b) + 16)

@@ -122,6 +122,8 @@ type Server struct {
 	nextID atomic.Uint64 // ids of server-to-client requests
 
 	rec recognized // how recognize's blocks were shown, to render their views
+
+	stream *frame.Stream // writes results (writeResult)
 }
 
 // Serve runs the protocol on in/out until exit or the end of in. It returns
@@ -158,6 +160,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 
 	st := frame.New(in, out, nil, cfg.Framing, cfg.MaxMessage)
 	st.AnswerBad = true
+	s.stream = st
 	st.OnBad = func(e *Error) { log.Warn("bad message", "code", e.Code, "error", e.Message) }
 	st.AtEnd = func() {
 		s.endInput()
@@ -335,11 +338,26 @@ func (s *Server) reply(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.R
 		}
 		err = conn.ReplyWithError(ctx, req.ID, wire(e))
 	} else {
-		err = conn.Reply(ctx, req.ID, res)
+		err = s.writeResult(conn, req.ID, res)
 	}
 	if err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
 		s.log.Warn("reply failed", "method", req.Method, "error", err)
 	}
+}
+
+// writeResult answers with a result through the stream, encoded once
+// (frame.Stream.WriteResult); like jsonrpc2's Reply, not once the
+// connection is closed.
+func (s *Server) writeResult(conn *jsonrpc2.Conn, id jsonrpc2.ID, res any) error {
+	if s.stream == nil {
+		return conn.Reply(context.Background(), id, res)
+	}
+	select {
+	case <-conn.DisconnectNotify():
+		return jsonrpc2.ErrClosed
+	default:
+	}
+	return s.stream.WriteResult(id, res)
 }
 
 // session returns the core, or an error when there is none (shut down).

@@ -138,6 +138,18 @@ func BenchmarkSyncRoundTrip(b *testing.B) {
 	}
 }
 
+// BenchmarkFullSyncRoundTrip: a full sync (every block's view) at 10,000
+// blocks; rss-now-kB after the rounds against rss-kB before shows whether
+// the server's memory grows with full syncs (issue 23: it must stay flat).
+// Run with -benchtime 10x for the issue's "RSS after 10 full syncs".
+func BenchmarkFullSyncRoundTrip(b *testing.B) {
+	s := loadedSession(b, 10000)
+	var res protocol.SyncResult
+	measure(b, s, func(ctx context.Context) error {
+		return s.c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "main", Turn: 3, Full: true}, &res)
+	})
+}
+
 // BenchmarkEchoRoundTrip is the reference of the round trips above: the
 // same client and pipe to a server that only frames, reads the id and
 // answers (this test binary re-run as echoServe), sent a sync's params.
