@@ -530,7 +530,9 @@ func (m *Manager) applyContent(src *source, stamp string, c Content) []*block {
 		}
 		rc.link(l)
 	}
-	m.ix.countN(string(locator.Unchanged), unchanged)
+	if unchanged > 0 { // (a counter never counted stays out of stats)
+		m.ix.countN(string(locator.Unchanged), unchanged)
+	}
 	return rc.finish(true)
 }
 

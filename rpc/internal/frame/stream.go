@@ -510,9 +510,7 @@ func (s *Stream) WriteResult(id jsonrpc2.ID, result any) error {
 	defer func() {
 		if buf.Cap() <= maxKeptResult {
 			buf.Reset()
-			if old := s.resultBuf.Swap(buf); old != nil && old.Cap() > buf.Cap() {
-				s.resultBuf.Store(old) // keep the larger
-			}
+			s.resultBuf.Store(buf) // from here another result may be using it
 		}
 	}()
 	buf.WriteString(`{"id":`)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -322,5 +323,41 @@ func TestWriteResultAsJsonrpc2(t *testing.T) {
 		if got := strings.TrimSuffix(out.String(), "\n"); got != string(want) {
 			t.Errorf("got  %s\nwant %s", got, want)
 		}
+	}
+}
+
+// TestWriteResultConcurrent: results written at once from many handlers
+// (one kept buffer between them) come out whole, each with its own id and
+// result. Run with -race.
+func TestWriteResultConcurrent(t *testing.T) {
+	var out bytes.Buffer
+	s := New(strings.NewReader(""), &out, nil, protocol.FramingNewline, 0)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				n := g*1000 + i
+				if err := s.WriteResult(jsonrpc2.ID{Num: uint64(n)}, map[string]int{"n": n, "pad": len(strings.Repeat("x", n%97))}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[uint64]bool{}
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		var r struct {
+			ID     uint64         `json:"id"`
+			Result map[string]int `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil || uint64(r.Result["n"]) != r.ID || seen[r.ID] {
+			t.Fatalf("frame %q: %v", line, err)
+		}
+		seen[r.ID] = true
+	}
+	if len(seen) != 400 {
+		t.Fatalf("%d results, want 400", len(seen))
 	}
 }
