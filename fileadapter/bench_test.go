@@ -2,9 +2,15 @@ package fileadapter
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/concord-ctx/concord/protocol"
+	"github.com/concord-ctx/concord/runtime"
 )
 
 // BenchmarkStamp: the verify pass's per-source cost. "stat" is a bare
@@ -41,6 +47,71 @@ func BenchmarkStamp(b *testing.B) {
 		for b.Loop() {
 			if _, err := a.Stamp(ctx, id); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkQuietSync: a sync of one agent's 1,000 watched files (10,000
+// blocks, files three directories deep in 37 packages) when nothing changed,
+// beside its reference, a serial os.Stat of the same 1,000 paths (issue 23:
+// the sync should cost no more than the reference).
+func BenchmarkQuietSync(b *testing.B) {
+	root, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := runtime.New(runtime.Config{Placement: runtime.PlacementInplace})
+	a, err := New(Config{Roots: []string{root}, Mode: ModeFsnotify}, m.Hint)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.AddAdapter(a)
+	defer m.Close()
+	ctx := context.Background()
+	var paths []string
+	old := time.Now().Add(-time.Hour) // outside the racily clean window
+	for f := range 1000 {
+		p := filepath.Join(root, "src", fmt.Sprintf("pkg%02d", f%37), "internal", fmt.Sprintf("file%04d.go", f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		ls := make([]string, 100)
+		for i := range ls {
+			ls[i] = fmt.Sprintf("\tx%d := compute(%d) // file %d", i, i*f, f)
+		}
+		if err := os.WriteFile(p, []byte(strings.Join(ls, "\n")+"\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			b.Fatal(err)
+		}
+		paths = append(paths, p)
+		for k := range 10 {
+			s := 1 + k*10
+			if _, err := m.Observe(ctx, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: fmt.Sprintf("call_%d_%d", f, k),
+				Sources: []protocol.Source{{URI: pathURI(p), Range: &protocol.Range{Start: s, End: s + 4}, Text: strings.Join(ls[s-1:s+4], "\n")}}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if _, err := m.Sync(ctx, protocol.SyncParams{Agent: "main", Turn: 1}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("stat-serial", func(b *testing.B) {
+		for b.Loop() {
+			for _, p := range paths {
+				if _, err := os.Stat(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("sync", func(b *testing.B) {
+		for b.Loop() {
+			r, err := m.Sync(ctx, protocol.SyncParams{Agent: "main", Turn: 2})
+			if err != nil || len(r.Blocks) != 0 {
+				b.Fatalf("%v %d", err, len(r.Blocks))
 			}
 		}
 	})

@@ -3,6 +3,7 @@ package fileadapter
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,5 +101,96 @@ func TestOpenRaces(t *testing.T) {
 				t.Fatal("read hung")
 			}
 		})
+	}
+}
+
+// TestStampsAgreeWithSlowPath: the batch stamp (a directory handle, one
+// fstatat per file) gives, for every kind of entry, the answer of the
+// per-component lstat walk: the same stamp for a regular file, the same
+// error for a missing one, and the roots still hold for a symlink (to
+// inside: followed; to outside: refused), in a file or in a parent.
+func TestStampsAgreeWithSlowPath(t *testing.T) {
+	root := tempRoot(t)
+	out := tempRoot(t)
+	a, err := New(Config{Roots: []string{root}, Mode: ModeHooks}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	old := time.Now().Add(-time.Hour)
+	mk := func(p, s string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(filepath.Join(root, "top.txt"), "top\n")
+	mk(filepath.Join(root, "a/b/c/deep.txt"), "deep\n")
+	mk(filepath.Join(root, "a/b/c/sib.txt"), "sib\n")
+	mk(filepath.Join(root, "a/b/fresh.txt"), "racy\n")
+	os.Chtimes(filepath.Join(root, "a/b/fresh.txt"), time.Now(), time.Now())
+	mk(filepath.Join(root, "real/f.txt"), "real\n")
+	mk(filepath.Join(out, "sub/f.txt"), "outside\n")
+	if err := os.Chmod(filepath.Join(root, "a/b/c/sib.txt"), 0o640|fs.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]string{
+		{filepath.Join(root, "real"), filepath.Join(root, "link")},             // parent symlink inside
+		{filepath.Join(root, "top.txt"), filepath.Join(root, "a/ln.txt")},      // file symlink inside
+		{filepath.Join(out, "sub"), filepath.Join(root, "escape")},             // parent symlink outside
+		{filepath.Join(out, "sub/f.txt"), filepath.Join(root, "a/escape.txt")}, // file symlink outside
+	} {
+		if err := os.Symlink(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "a/fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"top.txt", "a/b/c/deep.txt", "a/b/c/sib.txt", "a/b/fresh.txt", "link/f.txt", "a/ln.txt",
+		"escape/f.txt", "a/escape.txt", "a/fifo", "a/b", "missing.txt", "a/nodir/x.txt", "a/b/c/deep.txt"}
+	ids := make([]string, len(names))
+	for i, n := range names {
+		ids[i] = pathURI(filepath.Join(root, n))
+	}
+	ids = append(ids, "file://"+root+"?glob=*.txt", "mem://x")
+	ctx := context.Background()
+	got, errs := a.Stamps(ctx, ids)
+	strip := func(s string) string { s, _, _ = strings.Cut(s, racySuffix); return s }
+	for i, id := range ids {
+		one, oneErr := a.Stamp(ctx, id)
+		var slow string
+		var slowErr error
+		if p, err := Path(id); err == nil && i < len(names) {
+			slow, slowErr = a.stampSlow(p)
+		} else {
+			slow, slowErr = one, oneErr
+		}
+		if (errs[i] == nil) != (slowErr == nil) || (errs[i] != nil && errs[i].Error() != slowErr.Error()) ||
+			(oneErr == nil) != (slowErr == nil) || (oneErr != nil && oneErr.Error() != slowErr.Error()) {
+			t.Errorf("%s: errors batch %v, one %v, slow %v", id, errs[i], oneErr, slowErr)
+			continue
+		}
+		if strip(got[i]) != strip(slow) || strip(one) != strip(slow) {
+			t.Errorf("%s: stamps batch %q, one %q, slow %q", id, got[i], one, slow)
+		}
+		// ctime cannot be set back: every file here is racily clean, on both paths.
+		if strings.Contains(got[i], racySuffix) != strings.Contains(slow, racySuffix) {
+			t.Errorf("%s: racy mark batch %q slow %q", id, got[i], slow)
+		}
+	}
+	for i, want := range map[int]error{6: runtime.ErrOutsideRoots, 7: runtime.ErrOutsideRoots, 10: runtime.ErrNotFound} {
+		if !errors.Is(errs[i], want) {
+			t.Errorf("%s: %v, want %v", ids[i], errs[i], want)
+		}
+	}
+	if errs[0] != nil || got[0] == "" || strip(got[1]) != strip(got[12]) || !strings.Contains(strip(got[2]), ":20000640") {
+		t.Errorf("plain files: %q %v; repeated id %q vs %q; setgid %q", got[0], errs[0], got[1], got[12], got[2])
 	}
 }

@@ -86,6 +86,8 @@ type Server struct {
 	nextID atomic.Uint64 // ids of server-to-client requests
 
 	rec recognized // how recognize's blocks were shown, to render their views
+
+	stream *frame.Stream // writes results (writeResult)
 }
 
 // Serve runs the protocol on in/out until exit or the end of in. It returns
@@ -122,6 +124,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 
 	st := frame.New(in, out, nil, cfg.Framing, cfg.MaxMessage)
 	st.AnswerBad = true
+	s.stream = st
 	st.OnBad = func(e *Error) { log.Warn("bad message", "code", e.Code, "error", e.Message) }
 	st.AtEnd = func() {
 		s.endInput()
@@ -132,7 +135,17 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	conn := jsonrpc2.NewConn(ctx, st, s, jsonrpc2.SetLogger(slogPrintf{log}))
+	// Requests come straight from the frame's decode (Stream.OnRequest),
+	// handled on the read loop as jsonrpc2 would; it reads the responses
+	// (to readSource) and writes every reply.
+	var conn *jsonrpc2.Conn
+	ready := make(chan struct{})
+	st.OnRequest = func(req *jsonrpc2.Request) {
+		<-ready
+		s.Handle(ctx, conn, req)
+	}
+	conn = jsonrpc2.NewConn(ctx, st, s, jsonrpc2.SetLogger(slogPrintf{log}))
+	close(ready)
 	s.notified = make(chan struct{})
 	go func() { defer close(s.notified); s.notes.run(ctx, s) }()
 
@@ -289,11 +302,26 @@ func (s *Server) reply(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.R
 		}
 		err = conn.ReplyWithError(ctx, req.ID, wire(e))
 	} else {
-		err = conn.Reply(ctx, req.ID, res)
+		err = s.writeResult(conn, req.ID, res)
 	}
 	if err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
 		s.log.Warn("reply failed", "method", req.Method, "error", err)
 	}
+}
+
+// writeResult answers with a result through the stream, encoded once
+// (frame.Stream.WriteResult); like jsonrpc2's Reply, not once the
+// connection is closed.
+func (s *Server) writeResult(conn *jsonrpc2.Conn, id jsonrpc2.ID, res any) error {
+	if s.stream == nil {
+		return conn.Reply(context.Background(), id, res)
+	}
+	select {
+	case <-conn.DisconnectNotify():
+		return jsonrpc2.ErrClosed
+	default:
+	}
+	return s.stream.WriteResult(id, res)
 }
 
 // session returns the core, or an error when there is none (shut down).

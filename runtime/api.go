@@ -47,5 +47,13 @@ type Adapter interface {
 	Close() error
 }
 
+// BatchStamper is an Adapter that stamps many sources at once more cheaply
+// than one Stamp each (a directory's path walked once for all its files).
+// The answers are Stamp's, index by index. Optional: a sync's verify pass
+// uses it for the agent's sources.
+type BatchStamper interface {
+	Stamps(ctx context.Context, ids []string) ([]string, []error)
+}
+
 // Notify receives change hints from adapters (a hint: the core re-verifies).
 type Notify func(id string)

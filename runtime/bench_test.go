@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"github.com/concord-ctx/concord/locator"
 	"github.com/concord-ctx/concord/protocol"
 
 	"context"
+	"crypto/sha256"
 	"fmt"
 	goruntime "runtime"
 	"strings"
@@ -288,4 +290,46 @@ func BenchmarkFirstSyncManyLinks(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkFirstSyncLinksScaling: BenchmarkFirstSyncManyLinks at 1,000
+// and 50,000 one-line reads of the file (issue 23: the cost must stay flat
+// in the links), beside its floor, "read-hash-diff": the fake adapter's
+// read of the edited file (a join and a SHA-256) and the split into lines
+// and the common ends that any reconciliation of it needs.
+func BenchmarkFirstSyncLinksScaling(b *testing.B) {
+	for _, agents := range []int{1, 50} {
+		b.Run(fmt.Sprintf("links=%d", agents*1000), func(b *testing.B) {
+			m, mem, ls, obs := manyLinksWorld(b, agents, 1000)
+			ctx := context.Background()
+			for _, o := range obs {
+				if _, err := m.Observe(ctx, o); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cur := append([]string(nil), ls...)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				cur[30000] = fmt.Sprintf("row edited %d", i)
+				mem.set(fid, text(cur))
+				if _, err := m.Sync(ctx, protocol.SyncParams{Agent: "agent-0", Turn: 2}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(agents*1000), "ns/link")
+		})
+	}
+	b.Run("read-hash-diff", func(b *testing.B) {
+		_, _, ls, _ := manyLinksWorld(b, 1, 1)
+		cur := append([]string(nil), ls...)
+		old := locator.SplitLines(text(ls))
+		for i := 0; i < b.N; i++ {
+			cur[30000] = fmt.Sprintf("row edited %d", i)
+			t := text(cur)
+			sum := sha256.Sum256([]byte(t))
+			_ = sum
+			nw := locator.SplitLines(t)
+			commonEnds(old, nw)
+		}
+	})
 }

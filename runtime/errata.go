@@ -140,13 +140,14 @@ func linkErratum(anchor string, l *link, noted bool) (clause, holds) {
 		// from a replacement of the same lines.
 		now = fmt.Sprintf(", now %d lines", lineCount(l.text))
 	}
-	own := len(l.pl.edits) > 0 && l.pl.outside == 0
+	lp := l.placed()
+	own := len(lp.edits) > 0 && lp.outside == 0
 	switch {
 	case l.text == l.shown && own:
 		// The agent's own edits moved it: the edit results show where its
 		// lines went. Naming no lines keeps this true through the next
 		// moves, the commonest change in a coding session.
-		c.pred = "moved with " + yourEdits(l.pl.edits) + ", text unchanged"
+		c.pred = "moved with " + yourEdits(lp.edits) + ", text unchanged"
 		return c, holdsSameText
 	case l.text == l.shown && noted:
 		// Moved again after an erratum: new numbers on every move would
@@ -159,13 +160,13 @@ func linkErratum(anchor string, l *link, noted bool) (clause, holds) {
 	case own:
 		// The new text is in the edit's own result: point to it. No
 		// lines, so the warning stays true through the next edits.
-		c.pred = "changed by " + yourEdits(l.pl.edits)
+		c.pred = "changed by " + yourEdits(lp.edits)
 		return c, holdsAlways
-	case noted && l.pl.ownSince && l.pl.lastOutside <= l.pl.notedAt:
+	case noted && lp.ownSince && lp.lastOutside <= lp.notedAt:
 		// Only the agent's edits since the latest erratum: point to the
 		// last one rather than repeat every change since the copy in
 		// place, which would grow with each edit.
-		c.pred = "changed again by your edit in " + l.pl.edits[len(l.pl.edits)-1]
+		c.pred = "changed again by your edit in " + lp.edits[len(lp.edits)-1]
 		return c, holdsAlways
 	}
 	if h, ok := hunk(l); ok {

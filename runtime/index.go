@@ -168,6 +168,7 @@ type source struct {
 	readErr string
 	links   map[*link]struct{}
 	order   []*link // links in block order, with unlinked ones not yet compacted out (ordered)
+	epoch   uint64  // reconciliations so far: each may move link ranges (spanIndex)
 	pins    int     // observations loading this source; keeps its text alive
 
 	pl srcPlace // guarded by Manager.mu
@@ -257,8 +258,8 @@ type link struct {
 	tail         bool            // the read reached the source's last line: it covers lines appended later
 	anchor       *locator.Anchor // kept while the source is gone, to find the span again
 	notice       string
-	display      string // the source's display name, kept once the link leaves the index
-	pl           linkPlace
+	display      string     // the source's display name, kept once the link leaves the index
+	pl           *linkPlace // nil until placement records something (place)
 }
 
 type block struct {
@@ -285,9 +286,10 @@ type agentState struct {
 	blocks   map[*block]struct{}
 	byAnchor map[string][]*block
 	dirty    map[*block]struct{}
-	srcRefs  map[*source]int     // live links per source: the sources a sync must wait for
-	bySrc    map[*source][]*link // the agent's links per source, in block order, unlinked ones not yet compacted out
-	audit    []*block            // superseded blocks, oldest first (bounded by Manager.auditMax)
+	srcRefs  map[*source]int        // live links per source: the sources a sync must wait for
+	bySrc    map[*source][]*link    // the agent's links per source, in block order, unlinked ones not yet compacted out
+	spans    map[*source]*spanIndex // the agent's ranged links per source by first line, for supersede (spanIndex)
+	audit    []*block               // superseded blocks, oldest first (bounded by Manager.auditMax)
 	pl       agentPlace
 }
 
@@ -298,6 +300,100 @@ func (ag *agentState) addLink(l *link) {
 		ag.bySrc = map[*source][]*link{}
 	}
 	ag.bySrc[l.src] = append(ag.bySrc[l.src], l)
+	if si := ag.spans[l.src]; si != nil && si.epoch == l.src.epoch && !l.whole {
+		si.insert(l)
+	}
+}
+
+// spanIndex is an agent's ranged links on one source sorted by first line:
+// supersede finds the older reads inside a new one's range by a binary
+// search instead of looking at every read of the agent on the source (a
+// session that reads one file a thousand times over). It holds while no
+// reconciliation moved the ranges (epoch); a stale one is rebuilt once
+// enough observations needed it to pay for the sort, and answered by the
+// plain scan until then. Unlinked links stay in it until a rebuild.
+type spanIndex struct {
+	links []*link
+	epoch uint64 // the source's epoch it was sorted at
+	stale int    // scans since it went stale
+}
+
+// spanIndexMin is the agent's links on a source below which a scan is as
+// cheap as the index; spanRebuildAfter, the scans a stale index waits.
+// (Variables: a test runs the same session with and without the index.)
+var (
+	spanIndexMin     = 64
+	spanRebuildAfter = 8
+)
+
+func (si *spanIndex) insert(l *link) {
+	i := sort.Search(len(si.links), func(i int) bool { return si.links[i].rng.Start > l.rng.Start })
+	si.links = slices.Insert(si.links, i, l)
+}
+
+// spanCands adds to cands the agent's older live blocks with a link on s
+// inside one of b's links on s (linkInside), as the scan of every link
+// would. Caller holds Manager.mu.
+func (ag *agentState) spanCands(s *source, b *block, cands map[*block]struct{}) {
+	cand := func(ol *link) {
+		ob := ol.block
+		if ol.src == s && ob != b && ob.seq < b.seq && ob.stage == stageLive && linkInside(ol, b) {
+			cands[ob] = struct{}{}
+		}
+	}
+	si := ag.index(s, b)
+	if si == nil {
+		for _, ol := range ag.linksOn(s) {
+			cand(ol)
+		}
+		return
+	}
+	for _, nl := range b.links {
+		if nl.src != s {
+			continue
+		}
+		i := sort.Search(len(si.links), func(i int) bool { return si.links[i].rng.Start >= nl.rng.Start })
+		for ; i < len(si.links) && si.links[i].rng.Start <= nl.rng.End; i++ {
+			if ol := si.links[i]; ol.rng.End <= nl.rng.End {
+				cand(ol)
+			}
+		}
+	}
+}
+
+// index is the agent's span index on s for a query by b, or nil when the
+// scan must answer: few links, a whole read in b (every read of the source
+// lies inside it), or a stale index not yet worth rebuilding.
+func (ag *agentState) index(s *source, b *block) *spanIndex {
+	n := ag.srcRefs[s]
+	if n < spanIndexMin {
+		return nil
+	}
+	for _, nl := range b.links {
+		if nl.src == s && nl.whole {
+			return nil
+		}
+	}
+	si := ag.spans[s]
+	if si != nil && si.epoch == s.epoch && len(si.links) <= 2*n+spanIndexMin {
+		return si
+	}
+	if si != nil && si.epoch != s.epoch && si.stale < spanRebuildAfter {
+		si.stale++
+		return nil
+	}
+	if ag.spans == nil {
+		ag.spans = map[*source]*spanIndex{}
+	}
+	si = &spanIndex{epoch: s.epoch}
+	for _, l := range ag.linksOn(s) {
+		if !l.whole {
+			si.links = append(si.links, l)
+		}
+	}
+	sort.SliceStable(si.links, func(i, j int) bool { return si.links[i].rng.Start < si.links[j].rng.Start })
+	ag.spans[s] = si
+	return si
 }
 
 // linksOn returns the agent's live links on s, compacting out unlinked ones.
@@ -332,12 +428,7 @@ func (ix *index) supersede(b *block) []string {
 			continue // a grep block links one source many times: scan it once
 		}
 		seen[l.src] = true
-		for _, ol := range b.agent.linksOn(l.src) {
-			ob := ol.block
-			if ob != b && ob.seq < b.seq && ob.stage == stageLive && linkInside(ol, b) {
-				cands[ob] = struct{}{}
-			}
-		}
+		b.agent.spanCands(l.src, b, cands)
 	}
 	var old []*block
 	for ob := range cands {
@@ -392,6 +483,7 @@ func (ix *index) unlink(b *block) {
 		l.src.free()
 		if ag := b.agent; ag.srcRefs[l.src] <= 1 {
 			delete(ag.srcRefs, l.src)
+			delete(ag.spans, l.src)
 		} else {
 			ag.srcRefs[l.src]--
 		}

@@ -91,6 +91,27 @@ func noteFor(h holds) note {
 }
 
 // linkPlace says who changed a link since the model's in-place copy.
+// place is l's placement record, made on first use: most links never see
+// a change attributed or an erratum, and an empty record in every link was
+// 80 of its bytes.
+func (l *link) place() *linkPlace {
+	if l.pl == nil {
+		l.pl = &linkPlace{}
+	}
+	return l.pl
+}
+
+// placed is l's placement record to read (an empty one when it has none);
+// never written through: writes go through place.
+func (l *link) placed() *linkPlace {
+	if l.pl == nil {
+		return &noLinkPlace
+	}
+	return l.pl
+}
+
+var noLinkPlace linkPlace
+
 type linkPlace struct {
 	edits   []string // anchors of the agent's own edits, oldest first
 	outside uint64   // source transition that first made an outside change (0: none)
@@ -142,14 +163,15 @@ func (m *Manager) attribute(src *source, changed []*block, agent, anchor string)
 		src.pl.lastBy = true
 		for _, b := range src.pl.last {
 			for _, l := range b.links {
-				if l.src != src || b.agent.name != agent || l.pl.lastOutside != src.pl.trans {
+				if l.src != src || b.agent.name != agent || l.placed().lastOutside != src.pl.trans {
 					continue
 				}
-				if l.pl.outside == src.pl.trans {
-					l.pl.outside = 0
+				lp := l.place()
+				if lp.outside == src.pl.trans {
+					lp.outside = 0
 				}
-				l.pl.lastOutside = l.pl.prevOutside
-				l.pl.edits, l.pl.ownSince = appendEdit(l.pl.edits, anchor), true
+				lp.lastOutside = lp.prevOutside
+				lp.edits, lp.ownSince = appendEdit(lp.edits, anchor), true
 			}
 		}
 		return
@@ -162,14 +184,15 @@ func (m *Manager) attribute(src *source, changed []*block, agent, anchor string)
 			if l.src != src {
 				continue
 			}
+			lp := l.place()
 			if own {
-				l.pl.edits, l.pl.ownSince = appendEdit(l.pl.edits, anchor), true
+				lp.edits, lp.ownSince = appendEdit(lp.edits, anchor), true
 				continue
 			}
-			if l.pl.outside == 0 {
-				l.pl.outside = src.pl.trans
+			if lp.outside == 0 {
+				lp.outside = src.pl.trans
 			}
-			l.pl.prevOutside, l.pl.lastOutside = l.pl.lastOutside, src.pl.trans
+			lp.prevOutside, lp.lastOutside = lp.lastOutside, src.pl.trans
 		}
 	}
 }
@@ -279,13 +302,14 @@ func (m *Manager) place(ag *agentState, bs []*block, req protocol.SyncParams) ([
 			b.pl.note = noteFor(h)
 			for _, l := range b.links {
 				if l.src != nil {
-					l.pl.notedAt, l.pl.ownSince = l.src.pl.trans, false
-					l.pl.notedVersion, l.pl.goneNoted = "", causeNone
+					lp := l.place()
+					lp.notedAt, lp.ownSince = l.src.pl.trans, false
+					lp.notedVersion, lp.goneNoted = "", causeNone
 					if h == holdsAlways && linkGone(l) {
-						l.pl.goneNoted = l.cause
+						lp.goneNoted = l.cause
 					}
 					if l.state == linkOK {
-						l.pl.notedVersion = l.version
+						lp.notedVersion = l.version
 					}
 				}
 			}
@@ -314,7 +338,7 @@ func placeInPlace(b *block) protocol.BlockView {
 		if len(v.Sources) > 0 {
 			l.shown, l.shownRng, l.shownVersion = l.text, l.rng, l.version
 		}
-		l.pl = linkPlace{}
+		l.pl = nil
 	}
 	b.pl = blockPlace{sentAfter: b.pl.sentAfter, at: b.pl.at, inplace: v.Status}
 	return v
@@ -383,7 +407,7 @@ func linkGone(l *link) bool {
 // no longer holds.
 func goneEnded(b *block) bool {
 	for _, l := range b.links {
-		if l.pl.goneNoted != causeNone && (!linkGone(l) || l.cause != l.pl.goneNoted) {
+		if lp := l.placed(); lp.goneNoted != causeNone && (!linkGone(l) || l.cause != lp.goneNoted) {
 			return true
 		}
 	}
@@ -528,7 +552,7 @@ func copyHolds(s, by *block) bool {
 // version of the source a live link of by is at now.
 func versionHeld(sl *link, by *block) bool {
 	for _, bl := range by.links {
-		if bl.uri == sl.uri && bl.state == linkOK && sl.pl.notedVersion != "" && bl.version == sl.pl.notedVersion {
+		if bl.uri == sl.uri && bl.state == linkOK && sl.placed().notedVersion != "" && bl.version == sl.placed().notedVersion {
 			return true
 		}
 	}

@@ -54,30 +54,88 @@ func (m *Manager) applyRead(src *source, stamp string, c Content, err error, by 
 	return changed
 }
 
-// verifyWorkers bounds the parallel stats of one verify pass: stat calls
-// wait in the kernel, so a few in flight hide latency without hogging CPUs.
+// verifyWorkers bounds the parallel reads of one verify pass (the sources
+// whose stamps moved): reads wait on the disk, so a few in flight hide it.
 const verifyWorkers = 8
 
-// verifyAll verifies srcs, in parallel when there are many.
+// verifyAll verifies srcs: their stamps first, all at once and serially (a
+// BatchStamper walks each directory once; parallel stats of cached inodes
+// only add scheduling on a few cores), then a Read of each source whose
+// stamp moved, in parallel when there are many.
 func (m *Manager) verifyAll(ctx context.Context, srcs []*source) error {
-	if len(srcs) < 2*verifyWorkers {
+	type check struct {
+		src   *source
+		prev  string
+		fresh bool
+	}
+	checks := make([]check, 0, len(srcs))
+	m.withLock(func() {
+		if m.closed {
+			return
+		}
 		for _, s := range srcs {
-			if err := m.verify(ctx, s, false); err != nil {
+			if len(s.links) > 0 {
+				// An unchanged stamp means nothing new, unless the content was never read.
+				checks = append(checks, check{s, s.stamp, s.state != statePresent || s.known || s.reporter != nil})
+			}
+		}
+	})
+	if len(checks) == 0 {
+		return nil
+	}
+	stamps := make([]string, len(checks))
+	errs := make([]error, len(checks))
+	// One batch per adapter that can take one, in the order of the checks.
+	var batches map[BatchStamper][]int
+	for i, c := range checks {
+		if bs, ok := c.src.adapter.(BatchStamper); ok {
+			if batches == nil {
+				batches = map[BatchStamper][]int{}
+			}
+			batches[bs] = append(batches[bs], i)
+			continue
+		}
+		stamps[i], errs[i] = c.src.adapter.Stamp(ctx, c.src.id)
+	}
+	for bs, idx := range batches {
+		ids := make([]string, len(idx))
+		for k, i := range idx {
+			ids[k] = checks[i].src.id
+		}
+		st, es := bs.Stamps(ctx, ids)
+		for k, i := range idx {
+			stamps[i], errs[i] = st[k], es[k]
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var moved []int
+	for i, c := range checks {
+		if errs[i] == nil && stamps[i] != "" && stamps[i] == c.prev && c.fresh {
+			continue
+		}
+		moved = append(moved, i)
+	}
+	read := func(i int) error { return m.verifyRead(ctx, checks[i].src, stamps[i]) }
+	if len(moved) < 2*verifyWorkers {
+		for _, i := range moved {
+			if err := read(i); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	next := make(chan *source)
-	errs := make(chan error, verifyWorkers)
+	next := make(chan int)
+	errc := make(chan error, verifyWorkers)
 	var wg sync.WaitGroup
 	for w := 0; w < verifyWorkers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for s := range next {
-				if err := m.verify(ctx, s, false); err != nil {
-					errs <- err
+			for i := range next {
+				if err := read(i); err != nil {
+					errc <- err
 					return
 				}
 			}
@@ -85,10 +143,10 @@ func (m *Manager) verifyAll(ctx context.Context, srcs []*source) error {
 	}
 	var err error
 feed:
-	for _, s := range srcs {
+	for _, i := range moved {
 		select {
-		case next <- s:
-		case err = <-errs:
+		case next <- i:
+		case err = <-errc:
 			break feed
 		}
 	}
@@ -96,11 +154,29 @@ feed:
 	wg.Wait()
 	if err == nil {
 		select {
-		case err = <-errs:
+		case err = <-errc:
 		default:
 		}
 	}
 	return err
+}
+
+// verifyRead reads src, whose stamp was taken (before the read, so the
+// stamp is never newer than the content it is stored with) and moved.
+func (m *Manager) verifyRead(ctx context.Context, src *source, stamp string) error {
+	src.io.Lock()
+	defer src.io.Unlock()
+	var live bool
+	m.withLock(func() { live = !m.closed && len(src.links) > 0 })
+	if !live {
+		return nil
+	}
+	c, err := src.adapter.Read(ctx, src.id)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	m.applyRead(src, stamp, c, err, editBy{})
+	return nil
 }
 
 // Sync verifies every source with live blocks, flags the agent's aged

@@ -18,6 +18,9 @@ import (
 var concordBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(echoEnv) == "1" {
+		os.Exit(echoServe(os.Stdin, os.Stdout))
+	}
 	dir, err := os.MkdirTemp("", "concord-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

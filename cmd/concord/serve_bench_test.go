@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,6 +62,7 @@ func loadedSession(b *testing.B, n int) *benchSession {
 	initialize(b, c, root, "auto")
 	const perFile, span, lines = 100, 10, 1000
 	var files [][]string
+	var lastWrite time.Time
 	for i := 0; len(s.blocks) < n; i++ {
 		if i%perFile == 0 {
 			content := make([]string, lines)
@@ -68,6 +71,7 @@ func loadedSession(b *testing.B, n int) *benchSession {
 			}
 			files = append(files, content)
 			transcript.AtomicWrite(b, filepath.Join(root, fmt.Sprintf("f%03d.txt", len(files)-1)), []byte(strings.Join(content, "\n")+"\n"))
+			lastWrite = time.Now()
 		}
 		f, k := len(files)-1, i%perFile
 		start := k*span + 1
@@ -79,6 +83,12 @@ func loadedSession(b *testing.B, n int) *benchSession {
 		if err := c.Call(context.Background(), protocol.MethodObserve, o, nil); err != nil {
 			b.Fatalf("observe: %v", err)
 		}
+	}
+	// A quiet session's files were written long ago: until the newest is
+	// out of the racily clean window (2 s, fileadapter) every sync re-reads
+	// it, which is the cost of a file just written, not of a quiet sync.
+	if wait := time.Until(lastWrite.Add(2500 * time.Millisecond)); wait > 0 {
+		time.Sleep(wait)
 	}
 	// The first sync hands over everything; later ones are the steady state.
 	if err := c.Call(context.Background(), protocol.MethodSync, protocol.SyncParams{Agent: "main", Turn: 1}, nil); err != nil {
@@ -125,6 +135,87 @@ func BenchmarkSyncRoundTrip(b *testing.B) {
 				return s.c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "main", Turn: 3}, &res)
 			})
 		})
+	}
+}
+
+// BenchmarkFullSyncRoundTrip: a full sync (every block's view) at 10,000
+// blocks; rss-now-kB after the rounds against rss-kB before shows whether
+// the server's memory grows with full syncs (issue 23: it must stay flat).
+// Run with -benchtime 10x for the issue's "RSS after 10 full syncs".
+func BenchmarkFullSyncRoundTrip(b *testing.B) {
+	s := loadedSession(b, 10000)
+	var res protocol.SyncResult
+	measure(b, s, func(ctx context.Context) error {
+		return s.c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "main", Turn: 3, Full: true}, &res)
+	})
+}
+
+// BenchmarkEchoRoundTrip is the reference of the round trips above: the
+// same client and pipe to a server that only frames, reads the id and
+// answers (this test binary re-run as echoServe), sent a sync's params.
+func BenchmarkEchoRoundTrip(b *testing.B) {
+	c, err := client.Options{Env: append(os.Environ(), echoEnv+"=1")}.Start(context.Background(), os.Args[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	var res json.RawMessage
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if err := c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "main", Turn: 3}, &res); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Nanoseconds()), "p99-ns")
+}
+
+const echoEnv = "CONCORD_BENCH_ECHO"
+
+// echoServe answers every Content-Length framed request with an empty
+// result: the floor of a round trip over a pipe.
+func echoServe(in io.Reader, out io.Writer) int {
+	r := bufio.NewReader(in)
+	w := bufio.NewWriter(out)
+	for {
+		n := -1
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return 0
+			}
+			line = strings.TrimSpace(line)
+			if line == "" {
+				break
+			}
+			if v, ok := strings.CutPrefix(strings.ToLower(line), "content-length:"); ok {
+				n, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+		if n < 0 {
+			return 1
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return 0
+		}
+		var msg struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(body, &msg) != nil || len(msg.ID) == 0 {
+			continue
+		}
+		resp := `{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":{}}`
+		fmt.Fprintf(w, "Content-Length: %d\r\n\r\n%s", len(resp), resp)
+		if w.Flush() != nil {
+			return 0
+		}
 	}
 }
 

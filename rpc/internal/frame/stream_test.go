@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/concord-ctx/concord/protocol"
 )
@@ -244,4 +248,116 @@ func FuzzStreamRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestOnRequestAsJsonrpc2: a request taken from the frame's one decode
+// (OnRequest) is the request jsonrpc2 itself makes of the same bytes:
+// method, params as sent (absent: nil), id (number, string, escaped
+// string) or a notification (no id, null id); responses still reach
+// ReadObject.
+func TestOnRequestAsJsonrpc2(t *testing.T) {
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"sync","params":{"agent":"main","turn":3}}`,
+		`{"jsonrpc":"2.0","id":"a\u0062","method":"obs\u0065rve","params":{"agent":"m","sources":[{"uri":"file:///x","text":"<&>"}]}}`,
+		`{"jsonrpc":"2.0","id":9223372036854775807,"method":"stats"}`,
+		`{"jsonrpc":"2.0","method":"exit"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"x","params":null}`,
+		`{"jsonrpc":"2.0","id":0,"method":"x","params":[1, 2],"meta":{"k":1}}`,
+	} {
+		var want jsonrpc2.Request
+		if err := json.Unmarshal([]byte(body), &want); err != nil {
+			t.Fatalf("%s: jsonrpc2: %v", body, err)
+		}
+		var got []*jsonrpc2.Request
+		s := New(strings.NewReader(cl(body)+cl(`{"jsonrpc":"2.0","id":4,"result":{}}`)), io.Discard, nil, protocol.FramingContentLength, 0)
+		s.OnRequest = func(r *jsonrpc2.Request) { got = append(got, r) }
+		var m msg
+		if err := s.ReadObject(&m); err != nil || m["result"] == nil {
+			t.Fatalf("%s: the response after it: %v %v", body, m, err)
+		}
+		if len(got) != 1 {
+			t.Fatalf("%s: %d requests", body, len(got))
+		}
+		r := got[0]
+		if r.Method != want.Method || r.ID != want.ID || r.Notif != want.Notif || (r.Params == nil) != (want.Params == nil) {
+			t.Errorf("%s: got %+v, jsonrpc2 %+v", body, *r, want)
+			continue
+		}
+		if r.Params != nil {
+			var a, b any
+			json.Unmarshal(*r.Params, &a)
+			json.Unmarshal(*want.Params, &b)
+			if !reflect.DeepEqual(a, b) {
+				t.Errorf("%s: params %s, jsonrpc2 %s", body, *r.Params, *want.Params)
+			}
+		}
+	}
+}
+
+// TestWriteResultAsJsonrpc2: WriteResult writes the bytes of jsonrpc2's
+// Reply for the same id and result (HTML escaping included), and reuses
+// its buffer without mixing results.
+func TestWriteResultAsJsonrpc2(t *testing.T) {
+	for _, tc := range []struct {
+		id  jsonrpc2.ID
+		res any
+	}{
+		{jsonrpc2.ID{Num: 7}, map[string]any{"blocks": []string{"a<b", "c&d"}, "n": 1}},
+		{jsonrpc2.ID{Str: "q\"1", IsString: true}, protocol.StatsResult{}},
+		{jsonrpc2.ID{Num: 8}, nil},
+		{jsonrpc2.ID{Num: 9}, "x"},
+	} {
+		var out bytes.Buffer
+		s := New(strings.NewReader(""), &out, nil, protocol.FramingNewline, 0)
+		if err := s.WriteResult(tc.id, tc.res); err != nil {
+			t.Fatal(err)
+		}
+		resp := &jsonrpc2.Response{ID: tc.id}
+		if err := resp.SetResult(tc.res); err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSuffix(out.String(), "\n"); got != string(want) {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	}
+}
+
+// TestWriteResultConcurrent: results written at once from many handlers
+// (one kept buffer between them) come out whole, each with its own id and
+// result. Run with -race.
+func TestWriteResultConcurrent(t *testing.T) {
+	var out bytes.Buffer
+	s := New(strings.NewReader(""), &out, nil, protocol.FramingNewline, 0)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				n := g*1000 + i
+				if err := s.WriteResult(jsonrpc2.ID{Num: uint64(n)}, map[string]int{"n": n, "pad": len(strings.Repeat("x", n%97))}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[uint64]bool{}
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		var r struct {
+			ID     uint64         `json:"id"`
+			Result map[string]int `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil || uint64(r.Result["n"]) != r.ID || seen[r.ID] {
+			t.Fatalf("frame %q: %v", line, err)
+		}
+		seen[r.ID] = true
+	}
+	if len(seen) != 400 {
+		t.Fatalf("%d results, want 400", len(seen))
+	}
 }

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package fileadapter
+
+import "time"
+
+// dirWalker has no fast path here: every file takes the slow one.
+type dirWalker struct{}
+
+func (a *Adapter) newDirWalker() *dirWalker { return &dirWalker{} }
+
+func (w *dirWalker) close() {}
+
+func (w *dirWalker) stampFiles(string, []string, time.Time, []string, []bool) {}
