@@ -61,7 +61,7 @@ func BenchmarkQuietSync(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := runtime.New(runtime.Config{Placement: runtime.PlacementInplace})
+	m := runtime.New(runtime.Config{Options: protocol.InitializeParams{Placement: protocol.PlacementInplace}})
 	a, err := New(Config{Roots: []string{root}, Mode: ModeFsnotify}, m.Hint)
 	if err != nil {
 		b.Fatal(err)
