@@ -58,17 +58,20 @@ func (m *Manager) applyRead(src *source, stamp string, c Content, err error, by 
 // whose stamps moved): reads wait on the disk, so a few in flight hide it.
 const verifyWorkers = 8
 
+// stampCheck is one source of a verify pass: its stamp before the pass,
+// and whether an unchanged stamp may be trusted (its content was read).
+type stampCheck struct {
+	src   *source
+	prev  string
+	fresh bool
+}
+
 // verifyAll verifies srcs: their stamps first, all at once and serially (a
 // BatchStamper walks each directory once; parallel stats of cached inodes
 // only add scheduling on a few cores), then a Read of each source whose
 // stamp moved, in parallel when there are many.
 func (m *Manager) verifyAll(ctx context.Context, srcs []*source) error {
-	type check struct {
-		src   *source
-		prev  string
-		fresh bool
-	}
-	checks := make([]check, 0, len(srcs))
+	checks := make([]stampCheck, 0, len(srcs))
 	m.withLock(func() {
 		if m.closed {
 			return
@@ -76,16 +79,32 @@ func (m *Manager) verifyAll(ctx context.Context, srcs []*source) error {
 		for _, s := range srcs {
 			if len(s.links) > 0 {
 				// An unchanged stamp means nothing new, unless the content was never read.
-				checks = append(checks, check{s, s.stamp, s.state != statePresent || s.known || s.reporter != nil})
+				checks = append(checks, stampCheck{s, s.stamp, s.state != statePresent || s.known || s.reporter != nil})
 			}
 		}
 	})
 	if len(checks) == 0 {
 		return nil
 	}
+	stamps, errs := stampAll(ctx, checks)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var moved []int
+	for i, c := range checks {
+		if errs[i] == nil && stamps[i] != "" && stamps[i] == c.prev && c.fresh {
+			continue
+		}
+		moved = append(moved, i)
+	}
+	return readAll(moved, func(i int) error { return m.verifyRead(ctx, checks[i].src, stamps[i]) })
+}
+
+// stampAll stamps every check's source: one batch per adapter that can take
+// one (in the order of the checks), one Stamp each otherwise.
+func stampAll(ctx context.Context, checks []stampCheck) ([]string, []error) {
 	stamps := make([]string, len(checks))
 	errs := make([]error, len(checks))
-	// One batch per adapter that can take one, in the order of the checks.
 	var batches map[BatchStamper][]int
 	for i, c := range checks {
 		if bs, ok := c.src.adapter.(BatchStamper); ok {
@@ -107,17 +126,12 @@ func (m *Manager) verifyAll(ctx context.Context, srcs []*source) error {
 			stamps[i], errs[i] = st[k], es[k]
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	var moved []int
-	for i, c := range checks {
-		if errs[i] == nil && stamps[i] != "" && stamps[i] == c.prev && c.fresh {
-			continue
-		}
-		moved = append(moved, i)
-	}
-	read := func(i int) error { return m.verifyRead(ctx, checks[i].src, stamps[i]) }
+	return stamps, errs
+}
+
+// readAll calls read for each of moved: serially when they are few, else on
+// verifyWorkers goroutines; the first error stops the pass.
+func readAll(moved []int, read func(int) error) error {
 	if len(moved) < 2*verifyWorkers {
 		for _, i := range moved {
 			if err := read(i); err != nil {
