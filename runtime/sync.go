@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -330,4 +331,26 @@ func view(b *block) protocol.BlockView {
 		}
 	}
 	return v
+}
+
+// totalLines is the current line count of l's source, nil when unknown.
+func (l *link) totalLines() *int {
+	s := l.src
+	if s == nil || s.state != statePresent || !s.known {
+		return nil
+	}
+	n := lineCount(s.text)
+	return &n
+}
+
+// lineCount is len(locator.SplitLines(s)) without building the slice.
+func lineCount(s string) int {
+	if s == "" {
+		return 0
+	}
+	n := strings.Count(s, "\n")
+	if !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
 }
