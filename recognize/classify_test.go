@@ -1,5 +1,8 @@
 package recognize
 
+// This file is compiled only into the tests: the classification serves the
+// public corpus golden (public_test.go) and adds nothing to the binary.
+
 import (
 	"fmt"
 	"path/filepath"
