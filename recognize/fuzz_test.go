@@ -72,6 +72,7 @@ func fuzzWorkspace() memFiles {
 // (as the screen shows it), and the result renders back as the output.
 func FuzzRecognize(f *testing.F) {
 	seedFromCorpus(f)
+	seedFromPublic(f)
 	f.Add(uint8(0), "grep -n \"a\\|b\" a.txt", "1:alpha\n2:beta", 0)
 	f.Add(uint8(1), "cd src && grep -rn TODO .", "./main.go:4:\t// TODO: x\n", 0)
 	f.Add(uint8(0), "cat a.txt | grep -A1 beta", "beta\n\tgamma\n--\nbeta\n", 0)
