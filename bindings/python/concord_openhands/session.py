@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import threading
 import time
@@ -37,7 +36,6 @@ PLACEMENTS: tuple[str, ...] = get_args(wire.Placement)
 DEFAULT_PLACEMENT = "auto"
 # A prompt token's cost written to / read from the provider's cache, in input prices (initialize's cache.price).
 ENV_PRICE = "CONCORD_CACHE_PRICE"
-PRICE_PRESETS: dict[str, tuple[float, float]] = {"anthropic": (1.25, 0.1), "openai": (1.0, 0.5)}
 PRICE_OFF = "off"
 _PRICE_WARNED: set[str] = set()  # each bad price is said once
 
@@ -67,60 +65,24 @@ def find_binary(explicit: str | None = None) -> str | None:
     return None
 
 
-def parse_cache_price(value: Any) -> tuple[float, float] | None:
-    """The (write, read) a price option names: None, "" or "off"; a preset; "W,R"; or {"write", "read"}.
-    Raises ValueError saying what is wrong, also for numbers the server refuses."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in ("", PRICE_OFF):
-            return None
-        if text in PRICE_PRESETS:
-            return PRICE_PRESETS[text]
-        parts = text.split(",")
-        if len(parts) != 2:
-            raise ValueError(f"{value!r} is not {', '.join(map(repr, PRICE_PRESETS))}, {PRICE_OFF!r} or 'WRITE,READ'")
-        try:
-            write, read = float(parts[0]), float(parts[1])
-        except ValueError:
-            raise ValueError(f"{value!r}: WRITE,READ must be two numbers") from None
-    elif isinstance(value, dict):
-        if set(value) != {"write", "read"}:
-            raise ValueError(f"{value!r} must have exactly the keys 'write' and 'read'")
-        write, read = value["write"], value["read"]
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (write, read)):
-            raise ValueError(f"{value!r}: write and read must be numbers")
-        write, read = float(write), float(read)
-    else:
-        raise ValueError(f"{value!r} is not a preset name, 'WRITE,READ' or a {{write, read}} mapping")
-    if not (math.isfinite(write) and math.isfinite(read) and write > 0 and 0 <= read <= write):
-        raise ValueError(f"write {write:g}, read {read:g}: must have write > 0 and 0 <= read <= write "
-                         "(multiples of the input price)")
-    return (write, read)
-
-
 def _warn_price_once(what: str) -> None:
     if what not in _PRICE_WARNED:
         _PRICE_WARNED.add(what)
         log.warning("concord: %s", what)
 
 
-def resolve_cache_price(value: Any, placement: str = DEFAULT_PLACEMENT) -> tuple[float, float] | None:
-    """`value`, else $CONCORD_CACHE_PRICE. Never raises: a price the server would refuse would fail
-    initialize, so a bad one (or one under a placement other than auto) is warned about once and left off."""
+def cache_price_option(value: Any, placement: str = DEFAULT_PLACEMENT) -> Any:
+    """`value`, else $CONCORD_CACHE_PRICE, as initialize's cache.price (the server checks it); None
+    for none: unset, "" or "off", or under a placement other than auto (warned about once)."""
     where = "cache_price"
     if value is None:
         value, where = os.environ.get(ENV_PRICE), f"${ENV_PRICE}"
-    try:
-        price = parse_cache_price(value)
-    except ValueError as exc:
-        _warn_price_once(f"ignoring {where}: {exc}; the cache price stays off")
+    if value is None or isinstance(value, str) and value.strip().lower() in ("", PRICE_OFF):
         return None
-    if price is not None and placement != "auto":
+    if placement != "auto":
         _warn_price_once(f"ignoring {where}: a cache price applies to placement 'auto' only, not {placement!r}")
         return None
-    return price
+    return value
 
 
 def path_to_uri(path: str) -> str:
@@ -233,14 +195,19 @@ class _Server:
             "protocolVersion": PROTOCOL_VERSION, "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
             "roots": cfg["roots"], "watch": cfg["watch"], "placement": cfg["placement"]}  # placement always sent
         params.update({k: cfg[k] for k in ("policy", "locator") if cfg[k] is not None})  # type: ignore[typeddict-item]
-        price = cfg["cache_price"] and {"write": cfg["cache_price"][0], "read": cfg["cache_price"][1]}
-        cache = {k: v for k, v in (("ttlSeconds", cfg["cache_ttl"]), ("price", price)) if v is not None}
+        cache = {k: v for k, v in (("ttlSeconds", cfg["cache_ttl"]), ("price", cfg["cache_price"])) if v is not None}
         if cache:
             params["cache"] = cache  # type: ignore[typeddict-item]
         try:
             result = client.call(wire.METHOD_INITIALIZE, params, timeout=cfg["init_timeout"])
         except (ServerUnavailable, RpcError) as exc:
             client.kill()
+            if isinstance(exc, RpcError) and str((exc.data or {}).get("field", "")).startswith("cache.price"):
+                # A bad price must not cost the session: say why once and start again without it.
+                _warn_price_once(f"ignoring cache_price {cfg['cache_price']!r}: {exc.message}; the cache price stays off")
+                cfg["cache_price"] = None
+                self.starts -= 1  # not a failed start
+                return False
             self.last_error = f"initialize failed: {exc}"
             if isinstance(exc, RpcError) and exc.code == UNSUPPORTED_VERSION:
                 self.last_error = version_mismatch(binary, (exc.data or {}).get("supported"))
@@ -311,7 +278,7 @@ _SERVERS_LOCK = threading.Lock()
 def _acquire(config: dict[str, Any], agent: str) -> tuple[_Server, str]:
     key = (config["binary"] or os.environ.get(ENV_BIN) or "", tuple(config["roots"]), config["watch"],
            json.dumps(config["policy"], sort_keys=True), json.dumps(config["locator"], sort_keys=True),
-           config["placement"], config["cache_ttl"], config["cache_price"], tuple(config["extra_args"]))
+           config["placement"], config["cache_ttl"], json.dumps(config["cache_price"], sort_keys=True), tuple(config["extra_args"]))
     with _SERVERS_LOCK:
         server = _SERVERS.get(key)
         if server is None:
@@ -359,7 +326,7 @@ class ConcordSession:
             raise ValueError(f"cache_ttl must be > 0 seconds, not {cache_ttl!r}")
         self.roots = [os.path.abspath(r) for r in roots]
         self.binary, self.placement, self.cache_ttl, self.timeout = binary, placement, cache_ttl, timeout
-        self.cache_price = resolve_cache_price(cache_price, placement)  # (write, read) or None
+        self.cache_price = cache_price_option(cache_price, placement)  # as given; the server checks it
         config = {"binary": binary, "roots": self.roots, "watch": watch, "policy": policy, "locator": locator,
                   "placement": placement, "cache_ttl": cache_ttl, "cache_price": self.cache_price,
                   "init_timeout": init_timeout, "max_restarts": max_restarts, "extra_args": list(extra_args or [])}
