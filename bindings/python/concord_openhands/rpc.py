@@ -1,12 +1,13 @@
-"""A small JSON-RPC 2.0 client for `concord serve` over a child's stdio (stdlib only).
+"""A small JSON-RPC 2.0 client for `concord serve --framing=newline` over a child's stdio (stdlib only).
 
-Content-Length framing; one reader thread routes responses to their callers, one drains stderr
+One JSON message per line (JSON escapes every newline in it); one reader thread routes responses to their callers, one drains stderr
 (a chatty server never blocks on a full pipe), a worker thread answers each server-to-client
 request (a slow handler never stalls reading); writes are locked, every call has a timeout.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import subprocess
@@ -94,15 +95,12 @@ class RpcClient:
             raise pending.error
         return pending.result
 
-    def notify(self, method: str, params: Any = None) -> None:
-        self._send(_message(method, params))
-
     def close(self, timeout: float = 2.0) -> int | None:
         """Shut the server down politely (shutdown + exit), then by force; the exit status, or None if killed."""
         if self.alive():
             try:
                 self.call(METHOD_SHUTDOWN, None, timeout=timeout)
-                self.notify(METHOD_EXIT)
+                self._send(_message(METHOD_EXIT, None))  # a notification
             except (ServerUnavailable, RpcError):
                 pass
         self._fail_all("client closed")
@@ -126,8 +124,7 @@ class RpcClient:
             pass
 
     def _send(self, msg: dict[str, Any]) -> None:
-        body = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        rest = memoryview(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        rest = memoryview(json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
         with self._write_lock:
             if self._closed_reason is not None:
                 raise ServerUnavailable(self._closed_reason)
@@ -143,11 +140,11 @@ class RpcClient:
         assert self._proc.stdout is not None
         reason = "server closed its stdout"
         try:
-            while (body := read_frame(self._proc.stdout)) is not None:
+            for line in io.BufferedReader(self._proc.stdout, 1 << 16):
                 try:
-                    msg = json.loads(body)
+                    msg = json.loads(line)
                 except ValueError:
-                    log.warning("concord: unparseable message from server: %.200r", body)
+                    log.warning("concord: unparseable message from server: %.200r", line)
                     continue
                 if isinstance(msg, dict):
                     self._dispatch(msg)
@@ -231,30 +228,3 @@ def _message(method: str, params: Any, **extra: Any) -> dict[str, Any]:
         msg["params"] = params
     return msg
 
-
-def read_frame(stream: Any) -> bytes | None:
-    """One Content-Length framed message body; None at a clean end of stream.
-    Raises ValueError on a malformed header (the stream cannot be resynchronised)."""
-    length: int | None = None
-    line = stream.readline()
-    if not line:
-        return None
-    while line.rstrip(b"\r\n"):
-        name, sep, value = line.rstrip(b"\r\n").partition(b":")
-        if not sep:
-            raise ValueError(f"malformed header line {line[:80]!r}")
-        if name.strip().lower() == b"content-length":
-            try:
-                length = int(value)
-            except ValueError:
-                raise ValueError(f"bad Content-Length {value[:40]!r}") from None
-        if not (line := stream.readline()):
-            raise ValueError("stream ended inside a message header")
-    if length is None or length < 0:
-        raise ValueError("message without Content-Length")
-    body = b""
-    while len(body) < length:
-        if not (chunk := stream.read(length - len(body))):
-            raise ValueError("stream ended inside a message body")
-        body += chunk
-    return body

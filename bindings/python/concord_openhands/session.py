@@ -27,7 +27,6 @@ from .rpc import RpcClient, RpcError, ServerUnavailable
 log = logging.getLogger("concord_openhands")
 
 PROTOCOL_VERSION = wire.VERSION
-UNSUPPORTED_VERSION = wire.CODE_UNSUPPORTED_PROTO  # initialize's answer to a version the server does not speak
 CLIENT_NAME, CLIENT_VERSION, ENV_BIN = "concord-openhands", "0.1.0", "CONCORD_BIN"
 WARNING_PREFIX = "concord: context repair unavailable"
 RESTART_BACKOFF = 0.05  # seconds before restart attempt k: 0.05 * 4**(k-1)
@@ -57,12 +56,7 @@ def binary_candidates(explicit: str | None = None) -> list[str]:
 
 def find_binary(explicit: str | None = None) -> str | None:
     """The first executable candidate; a named but unusable binary is None, never another one."""
-    for c in binary_candidates(explicit):
-        if os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-        if explicit or os.environ.get(ENV_BIN):
-            return None
-    return None
+    return next((c for c in binary_candidates(explicit) if os.path.isfile(c) and os.access(c, os.X_OK)), None)
 
 
 def _warn_price_once(what: str) -> None:
@@ -188,7 +182,7 @@ class _Server:
                 "no `concord` binary; looked at " + ", ".join(binary_candidates())
                 + f" (set ${ENV_BIN}, install it next to the package, or put it on PATH)"))
         try:
-            client = RpcClient([binary, "serve", *cfg["extra_args"]], cwd=cfg["roots"][0])
+            client = RpcClient([binary, "serve", "--framing=newline", *cfg["extra_args"]], cwd=cfg["roots"][0])
         except ServerUnavailable as exc:
             return self.give_up(str(exc))
         params: wire.InitializeParams = {
@@ -209,7 +203,7 @@ class _Server:
                 self.starts -= 1  # not a failed start
                 return False
             self.last_error = f"initialize failed: {exc}"
-            if isinstance(exc, RpcError) and exc.code == UNSUPPORTED_VERSION:
+            if isinstance(exc, RpcError) and exc.code == wire.CODE_UNSUPPORTED_PROTO:
                 self.last_error = version_mismatch(binary, (exc.data or {}).get("supported"))
             if isinstance(exc, RpcError):
                 return self.give_up(self.last_error)  # a refusal will not change on retry
@@ -236,10 +230,6 @@ class _Server:
         except Exception:  # noqa: BLE001 (finalizers call this: never raise)
             pass
 
-    def warn(self, why: str) -> None:
-        log.log(logging.DEBUG if self.warned else logging.WARNING, "%s: %s", WARNING_PREFIX, why)
-        self.warned = True
-
     def give_up(self, why: str) -> bool:
         """No more attempts: pass-through from now on, said once. False, for `start`."""
         self.disabled = True
@@ -254,7 +244,8 @@ class _Server:
         client, self.client = self.client, None
         if client is not None:
             client.kill()
-        self.warn(f"concord serve stopped answering ({exc}); restarting it")
+        log.log(logging.DEBUG if self.warned else logging.WARNING, "%s: %s; restarting it", WARNING_PREFIX, self.last_error)
+        self.warned = True
 
     def call(self, method: str, params: Any, timeout: float) -> Any:
         """Call the server; None when it is unavailable or refused this request."""

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from concord_openhands import session as S
-from concord_openhands.rpc import read_frame
 from concord_openhands.session import ConcordSession, Source, cache_price_option
 
 
@@ -69,8 +68,8 @@ def sent(log: Path, method: str) -> list[dict]:
     """The params of every `method` request in the log."""
     out = []
     with log.open("rb") as f:
-        while (body := read_frame(f)) is not None:
-            msg = json.loads(body)
+        for line in f:  # one message per line (--framing=newline)
+            msg = json.loads(line)
             if msg.get("method") == method:
                 out.append(msg.get("params"))
     return out
