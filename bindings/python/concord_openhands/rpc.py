@@ -14,6 +14,8 @@ import subprocess
 import threading
 from collections import deque
 from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .wire import CODE_INTERNAL_ERROR, CODE_METHOD_NOT_FOUND, METHOD_EXIT, METHOD_SHUTDOWN, ErrorObject
@@ -37,13 +39,11 @@ class ServerUnavailable(Exception):
     """The server cannot answer: not started, exited, hung (timeout) or broken pipe."""
 
 
+@dataclass
 class _Pending:
-    __slots__ = ("done", "result", "error")
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.result: Any = None
-        self.error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Any = None
+    error: BaseException | None = None
 
 
 class RpcClient:
@@ -98,17 +98,13 @@ class RpcClient:
     def close(self, timeout: float = 2.0) -> int | None:
         """Shut the server down politely (shutdown + exit), then by force; the exit status, or None if killed."""
         if self.alive():
-            try:
+            with suppress(ServerUnavailable, RpcError):
                 self.call(METHOD_SHUTDOWN, None, timeout=timeout)
                 self._send(_message(METHOD_EXIT, None))  # a notification
-            except (ServerUnavailable, RpcError):
-                pass
         self._fail_all("client closed")
-        try:
+        with suppress(OSError):
             if self._proc.stdin:
                 self._proc.stdin.close()
-        except OSError:
-            pass
         try:
             return self._proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -117,11 +113,9 @@ class RpcClient:
 
     def kill(self) -> None:
         self._fail_all("client killed the server")
-        try:
+        with suppress(OSError, subprocess.TimeoutExpired):
             self._proc.kill()
             self._proc.wait(5)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
 
     def _send(self, msg: dict[str, Any]) -> None:
         rest = memoryview(json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
@@ -197,20 +191,16 @@ class RpcClient:
             reply["error"] = ErrorObject(code=exc.code, message=exc.message)
         except Exception as exc:  # answer, never hang the server
             reply["error"] = ErrorObject(code=CODE_INTERNAL_ERROR, message=f"{method}: {exc}")
-        try:
+        with suppress(ServerUnavailable):
             self._send(reply)
-        except ServerUnavailable:
-            pass
 
     def _drain_stderr(self) -> None:
         assert self._proc.stderr is not None
-        try:
+        with suppress(OSError, ValueError):
             for raw in iter(self._proc.stderr.readline, b""):
                 if line := raw.decode("utf-8", "replace").rstrip():
                     self.stderr_tail.append(line)
                     log.debug("concord stderr: %s", line)
-        except (OSError, ValueError):
-            pass
 
     def _fail_all(self, reason: str) -> None:
         with self._state_lock:

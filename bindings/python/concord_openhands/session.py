@@ -10,12 +10,14 @@ each session re-registers what the model was shown; past that, pass-through.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import threading
 import time
 import weakref
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -35,8 +37,6 @@ PLACEMENTS: tuple[str, ...] = get_args(wire.Placement)
 DEFAULT_PLACEMENT = "auto"
 # A prompt token's cost written to / read from the provider's cache, in input prices (initialize's cache.price).
 ENV_PRICE = "CONCORD_CACHE_PRICE"
-PRICE_OFF = "off"
-_PRICE_WARNED: set[str] = set()  # each bad price is said once
 
 
 def version_mismatch(binary: str, supported: Any) -> str:
@@ -59,10 +59,9 @@ def find_binary(explicit: str | None = None) -> str | None:
     return next((c for c in binary_candidates(explicit) if os.path.isfile(c) and os.access(c, os.X_OK)), None)
 
 
+@functools.cache  # each bad price is said once
 def _warn_price_once(what: str) -> None:
-    if what not in _PRICE_WARNED:
-        _PRICE_WARNED.add(what)
-        log.warning("concord: %s", what)
+    log.warning("concord: %s", what)
 
 
 def cache_price_option(value: Any, placement: str = DEFAULT_PLACEMENT) -> Any:
@@ -71,7 +70,7 @@ def cache_price_option(value: Any, placement: str = DEFAULT_PLACEMENT) -> Any:
     where = "cache_price"
     if value is None:
         value, where = os.environ.get(ENV_PRICE), f"${ENV_PRICE}"
-    if value is None or isinstance(value, str) and value.strip().lower() in ("", PRICE_OFF):
+    if value is None or isinstance(value, str) and value.strip().lower() in ("", "off"):
         return None
     if placement != "auto":
         _warn_price_once(f"ignoring {where}: a cache price applies to placement 'auto' only, not {placement!r}")
@@ -224,11 +223,9 @@ class _Server:
         with self.lock:
             self.disabled = True
             client, self.client = self.client, None
-        try:
+        with suppress(Exception):  # finalizers call this: never raise
             if client is not None:
                 client.close(timeout=2.0)
-        except Exception:  # noqa: BLE001 (finalizers call this: never raise)
-            pass
 
     def give_up(self, why: str) -> bool:
         """No more attempts: pass-through from now on, said once. False, for `start`."""
@@ -285,12 +282,10 @@ def _acquire(config: dict[str, Any], agent: str) -> tuple[_Server, str]:
 
 def _release_session(server: _Server, agent: str, anchors: set[str], timeout: float) -> None:
     """A session ended: drop its blocks; the last one out stops the server."""
-    try:
+    with suppress(Exception):  # a finalizer: never raise
         if anchors and server.client is not None and server.client.alive():
-            try:
+            with suppress(ServerUnavailable, RpcError):
                 server.client.call(wire.METHOD_RELEASE, {"agent": agent, "anchors": sorted(anchors)}, timeout=timeout)
-            except (ServerUnavailable, RpcError):
-                pass
         anchors.clear()
         with _SERVERS_LOCK:
             server.agents.pop(agent, None)
@@ -299,8 +294,6 @@ def _release_session(server: _Server, agent: str, anchors: set[str], timeout: fl
                 del _SERVERS[server.key]
         if last:
             server.close()
-    except Exception:  # noqa: BLE001 (finalizer: never raise)
-        pass
 
 
 class ConcordSession:
@@ -366,13 +359,6 @@ class ConcordSession:
             params["anchor"] = anchor
         result = self._call(wire.METHOD_SOURCE_CHANGED, params)
         return list(result.get("blocks") or []) if isinstance(result, dict) else None
-
-    @property
-    def effective_placement(self) -> str:
-        """The placement the server echoed; an older server without one repairs in place."""
-        caps = self.server_info.get("capabilities") or {}
-        placement = caps.get("placement") if isinstance(caps, dict) else None
-        return placement if placement in PLACEMENTS else "inplace"
 
     def sync(self, turn: int, full: bool = False, prefix_rebuilt: bool = False, prompt_chars: int = 0) -> SyncResult | None:
         """`prefix_rebuilt`: messages were condensed or dropped since the last sync; `prompt_chars`: this

@@ -19,7 +19,7 @@ from concord_openhands.session import ConcordSession, Source, cache_price_option
 @pytest.fixture(autouse=True)
 def _fresh_price_warnings(monkeypatch):
     # Each bad price is said once per process; every test starts from none said.
-    monkeypatch.setattr(S, "_PRICE_WARNED", set())
+    S._warn_price_once.cache_clear()
     monkeypatch.delenv(S.ENV_PRICE, raising=False)
 
 

@@ -160,7 +160,7 @@ def test_prompt_chars_match_what_the_model_is_sent(workspace, concord_bin, tmp_p
 
 
 def test_price_serializes_with_the_agent(monkeypatch, caplog, concord_bin, workspace):
-    monkeypatch.setattr(S, "_PRICE_WARNED", set())
+    S._warn_price_once.cache_clear()
     for given in ["Anthropic", "1.25,0.1", {"write": 2, "read": 1}, None, "off"]:
         c = ConcordCondenser(roots="/w", cache_price=given)
         dumped = c.model_dump()
