@@ -8,7 +8,8 @@
 //
 // The bindings' wire types are generated from these (go generate, see
 // internal/wiregen). A string field tagged enum:"X" takes the values of the
-// untyped X* constants, which the generated types spell out as a union.
+// untyped X* constants, which the generated types spell out as a union; a
+// field tagged or:"string" also takes a string (string | T).
 package protocol
 
 //go:generate go run ./internal/wiregen -root ..
