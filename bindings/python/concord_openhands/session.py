@@ -75,6 +75,11 @@ def cache_price_option(value: Any, placement: str = DEFAULT_PLACEMENT) -> Any:
     if placement != "auto":
         _warn_price_once(f"ignoring {where}: a cache price applies to placement 'auto' only, not {placement!r}")
         return None
+    try:
+        json.dumps(value, allow_nan=False)  # what JSON cannot carry would fail initialize as a whole
+    except (TypeError, ValueError) as exc:
+        _warn_price_once(f"ignoring {where}: {exc}; the cache price stays off")
+        return None
     return value
 
 

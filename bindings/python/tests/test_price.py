@@ -54,6 +54,17 @@ def test_other_placements_are_off_with_one_warning(caplog):
                    "concord: ignoring cache_price: a cache price applies to placement 'auto' only, not 'inplace'"], got
 
 
+def test_a_price_json_cannot_carry_is_off_with_one_warning(caplog):
+    with caplog.at_level(logging.WARNING):
+        assert cache_price_option({"write": float("nan"), "read": 0}) is None
+        assert cache_price_option({"write": {1.25}, "read": 0}) is None
+    got = price_warnings(caplog)
+    assert got == ["concord: ignoring cache_price: Out of range float values are not JSON compliant: nan; "
+                   "the cache price stays off",
+                   "concord: ignoring cache_price: Object of type set is not JSON serializable; the cache price "
+                   "stays off"], got
+
+
 def tapped(tmp_path: Path, concord_bin: str) -> tuple[Path, Path]:
     """A `concord` that is the real one with its input copied to a log: what
     the session sends, byte for byte (every start appends)."""
