@@ -1,8 +1,9 @@
 """A small JSON-RPC 2.0 client for `concord serve --framing=newline` over a child's stdio (stdlib only).
 
-One JSON message per line (JSON escapes every newline in it); one reader thread routes responses to their callers, one drains stderr
-(a chatty server never blocks on a full pipe), a worker thread answers each server-to-client
-request (a slow handler never stalls reading); writes are locked, every call has a timeout.
+One JSON message per line (JSON escapes the newlines in it); one reader thread routes responses to
+their callers, one drains stderr (a chatty server never blocks on a full pipe), a worker thread
+answers each server-to-client request (a slow handler never stalls reading); writes are locked,
+every call has a timeout.
 """
 
 from __future__ import annotations
@@ -217,4 +218,3 @@ def _message(method: str, params: Any, **extra: Any) -> dict[str, Any]:
     if params is not None:
         msg["params"] = params
     return msg
-

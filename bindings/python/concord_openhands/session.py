@@ -202,7 +202,8 @@ class _Server:
             client.kill()
             if isinstance(exc, RpcError) and str((exc.data or {}).get("field", "")).startswith("cache.price"):
                 # A bad price must not cost the session: say why once and start again without it.
-                _warn_price_once(f"ignoring cache_price {cfg['cache_price']!r}: {exc.message}; the cache price stays off")
+                _warn_price_once(
+                    f"ignoring cache_price {cfg['cache_price']!r}: {exc.message}; the cache price stays off")
                 cfg["cache_price"] = None
                 self.starts -= 1  # not a failed start
                 return False
@@ -246,7 +247,8 @@ class _Server:
         client, self.client = self.client, None
         if client is not None:
             client.kill()
-        log.log(logging.DEBUG if self.warned else logging.WARNING, "%s: %s; restarting it", WARNING_PREFIX, self.last_error)
+        log.log(logging.DEBUG if self.warned else logging.WARNING, "%s: %s; restarting it",
+                WARNING_PREFIX, self.last_error)
         self.warned = True
 
     def call(self, method: str, params: Any, timeout: float) -> Any:
@@ -271,7 +273,8 @@ _SERVERS_LOCK = threading.Lock()
 def _acquire(config: dict[str, Any], agent: str) -> tuple[_Server, str]:
     key = (config["binary"] or os.environ.get(ENV_BIN) or "", tuple(config["roots"]), config["watch"],
            json.dumps(config["policy"], sort_keys=True), json.dumps(config["locator"], sort_keys=True),
-           config["placement"], config["cache_ttl"], json.dumps(config["cache_price"], sort_keys=True), tuple(config["extra_args"]))
+           config["placement"], config["cache_ttl"], json.dumps(config["cache_price"], sort_keys=True),
+           tuple(config["extra_args"]))
     with _SERVERS_LOCK:
         server = _SERVERS.get(key)
         if server is None:
