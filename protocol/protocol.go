@@ -8,7 +8,8 @@
 //
 // The bindings' wire types are generated from these (go generate, see
 // internal/wiregen). A string field tagged enum:"X" takes the values of the
-// untyped X* constants, which the generated types spell out as a union.
+// untyped X* constants, which the generated types spell out as a union; a
+// field tagged or:"string" also takes a string (string | T).
 package protocol
 
 //go:generate go run ./internal/wiregen -root ..
@@ -17,8 +18,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -239,8 +242,9 @@ type CacheParams struct {
 	TTLSeconds *float64 `json:"ttlSeconds,omitempty"`
 	// Price, under placement auto, also rewrites in place a message the
 	// model has seen when that costs less than its erratum would (it needs
-	// sync's promptChars to know what a rewrite invalidates).
-	Price *CachePrice `json:"price,omitempty"`
+	// sync's promptChars to know what a rewrite invalidates). Also a
+	// string: a preset ("anthropic", "openai") or "WRITE,READ".
+	Price *CachePrice `json:"price,omitempty" or:"string"`
 }
 
 // Validate checks the cache hints; field names them ("cache").
@@ -251,7 +255,10 @@ func (c *CacheParams) Validate(field string) error {
 	if c.TTLSeconds != nil && !(*c.TTLSeconds > 0) {
 		return FieldErrorf(field+".ttlSeconds", "must be > 0 (seconds)")
 	}
-	if p := c.Price; p != nil && !(p.Write > 0 && p.Read >= 0 && p.Read <= p.Write) {
+	if p := c.Price; p != nil && p.bad != "" {
+		return FieldErrorf(field+".price", "%s", p.bad)
+	}
+	if p := c.Price; p != nil && !(p.Write > 0 && !math.IsInf(p.Write, 0) && p.Read >= 0 && p.Read <= p.Write) {
 		return FieldErrorf(field+".price", "must have write > 0 and 0 <= read <= write (multiples of the input price), not write %g, read %g", p.Write, p.Read)
 	}
 	return nil
@@ -273,6 +280,42 @@ func (c *CacheParams) TTL() time.Duration {
 type CachePrice struct {
 	Write float64 `json:"write"`
 	Read  float64 `json:"read"`
+	bad   string  // why a string names no price: Validate reports it with the field's name
+}
+
+// CachePresets are the prices cache.price may name (any case).
+var CachePresets = map[string]CachePrice{"anthropic": {Write: 1.25, Read: 0.1}, "openai": {Write: 1, Read: 0.5}}
+
+// UnmarshalJSON takes {write, read}, or a string: a preset or "WRITE,READ".
+// A string naming no price decodes (so that every binding's option is
+// checked here, once) and fails Validate.
+func (c *CachePrice) UnmarshalJSON(data []byte) error {
+	var text string
+	if json.Unmarshal(data, &text) != nil {
+		type plain CachePrice // without this method
+		if err := json.Unmarshal(data, (*plain)(c)); err != nil {
+			*c = CachePrice{bad: fmt.Sprintf(`must be "anthropic", "openai", "WRITE,READ" or {write, read}, not %.40s`, data)}
+		}
+		return nil
+	}
+	*c = CachePrice{}
+	name := strings.ToLower(strings.TrimSpace(text))
+	if p, ok := CachePresets[name]; ok {
+		*c = p
+		return nil
+	}
+	w, r, ok := strings.Cut(name, ",")
+	if !ok || strings.Contains(r, ",") {
+		c.bad = fmt.Sprintf("%q is not anthropic, openai or \"WRITE,READ\"", text)
+		return nil
+	}
+	var err1, err2 error
+	c.Write, err1 = strconv.ParseFloat(strings.TrimSpace(w), 64)
+	c.Read, err2 = strconv.ParseFloat(strings.TrimSpace(r), 64)
+	if err1 != nil || err2 != nil {
+		c.bad = fmt.Sprintf("%q: WRITE,READ must be two numbers", text)
+	}
+	return nil
 }
 
 // LocatorParams are the locality thresholds; an omitted field keeps the

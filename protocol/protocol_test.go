@@ -3,6 +3,8 @@ package protocol
 import (
 	"encoding/json"
 	"errors"
+	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -103,6 +105,81 @@ func TestValidateInitialize(t *testing.T) {
 			checkField(t, p.Validate(), tt.field)
 		})
 	}
+}
+
+// TestCachePriceForms: cache.price as {write, read} or as a string (a
+// preset in any case, or "WRITE,READ"); a string naming no price, or a price
+// out of range, fails Validate naming cache.price and saying why (the
+// bindings pass their option through and warn with this reason).
+func TestCachePriceForms(t *testing.T) {
+	for _, tc := range []struct {
+		price string // the JSON of cache.price
+		want  CachePrice
+		why   string // "" = valid
+	}{
+		{`"anthropic"`, CachePrice{Write: 1.25, Read: 0.1}, ""},
+		{`" Anthropic "`, CachePrice{Write: 1.25, Read: 0.1}, ""},
+		{`"OPENAI"`, CachePrice{Write: 1, Read: 0.5}, ""},
+		{`"1.25,0.1"`, CachePrice{Write: 1.25, Read: 0.1}, ""},
+		{`" 2 , 0 "`, CachePrice{Write: 2, Read: 0}, ""},
+		{`"1,1"`, CachePrice{Write: 1, Read: 1}, ""},
+		{`{"write":1,"read":0}`, CachePrice{Write: 1, Read: 0}, ""},
+		{`"cheap"`, CachePrice{}, `"cheap" is not anthropic, openai or "WRITE,READ"`},
+		{`"1.25"`, CachePrice{}, "is not anthropic"},
+		{`"1,2,3"`, CachePrice{}, "is not anthropic"},
+		{`""`, CachePrice{}, "is not anthropic"},
+		{`"a,b"`, CachePrice{}, `"a,b": WRITE,READ must be two numbers`},
+		{`"0.5,1"`, CachePrice{}, "must have write > 0 and 0 <= read <= write (multiples of the input price), not write 0.5, read 1"},
+		{`"0,0"`, CachePrice{}, "must have write > 0"},
+		{`"1,-0.1"`, CachePrice{}, "0 <= read"},
+		{`"nan,0"`, CachePrice{}, "must have write > 0"},
+		{`"inf,1"`, CachePrice{}, "must have write > 0"},
+		{`"1,nan"`, CachePrice{}, "0 <= read"},
+		{`1.25`, CachePrice{}, `must be "anthropic", "openai", "WRITE,READ" or {write, read}, not 1.25`},
+		{`{"write":"1.25","read":0.1}`, CachePrice{}, "or {write, read}, not {"},
+		{`[1.25,0.1]`, CachePrice{}, "or {write, read}, not [1.25,0.1]"},
+	} {
+		t.Run(tc.price, func(t *testing.T) {
+			var p InitializeParams
+			if err := json.Unmarshal([]byte(`{"protocolVersion":1,"roots":[],"cache":{"price":`+tc.price+`}}`), &p); err != nil {
+				t.Fatal(err)
+			}
+			err := p.Validate()
+			if tc.why == "" {
+				checkField(t, err, "")
+				if got := *p.Cache.Price; got != tc.want {
+					t.Fatalf("price = %+v, want %+v", got, tc.want)
+				}
+				return
+			}
+			checkField(t, err, "cache.price")
+			if !strings.Contains(err.Error(), tc.why) {
+				t.Fatalf("err = %v, want it to say %q", err, tc.why)
+			}
+		})
+	}
+}
+
+// FuzzCachePrice: any string decodes; Validate either refuses it or leaves
+// a finite price with write > 0 and 0 <= read <= write.
+func FuzzCachePrice(f *testing.F) {
+	for _, s := range []string{"anthropic", "openai", "1.25,0.1", " 2 , 0 ", "a,b", "inf,1", "1e400,1", ",", "0x1p2,1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		raw, _ := json.Marshal(s)
+		var c CacheParams
+		if err := json.Unmarshal([]byte(`{"price":`+string(raw)+`}`), &c); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if c.Validate("cache") != nil {
+			return
+		}
+		p := *c.Price
+		if !(p.Write > 0 && !math.IsInf(p.Write, 0) && p.Read >= 0 && p.Read <= p.Write) {
+			t.Fatalf("%q: valid price %+v", s, p)
+		}
+	})
 }
 
 // TestValidateOtherParams: sync, release and sourceChanged name their field.

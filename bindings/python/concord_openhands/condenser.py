@@ -32,7 +32,7 @@ from openhands.sdk.llm import LLM, TextContent
 
 from . import wire
 from .errata import Notes, PrefixTracker, join_errata
-from .session import DEFAULT_PLACEMENT, ENV_PRICE, PRICE_OFF, BlockView, ConcordSession, parse_cache_price, uri_to_path
+from .session import DEFAULT_PLACEMENT, ENV_PRICE, BlockView, ConcordSession, uri_to_path
 
 log = logging.getLogger("concord_openhands")
 # Counters for stats(): tool results seen; registered as a block; acknowledged as an event or query;
@@ -84,10 +84,10 @@ class ConcordCondenser(CondenserBase):
     cache_ttl: float | None = Field(default=None, gt=0, description=(
         "Seconds the provider keeps the prompt cached (`cache.ttlSeconds`; under `auto`, deferred repairs go in "
         "place after this long without a model call). Default: the server's, 300."))
-    cache_price: str | dict[str, float] | None = Field(default=None, description=(
+    cache_price: Any = Field(default=None, description=(
         "Prompt-cache prices (`cache.price`): `anthropic` (write 1.25, read 0.1), `openai` (1, 0.5), `WRITE,READ` "
         "or {write, read} in input prices; `off` for none. With it, `auto` also rewrites in place when that costs "
-        f"less than a note. Default: ${ENV_PRICE}, else off. A bad value is warned about and left off."))
+        f"less than a note. Default: ${ENV_PRICE}, else off. A value the server refuses is warned about and left off."))
     timeout: float = Field(default=5.0, description="Seconds to wait for any one Concord call.")
 
     _state: _State = PrivateAttr(default_factory=_State)
@@ -98,18 +98,6 @@ class ConcordCondenser(CondenserBase):
         if isinstance(v, (str, os.PathLike)):
             return [os.fspath(v)]
         return [os.fspath(r) for r in v] if v is not None else []
-
-    @field_validator("cache_price", mode="before")
-    @classmethod
-    def _price_or_off(cls, v: Any) -> Any:
-        # Never fail the agent's construction over a price: say why and keep it "off" (not None,
-        # so $CONCORD_CACHE_PRICE does not step in).
-        try:
-            price = parse_cache_price(v)
-        except ValueError as exc:
-            log.warning("concord: ignoring cache_price: %s; the cache price stays off", exc)
-            return PRICE_OFF
-        return v.strip().lower() if isinstance(v, str) else price and {"write": price[0], "read": price[1]}
 
     @property
     def session(self) -> ConcordSession:

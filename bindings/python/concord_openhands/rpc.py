@@ -1,18 +1,22 @@
-"""A small JSON-RPC 2.0 client for `concord serve` over a child's stdio (stdlib only).
+"""A small JSON-RPC 2.0 client for `concord serve --framing=newline` over a child's stdio (stdlib only).
 
-Content-Length framing; one reader thread routes responses to their callers, one drains stderr
-(a chatty server never blocks on a full pipe), a worker thread answers each server-to-client
-request (a slow handler never stalls reading); writes are locked, every call has a timeout.
+One JSON message per line (JSON escapes the newlines in it); one reader thread routes responses to
+their callers, one drains stderr (a chatty server never blocks on a full pipe), a worker thread
+answers each server-to-client request (a slow handler never stalls reading); writes are locked,
+every call has a timeout.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import subprocess
 import threading
 from collections import deque
 from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .wire import CODE_INTERNAL_ERROR, CODE_METHOD_NOT_FOUND, METHOD_EXIT, METHOD_SHUTDOWN, ErrorObject
@@ -36,13 +40,11 @@ class ServerUnavailable(Exception):
     """The server cannot answer: not started, exited, hung (timeout) or broken pipe."""
 
 
+@dataclass
 class _Pending:
-    __slots__ = ("done", "result", "error")
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.result: Any = None
-        self.error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Any = None
+    error: BaseException | None = None
 
 
 class RpcClient:
@@ -94,23 +96,16 @@ class RpcClient:
             raise pending.error
         return pending.result
 
-    def notify(self, method: str, params: Any = None) -> None:
-        self._send(_message(method, params))
-
     def close(self, timeout: float = 2.0) -> int | None:
         """Shut the server down politely (shutdown + exit), then by force; the exit status, or None if killed."""
         if self.alive():
-            try:
+            with suppress(ServerUnavailable, RpcError):
                 self.call(METHOD_SHUTDOWN, None, timeout=timeout)
-                self.notify(METHOD_EXIT)
-            except (ServerUnavailable, RpcError):
-                pass
+                self._send(_message(METHOD_EXIT, None))  # a notification
         self._fail_all("client closed")
-        try:
+        with suppress(OSError):
             if self._proc.stdin:
                 self._proc.stdin.close()
-        except OSError:
-            pass
         try:
             return self._proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -119,15 +114,12 @@ class RpcClient:
 
     def kill(self) -> None:
         self._fail_all("client killed the server")
-        try:
+        with suppress(OSError, subprocess.TimeoutExpired):
             self._proc.kill()
             self._proc.wait(5)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
 
     def _send(self, msg: dict[str, Any]) -> None:
-        body = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        rest = memoryview(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        rest = memoryview(json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
         with self._write_lock:
             if self._closed_reason is not None:
                 raise ServerUnavailable(self._closed_reason)
@@ -143,11 +135,11 @@ class RpcClient:
         assert self._proc.stdout is not None
         reason = "server closed its stdout"
         try:
-            while (body := read_frame(self._proc.stdout)) is not None:
+            for line in io.BufferedReader(self._proc.stdout, 1 << 16):
                 try:
-                    msg = json.loads(body)
+                    msg = json.loads(line)
                 except ValueError:
-                    log.warning("concord: unparseable message from server: %.200r", body)
+                    log.warning("concord: unparseable message from server: %.200r", line)
                     continue
                 if isinstance(msg, dict):
                     self._dispatch(msg)
@@ -200,20 +192,16 @@ class RpcClient:
             reply["error"] = ErrorObject(code=exc.code, message=exc.message)
         except Exception as exc:  # answer, never hang the server
             reply["error"] = ErrorObject(code=CODE_INTERNAL_ERROR, message=f"{method}: {exc}")
-        try:
+        with suppress(ServerUnavailable):
             self._send(reply)
-        except ServerUnavailable:
-            pass
 
     def _drain_stderr(self) -> None:
         assert self._proc.stderr is not None
-        try:
+        with suppress(OSError, ValueError):
             for raw in iter(self._proc.stderr.readline, b""):
                 if line := raw.decode("utf-8", "replace").rstrip():
                     self.stderr_tail.append(line)
                     log.debug("concord stderr: %s", line)
-        except (OSError, ValueError):
-            pass
 
     def _fail_all(self, reason: str) -> None:
         with self._state_lock:
@@ -230,31 +218,3 @@ def _message(method: str, params: Any, **extra: Any) -> dict[str, Any]:
     if params is not None:
         msg["params"] = params
     return msg
-
-
-def read_frame(stream: Any) -> bytes | None:
-    """One Content-Length framed message body; None at a clean end of stream.
-    Raises ValueError on a malformed header (the stream cannot be resynchronised)."""
-    length: int | None = None
-    line = stream.readline()
-    if not line:
-        return None
-    while line.rstrip(b"\r\n"):
-        name, sep, value = line.rstrip(b"\r\n").partition(b":")
-        if not sep:
-            raise ValueError(f"malformed header line {line[:80]!r}")
-        if name.strip().lower() == b"content-length":
-            try:
-                length = int(value)
-            except ValueError:
-                raise ValueError(f"bad Content-Length {value[:40]!r}") from None
-        if not (line := stream.readline()):
-            raise ValueError("stream ended inside a message header")
-    if length is None or length < 0:
-        raise ValueError("message without Content-Length")
-    body = b""
-    while len(body) < length:
-        if not (chunk := stream.read(length - len(body))):
-            raise ValueError("stream ended inside a message body")
-        body += chunk
-    return body

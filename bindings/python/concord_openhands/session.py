@@ -10,13 +10,14 @@ each session re-registers what the model was shown; past that, pass-through.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-import math
 import os
 import threading
 import time
 import weakref
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -28,7 +29,6 @@ from .rpc import RpcClient, RpcError, ServerUnavailable
 log = logging.getLogger("concord_openhands")
 
 PROTOCOL_VERSION = wire.VERSION
-UNSUPPORTED_VERSION = wire.CODE_UNSUPPORTED_PROTO  # initialize's answer to a version the server does not speak
 CLIENT_NAME, CLIENT_VERSION, ENV_BIN = "concord-openhands", "0.1.0", "CONCORD_BIN"
 WARNING_PREFIX = "concord: context repair unavailable"
 RESTART_BACKOFF = 0.05  # seconds before restart attempt k: 0.05 * 4**(k-1)
@@ -37,9 +37,6 @@ PLACEMENTS: tuple[str, ...] = get_args(wire.Placement)
 DEFAULT_PLACEMENT = "auto"
 # A prompt token's cost written to / read from the provider's cache, in input prices (initialize's cache.price).
 ENV_PRICE = "CONCORD_CACHE_PRICE"
-PRICE_PRESETS: dict[str, tuple[float, float]] = {"anthropic": (1.25, 0.1), "openai": (1.0, 0.5)}
-PRICE_OFF = "off"
-_PRICE_WARNED: set[str] = set()  # each bad price is said once
 
 
 def version_mismatch(binary: str, supported: Any) -> str:
@@ -59,68 +56,31 @@ def binary_candidates(explicit: str | None = None) -> list[str]:
 
 def find_binary(explicit: str | None = None) -> str | None:
     """The first executable candidate; a named but unusable binary is None, never another one."""
-    for c in binary_candidates(explicit):
-        if os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-        if explicit or os.environ.get(ENV_BIN):
-            return None
-    return None
+    return next((c for c in binary_candidates(explicit) if os.path.isfile(c) and os.access(c, os.X_OK)), None)
 
 
-def parse_cache_price(value: Any) -> tuple[float, float] | None:
-    """The (write, read) a price option names: None, "" or "off"; a preset; "W,R"; or {"write", "read"}.
-    Raises ValueError saying what is wrong, also for numbers the server refuses."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in ("", PRICE_OFF):
-            return None
-        if text in PRICE_PRESETS:
-            return PRICE_PRESETS[text]
-        parts = text.split(",")
-        if len(parts) != 2:
-            raise ValueError(f"{value!r} is not {', '.join(map(repr, PRICE_PRESETS))}, {PRICE_OFF!r} or 'WRITE,READ'")
-        try:
-            write, read = float(parts[0]), float(parts[1])
-        except ValueError:
-            raise ValueError(f"{value!r}: WRITE,READ must be two numbers") from None
-    elif isinstance(value, dict):
-        if set(value) != {"write", "read"}:
-            raise ValueError(f"{value!r} must have exactly the keys 'write' and 'read'")
-        write, read = value["write"], value["read"]
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (write, read)):
-            raise ValueError(f"{value!r}: write and read must be numbers")
-        write, read = float(write), float(read)
-    else:
-        raise ValueError(f"{value!r} is not a preset name, 'WRITE,READ' or a {{write, read}} mapping")
-    if not (math.isfinite(write) and math.isfinite(read) and write > 0 and 0 <= read <= write):
-        raise ValueError(f"write {write:g}, read {read:g}: must have write > 0 and 0 <= read <= write "
-                         "(multiples of the input price)")
-    return (write, read)
-
-
+@functools.cache  # each bad price is said once
 def _warn_price_once(what: str) -> None:
-    if what not in _PRICE_WARNED:
-        _PRICE_WARNED.add(what)
-        log.warning("concord: %s", what)
+    log.warning("concord: %s", what)
 
 
-def resolve_cache_price(value: Any, placement: str = DEFAULT_PLACEMENT) -> tuple[float, float] | None:
-    """`value`, else $CONCORD_CACHE_PRICE. Never raises: a price the server would refuse would fail
-    initialize, so a bad one (or one under a placement other than auto) is warned about once and left off."""
+def cache_price_option(value: Any, placement: str = DEFAULT_PLACEMENT) -> Any:
+    """`value`, else $CONCORD_CACHE_PRICE, as initialize's cache.price (the server checks it); None
+    for none: unset, "" or "off", or under a placement other than auto (warned about once)."""
     where = "cache_price"
     if value is None:
         value, where = os.environ.get(ENV_PRICE), f"${ENV_PRICE}"
-    try:
-        price = parse_cache_price(value)
-    except ValueError as exc:
-        _warn_price_once(f"ignoring {where}: {exc}; the cache price stays off")
+    if value is None or isinstance(value, str) and value.strip().lower() in ("", "off"):
         return None
-    if price is not None and placement != "auto":
+    if placement != "auto":
         _warn_price_once(f"ignoring {where}: a cache price applies to placement 'auto' only, not {placement!r}")
         return None
-    return price
+    try:
+        json.dumps(value, allow_nan=False)  # what JSON cannot carry would fail initialize as a whole
+    except (TypeError, ValueError) as exc:
+        _warn_price_once(f"ignoring {where}: {exc}; the cache price stays off")
+        return None
+    return value
 
 
 def path_to_uri(path: str) -> str:
@@ -226,23 +186,29 @@ class _Server:
                 "no `concord` binary; looked at " + ", ".join(binary_candidates())
                 + f" (set ${ENV_BIN}, install it next to the package, or put it on PATH)"))
         try:
-            client = RpcClient([binary, "serve", *cfg["extra_args"]], cwd=cfg["roots"][0])
+            client = RpcClient([binary, "serve", "--framing=newline", *cfg["extra_args"]], cwd=cfg["roots"][0])
         except ServerUnavailable as exc:
             return self.give_up(str(exc))
         params: wire.InitializeParams = {
             "protocolVersion": PROTOCOL_VERSION, "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
             "roots": cfg["roots"], "watch": cfg["watch"], "placement": cfg["placement"]}  # placement always sent
         params.update({k: cfg[k] for k in ("policy", "locator") if cfg[k] is not None})  # type: ignore[typeddict-item]
-        price = cfg["cache_price"] and {"write": cfg["cache_price"][0], "read": cfg["cache_price"][1]}
-        cache = {k: v for k, v in (("ttlSeconds", cfg["cache_ttl"]), ("price", price)) if v is not None}
+        cache = {k: v for k, v in (("ttlSeconds", cfg["cache_ttl"]), ("price", cfg["cache_price"])) if v is not None}
         if cache:
             params["cache"] = cache  # type: ignore[typeddict-item]
         try:
             result = client.call(wire.METHOD_INITIALIZE, params, timeout=cfg["init_timeout"])
         except (ServerUnavailable, RpcError) as exc:
             client.kill()
+            if isinstance(exc, RpcError) and str((exc.data or {}).get("field", "")).startswith("cache.price"):
+                # A bad price must not cost the session: say why once and start again without it.
+                _warn_price_once(
+                    f"ignoring cache_price {cfg['cache_price']!r}: {exc.message}; the cache price stays off")
+                cfg["cache_price"] = None
+                self.starts -= 1  # not a failed start
+                return False
             self.last_error = f"initialize failed: {exc}"
-            if isinstance(exc, RpcError) and exc.code == UNSUPPORTED_VERSION:
+            if isinstance(exc, RpcError) and exc.code == wire.CODE_UNSUPPORTED_PROTO:
                 self.last_error = version_mismatch(binary, (exc.data or {}).get("supported"))
             if isinstance(exc, RpcError):
                 return self.give_up(self.last_error)  # a refusal will not change on retry
@@ -263,15 +229,9 @@ class _Server:
         with self.lock:
             self.disabled = True
             client, self.client = self.client, None
-        try:
+        with suppress(Exception):  # finalizers call this: never raise
             if client is not None:
                 client.close(timeout=2.0)
-        except Exception:  # noqa: BLE001 (finalizers call this: never raise)
-            pass
-
-    def warn(self, why: str) -> None:
-        log.log(logging.DEBUG if self.warned else logging.WARNING, "%s: %s", WARNING_PREFIX, why)
-        self.warned = True
 
     def give_up(self, why: str) -> bool:
         """No more attempts: pass-through from now on, said once. False, for `start`."""
@@ -287,7 +247,9 @@ class _Server:
         client, self.client = self.client, None
         if client is not None:
             client.kill()
-        self.warn(f"concord serve stopped answering ({exc}); restarting it")
+        log.log(logging.DEBUG if self.warned else logging.WARNING, "%s: %s; restarting it",
+                WARNING_PREFIX, self.last_error)
+        self.warned = True
 
     def call(self, method: str, params: Any, timeout: float) -> Any:
         """Call the server; None when it is unavailable or refused this request."""
@@ -311,7 +273,8 @@ _SERVERS_LOCK = threading.Lock()
 def _acquire(config: dict[str, Any], agent: str) -> tuple[_Server, str]:
     key = (config["binary"] or os.environ.get(ENV_BIN) or "", tuple(config["roots"]), config["watch"],
            json.dumps(config["policy"], sort_keys=True), json.dumps(config["locator"], sort_keys=True),
-           config["placement"], config["cache_ttl"], config["cache_price"], tuple(config["extra_args"]))
+           config["placement"], config["cache_ttl"], json.dumps(config["cache_price"], sort_keys=True),
+           tuple(config["extra_args"]))
     with _SERVERS_LOCK:
         server = _SERVERS.get(key)
         if server is None:
@@ -327,12 +290,10 @@ def _acquire(config: dict[str, Any], agent: str) -> tuple[_Server, str]:
 
 def _release_session(server: _Server, agent: str, anchors: set[str], timeout: float) -> None:
     """A session ended: drop its blocks; the last one out stops the server."""
-    try:
+    with suppress(Exception):  # a finalizer: never raise
         if anchors and server.client is not None and server.client.alive():
-            try:
+            with suppress(ServerUnavailable, RpcError):
                 server.client.call(wire.METHOD_RELEASE, {"agent": agent, "anchors": sorted(anchors)}, timeout=timeout)
-            except (ServerUnavailable, RpcError):
-                pass
         anchors.clear()
         with _SERVERS_LOCK:
             server.agents.pop(agent, None)
@@ -341,8 +302,6 @@ def _release_session(server: _Server, agent: str, anchors: set[str], timeout: fl
                 del _SERVERS[server.key]
         if last:
             server.close()
-    except Exception:  # noqa: BLE001 (finalizer: never raise)
-        pass
 
 
 class ConcordSession:
@@ -359,7 +318,7 @@ class ConcordSession:
             raise ValueError(f"cache_ttl must be > 0 seconds, not {cache_ttl!r}")
         self.roots = [os.path.abspath(r) for r in roots]
         self.binary, self.placement, self.cache_ttl, self.timeout = binary, placement, cache_ttl, timeout
-        self.cache_price = resolve_cache_price(cache_price, placement)  # (write, read) or None
+        self.cache_price = cache_price_option(cache_price, placement)  # as given; the server checks it
         config = {"binary": binary, "roots": self.roots, "watch": watch, "policy": policy, "locator": locator,
                   "placement": placement, "cache_ttl": cache_ttl, "cache_price": self.cache_price,
                   "init_timeout": init_timeout, "max_restarts": max_restarts, "extra_args": list(extra_args or [])}
@@ -408,13 +367,6 @@ class ConcordSession:
             params["anchor"] = anchor
         result = self._call(wire.METHOD_SOURCE_CHANGED, params)
         return list(result.get("blocks") or []) if isinstance(result, dict) else None
-
-    @property
-    def effective_placement(self) -> str:
-        """The placement the server echoed; an older server without one repairs in place."""
-        caps = self.server_info.get("capabilities") or {}
-        placement = caps.get("placement") if isinstance(caps, dict) else None
-        return placement if placement in PLACEMENTS else "inplace"
 
     def sync(self, turn: int, full: bool = False, prefix_rebuilt: bool = False, prompt_chars: int = 0) -> SyncResult | None:
         """`prefix_rebuilt`: messages were condensed or dropped since the last sync; `prompt_chars`: this

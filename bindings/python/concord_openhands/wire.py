@@ -34,7 +34,7 @@ Placement = Literal["inplace", "tail", "auto"]  # Repair placements (initialize'
 class CachePrice(TypedDict):  # CachePrice is what one prompt token costs, in units of the provider's plain input price, when the call writes it to the cache (a miss; 1.25 at Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at Anthropic, 0.5 at OpenAI).
     write: float; read: float
 class CacheParams(TypedDict, total=False):  # CacheParams describe the provider's prompt cache, as far as placement needs it.
-    ttlSeconds: float; price: CachePrice
+    ttlSeconds: float; price: str | CachePrice
 class FeedParams(TypedDict, total=False):  # FeedParams are initialize's change-feed settings; an omitted field keeps the operator's (serve's --feed flags).
     url: str; name: str; host: str; root: str
 class InitializeParams(TypedDict, total=False):  # InitializeParams opens the session.

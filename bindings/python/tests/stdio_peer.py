@@ -1,4 +1,5 @@
-"""A scriptable JSON-RPC peer on stdio, for the client's failure paths that the
+"""A scriptable JSON-RPC peer on stdio (one JSON message per line, as
+`concord serve --framing=newline`), for the client's failure paths that the
 real server will not produce on demand (hanging, dying, flooding stderr).
 
 Methods: echo (result = params), flood (1 MiB on stderr, then answer), hang
@@ -9,24 +10,17 @@ request and answer with the client's reply), note (send a notification first).
 import json
 import sys
 
-sys.path.insert(0, __file__.rsplit("/", 2)[0])
-from concord_openhands.rpc import read_frame  # noqa: E402
-
 out = sys.stdout.buffer
 
 
 def send(msg):
-    body = json.dumps(msg).encode()
-    out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    out.write(json.dumps(msg).encode() + b"\n")
     out.flush()
 
 
 asked = {}
-while True:
-    body = read_frame(sys.stdin.buffer)
-    if body is None:
-        sys.exit(0)
-    msg = json.loads(body)
+for line in sys.stdin.buffer:
+    msg = json.loads(line)
     if "method" not in msg:  # the client's answer to our `ask`
         orig = asked.pop(msg["id"])
         send({"jsonrpc": "2.0", "id": orig, "result": msg.get("result", msg.get("error"))})

@@ -48,7 +48,7 @@ def test_tail_views_then_flush(concord_bin, workspace):
     f.write_text("\n".join(lines) + "\n")
     s = ConcordSession([str(workspace)], binary=concord_bin, watch="hooks", placement="tail", cache_ttl=60)
     try:
-        assert s.ensure() and s.effective_placement == "tail"
+        assert s.ensure() and s.server_info["capabilities"]["placement"] == "tail"
         assert s.observe("call_1", [Source(str(f), "\n".join(lines))], turn=1)["status"] == "valid"
         assert s.sync(1).blocks == []
         lines[3] = "value_4 = 40  # setting"
@@ -72,7 +72,7 @@ def test_tail_views_then_flush(concord_bin, workspace):
 def test_auto_is_the_default_and_sent(concord_bin, workspace):
     s = ConcordSession([str(workspace)], binary=concord_bin)
     try:
-        assert s.ensure() and s.placement == "auto" and s.effective_placement == "auto"
+        assert s.ensure() and s.placement == "auto" and s.server_info["capabilities"]["placement"] == "auto"
     finally:
         s.close()
 
@@ -85,7 +85,7 @@ def test_placement_is_part_of_the_shared_servers_configuration(concord_bin, work
     try:
         assert a.ensure() and b.ensure() and c.ensure()
         assert a.client.pid != b.client.pid and a.client.pid == c.client.pid
-        assert (a.effective_placement, b.effective_placement) == ("tail", "inplace")
+        assert [s.server_info["capabilities"]["placement"] for s in (a, b)] == ["tail", "inplace"]
     finally:
         for s in (a, b, c):
             s.close()

@@ -1,5 +1,6 @@
-"""Priced rewrites without the SDK: the cache price option (forms, presets,
-$CONCORD_CACHE_PRICE, bad values off with a warning) and what the session
+"""Priced rewrites without the SDK: the cache price option ($CONCORD_CACHE_PRICE,
+"off", placements; a price the server refuses is said once and initialize
+starts again without it, so the session runs) and what the session
 puts on the wire, read from a tap between the session and the real
 `concord serve`; then the server's two outcomes through the session."""
 
@@ -12,14 +13,13 @@ from pathlib import Path
 import pytest
 
 from concord_openhands import session as S
-from concord_openhands.rpc import read_frame
-from concord_openhands.session import ConcordSession, Source, parse_cache_price, resolve_cache_price
+from concord_openhands.session import ConcordSession, Source, cache_price_option
 
 
 @pytest.fixture(autouse=True)
 def _fresh_price_warnings(monkeypatch):
     # Each bad price is said once per process; every test starts from none said.
-    monkeypatch.setattr(S, "_PRICE_WARNED", set())
+    S._warn_price_once.cache_clear()
     monkeypatch.delenv(S.ENV_PRICE, raising=False)
 
 
@@ -28,89 +28,49 @@ def price_warnings(caplog) -> list[str]:
             if r.levelno >= logging.WARNING and "price" in r.getMessage()]
 
 
-@pytest.mark.parametrize(
-    "value,want",
-    [
-        (None, None),
-        ("", None),
-        ("off", None),
-        (" OFF ", None),
-        ("anthropic", (1.25, 0.1)),
-        ("Anthropic", (1.25, 0.1)),
-        ("openai", (1.0, 0.5)),
-        ("1.25,0.1", (1.25, 0.1)),
-        (" 2 , 0 ", (2.0, 0.0)),
-        ("1,1", (1.0, 1.0)),
-        ({"write": 1.25, "read": 0.1}, (1.25, 0.1)),
-        ({"write": 1, "read": 0}, (1.0, 0.0)),
-    ],
-)
-def test_price_forms(value, want):
-    assert parse_cache_price(value) == want
+# The forms of a price and why a bad one is refused are the server's
+# (protocol/protocol_test.go TestCachePriceForms, testdata/rpc/priced-string.jsonl):
+# the session passes the option through.
 
 
-@pytest.mark.parametrize(
-    "value,why",
-    [
-        ("cheap", "is not 'anthropic', 'openai', 'off' or 'WRITE,READ'"),
-        ("1.25", "is not 'anthropic'"),
-        ("1,2,3", "is not 'anthropic'"),
-        ("a,b", "must be two numbers"),
-        ("0.5,1", "write 0.5, read 1: must have write > 0 and 0 <= read <= write"),
-        ("0,0", "must have write > 0"),
-        ("1,-0.1", "must have write > 0 and 0 <= read"),
-        ("nan,0", "must have write > 0"),
-        ("inf,1", "must have write > 0"),
-        ({"write": 1.25}, "exactly the keys 'write' and 'read'"),
-        ({"write": 1.25, "read": 0.1, "ttl": 3}, "exactly the keys"),
-        ({"write": "1.25", "read": 0.1}, "must be numbers"),
-        ({"write": True, "read": 0}, "must be numbers"),
-        (1.25, "is not a preset name"),
-        ([1.25, 0.1], "is not a preset name"),
-    ],
-)
-def test_bad_prices_say_why(value, why):
-    with pytest.raises(ValueError, match=None) as err:
-        parse_cache_price(value)
-    assert why in str(err.value)
-
-
-def test_env_var_when_the_option_is_unset(monkeypatch, caplog):
+def test_env_var_when_the_option_is_unset(monkeypatch):
     monkeypatch.setenv(S.ENV_PRICE, "openai")
-    assert resolve_cache_price(None) == (1.0, 0.5)
-    monkeypatch.setenv(S.ENV_PRICE, "1.5,0.25")
-    assert resolve_cache_price(None) == (1.5, 0.25)
-    # The option wins over the variable, "off" included.
-    assert resolve_cache_price("anthropic") == (1.25, 0.1)
-    assert resolve_cache_price("off") is None
-    with caplog.at_level(logging.WARNING):
-        monkeypatch.setenv(S.ENV_PRICE, "1,2")
-        assert resolve_cache_price(None) is None
-        assert resolve_cache_price(None) is None
-    got = price_warnings(caplog)
-    assert got == ["concord: ignoring $CONCORD_CACHE_PRICE: write 1, read 2: must have write > 0 and "
-                   "0 <= read <= write (multiples of the input price); the cache price stays off"], got
+    assert cache_price_option(None) == "openai"
+    # The option wins over the variable, "off" included; "" and "off" are none.
+    assert cache_price_option({"write": 2, "read": 1}) == {"write": 2, "read": 1}
+    assert cache_price_option(" OFF ") is None
+    monkeypatch.setenv(S.ENV_PRICE, "")
+    assert cache_price_option(None) is None
 
 
-def test_bad_option_and_other_placements_are_off_with_one_warning(caplog):
+def test_other_placements_are_off_with_one_warning(caplog):
     with caplog.at_level(logging.WARNING):
-        assert resolve_cache_price({"write": 0, "read": 0}) is None
-        assert resolve_cache_price("anthropic", "tail") is None
-        assert resolve_cache_price("anthropic", "tail") is None
-        assert resolve_cache_price("anthropic", "inplace") is None
+        assert cache_price_option("anthropic", "tail") is None
+        assert cache_price_option("anthropic", "tail") is None
+        assert cache_price_option("anthropic", "inplace") is None
+        assert cache_price_option("anthropic", "auto") == "anthropic"
     got = price_warnings(caplog)
-    assert len(got) == 3, got
-    assert got[0].startswith("concord: ignoring cache_price: write 0, read 0: must have write > 0")
-    assert got[1] == ("concord: ignoring cache_price: a cache price applies to placement 'auto' "
-                      "only, not 'tail'")
+    assert got == ["concord: ignoring cache_price: a cache price applies to placement 'auto' only, not 'tail'",
+                   "concord: ignoring cache_price: a cache price applies to placement 'auto' only, not 'inplace'"], got
+
+
+def test_a_price_json_cannot_carry_is_off_with_one_warning(caplog):
+    with caplog.at_level(logging.WARNING):
+        assert cache_price_option({"write": float("nan"), "read": 0}) is None
+        assert cache_price_option({"write": {1.25}, "read": 0}) is None
+    got = price_warnings(caplog)
+    assert got == ["concord: ignoring cache_price: Out of range float values are not JSON compliant: nan; "
+                   "the cache price stays off",
+                   "concord: ignoring cache_price: Object of type set is not JSON serializable; the cache price "
+                   "stays off"], got
 
 
 def tapped(tmp_path: Path, concord_bin: str) -> tuple[Path, Path]:
     """A `concord` that is the real one with its input copied to a log: what
-    the session sends, byte for byte."""
+    the session sends, byte for byte (every start appends)."""
     log = tmp_path / "wire.log"
     tap = tmp_path / "tapped-concord"
-    tap.write_text(f'#!/bin/sh\ntee {str(log)!r} | {concord_bin!r} "$@"\n')
+    tap.write_text(f'#!/bin/sh\ntee -a {str(log)!r} | {concord_bin!r} "$@"\n')
     tap.chmod(0o755)
     return tap, log
 
@@ -119,8 +79,8 @@ def sent(log: Path, method: str) -> list[dict]:
     """The params of every `method` request in the log."""
     out = []
     with log.open("rb") as f:
-        while (body := read_frame(f)) is not None:
-            msg = json.loads(body)
+        for line in f:  # one message per line (--framing=newline)
+            msg = json.loads(line)
             if msg.get("method") == method:
                 out.append(msg.get("params"))
     return out
@@ -129,37 +89,45 @@ def sent(log: Path, method: str) -> list[dict]:
 @pytest.mark.parametrize(
     "price,env,want",
     [
-        ("anthropic", None, {"write": 1.25, "read": 0.1}),
-        ({"write": 2, "read": 0.5}, None, {"write": 2.0, "read": 0.5}),
-        (None, "openai", {"write": 1.0, "read": 0.5}),
-        (None, None, None),
-        ("0.5,1", None, None),  # refused by the server: never sent
+        ("anthropic", None, ["anthropic"]),
+        ({"write": 2, "read": 0.5}, None, [{"write": 2, "read": 0.5}]),
+        (None, "openai", ["openai"]),
+        (None, None, [None]),
+        # Refused by the server: said once, and initialize again without it.
+        ("0.5,1", None, ["0.5,1", None]),
+        (None, "cheap", ["cheap", None]),
     ],
 )
 def test_initialize_carries_the_price_and_sync_the_prompt_size(
-    concord_bin, workspace, tmp_path, monkeypatch, price, env, want
+    concord_bin, workspace, tmp_path, monkeypatch, caplog, price, env, want
 ):
     if env:
         monkeypatch.setenv(S.ENV_PRICE, env)
     tap, log = tapped(tmp_path, concord_bin)
     s = ConcordSession([str(workspace)], binary=str(tap), watch="hooks", cache_price=price, cache_ttl=60)
     try:
-        assert s.ensure() and s.available  # a bad price leaves Concord on, without the price
+        with caplog.at_level(logging.WARNING):
+            assert s.ensure() and s.available  # a bad price leaves Concord on, without the price
         assert s.sync(1, prompt_chars=2345) is not None
         assert s.sync(2) is not None  # 0: not reported
+        assert s.restarts == 0
     finally:
         s.close()
-    init = sent(log, "initialize")
-    assert len(init) == 1
-    cache = init[0]["cache"]
-    assert cache.get("price") == want and cache["ttlSeconds"] == 60
+    init = [p["cache"] for p in sent(log, "initialize")]
+    assert [c.get("price") for c in init] == want and all(c["ttlSeconds"] == 60 for c in init)
     assert [p.get("promptChars") for p in sent(log, "sync")] == [2345, None]
+    refused = price or env
+    assert price_warnings(caplog) == ([] if len(want) == 1 else [
+        f"concord: ignoring cache_price {refused!r}: invalid params: cache.price: "
+        + ("must have write > 0 and 0 <= read <= write (multiples of the input price), not write 0.5, read 1"
+           if refused == "0.5,1" else '"cheap" is not anthropic, openai or "WRITE,READ"')
+        + "; the cache price stays off"])
 
 
 def test_price_is_part_of_the_shared_servers_configuration(concord_bin, workspace):
     a = ConcordSession([str(workspace)], binary=concord_bin, cache_price="anthropic")
     b = ConcordSession([str(workspace)], binary=concord_bin)
-    c = ConcordSession([str(workspace)], binary=concord_bin, cache_price="1.25,0.1")
+    c = ConcordSession([str(workspace)], binary=concord_bin, cache_price="anthropic")
     try:
         assert a.ensure() and b.ensure() and c.ensure()
         assert a.client.pid != b.client.pid and a.client.pid == c.client.pid

@@ -116,7 +116,7 @@ def test_drifted_large_read_is_rewritten_in_place_when_priced(workspace, concord
         assert c.stats()["errata"] == 1
 
     init = sent(log, "initialize")
-    assert init[0].get("cache", {}).get("price") == ({"write": 1.25, "read": 0.1} if price else None)
+    assert init[0].get("cache", {}).get("price") == price
     # One sync per model call, each with the prompt's size. It grows by what
     # each call appends; a rewrite in place shrinks what call_1 counts.
     chars = [p.get("promptChars") for p in sent(log, "sync")]
@@ -159,23 +159,27 @@ def test_prompt_chars_match_what_the_model_is_sent(workspace, concord_bin, tmp_p
     assert chars == [size(r) for r in reqs]
 
 
-def test_price_serializes_with_the_agent(monkeypatch, caplog):
-    monkeypatch.setattr(S, "_PRICE_WARNED", set())
-    for given, kept in [("Anthropic", "anthropic"), ("1.25,0.1", "1.25,0.1"),
-                        ({"write": 2, "read": 1}, {"write": 2.0, "read": 1.0}), (None, None)]:
+def test_price_serializes_with_the_agent(monkeypatch, caplog, concord_bin, workspace):
+    S._warn_price_once.cache_clear()
+    for given in ["Anthropic", "1.25,0.1", {"write": 2, "read": 1}, None, "off"]:
         c = ConcordCondenser(roots="/w", cache_price=given)
         dumped = c.model_dump()
-        assert dumped["cache_price"] == kept
+        assert dumped["cache_price"] == given
         back = CondenserBase.model_validate(json.loads(json.dumps(dumped)))
-        assert isinstance(back, ConcordCondenser) and back.cache_price == kept
-    # A bad price never fails the agent's construction: it is said, and off
-    # (explicitly, so $CONCORD_CACHE_PRICE does not step in).
+        assert isinstance(back, ConcordCondenser) and back.cache_price == given
+    # A bad price never fails the agent's construction nor its session: the
+    # server's reason is said, and the price is off.
     monkeypatch.setenv(S.ENV_PRICE, "anthropic")
-    with caplog.at_level(logging.WARNING):
-        c = ConcordCondenser(roots="/w", cache_price={"write": 0.5, "read": 1})
-    assert c.cache_price == "off"
+    c = ConcordCondenser(roots=[str(workspace)], binary=concord_bin, cache_price={"write": 0.5, "read": 1})
+    try:
+        with caplog.at_level(logging.WARNING):
+            assert c.session.ensure() and c.session.available
+    finally:
+        c.close()
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
-        "concord: ignoring cache_price: write 0.5, read 1: must have write > 0 and 0 <= read <= write "
-        "(multiples of the input price); the cache price stays off"]
-    assert S.resolve_cache_price(c.cache_price) is None
-    assert S.resolve_cache_price(ConcordCondenser(roots="/w").cache_price) == (1.25, 0.1)
+        "concord: ignoring cache_price {'write': 0.5, 'read': 1}: invalid params: cache.price: must have "
+        "write > 0 and 0 <= read <= write (multiples of the input price), not write 0.5, read 1; the cache "
+        "price stays off"]
+    # "off" keeps $CONCORD_CACHE_PRICE from stepping in; None lets it.
+    assert S.cache_price_option(ConcordCondenser(roots="/w", cache_price="off").cache_price) is None
+    assert S.cache_price_option(ConcordCondenser(roots="/w").cache_price) == "anthropic"

@@ -1,8 +1,8 @@
-"""The stdlib JSON-RPC client: framing, concurrency, timeouts, stderr, failures."""
+"""The stdlib JSON-RPC client (newline framing: the Content-Length parser is the server's,
+rpc/internal/frame): concurrency, timeouts, stderr, failures."""
 
 from __future__ import annotations
 
-import io
 import sys
 import threading
 import time
@@ -10,43 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from concord_openhands.rpc import RpcClient, RpcError, ServerUnavailable, read_frame
+from concord_openhands.rpc import RpcClient, RpcError, ServerUnavailable
 
 PEER = [sys.executable, str(Path(__file__).with_name("stdio_peer.py"))]
-
-
-@pytest.mark.parametrize(
-    "raw,bodies",
-    [
-        (b"Content-Length: 2\r\n\r\n{}", [b"{}"]),
-        (b"Content-Length: 2\r\nContent-Type: application/json\r\n\r\n{}Content-Length: 4\r\n\r\nnull",
-         [b"{}", b"null"]),
-        (b"content-length:3\r\n\r\n[1]", [b"[1]"]),
-        ("Content-Length: 4\r\n\r\n\"é\"".encode(), ["\"é\"".encode()]),
-        (b"", []),
-    ],
-)
-def test_read_frame(raw, bodies):
-    stream = io.BytesIO(raw)
-    got = []
-    while (body := read_frame(stream)) is not None:
-        got.append(body)
-    assert got == bodies
-
-
-@pytest.mark.parametrize(
-    "raw",
-    [
-        b"Content-Length: 10\r\n\r\n{}",  # body cut short
-        b"Content-Length: x\r\n\r\n{}",
-        b"no colon here\r\n\r\n",
-        b"Content-Type: a\r\n\r\n{}",  # no length
-        b"Content-Length: 2\r\n",  # header cut short
-    ],
-)
-def test_read_frame_malformed(raw):
-    with pytest.raises(ValueError):
-        read_frame(io.BytesIO(raw))
 
 
 @pytest.fixture
@@ -173,7 +139,7 @@ def test_missing_executable():
 
 
 def test_real_server_lifecycle(concord_bin, workspace):
-    c = RpcClient([concord_bin, "serve"])
+    c = RpcClient([concord_bin, "serve", "--framing=newline"])
     try:
         with pytest.raises(RpcError) as exc:
             c.call("sync", {"agent": "main", "turn": 1})

@@ -14,17 +14,11 @@ from concord_openhands.session import ConcordSession
 
 PEER = '''
 import json, sys
-sys.path.insert(0, {pkg!r})
-from concord_openhands.rpc import read_frame
 def send(msg):
-    body = json.dumps(msg).encode()
-    sys.stdout.buffer.write(b"Content-Length: %d\\r\\n\\r\\n" % len(body) + body)
+    sys.stdout.buffer.write(json.dumps(msg).encode() + b"\\n")
     sys.stdout.buffer.flush()
-while True:
-    body = read_frame(sys.stdin.buffer)
-    if body is None:
-        sys.exit(0)
-    msg = json.loads(body)
+for line in sys.stdin.buffer:
+    msg = json.loads(line)
     if msg.get("method") == "initialize":
         {answer}
 '''
@@ -39,7 +33,7 @@ ANSWERS = {
 
 def fake_binary(tmp_path: Path, answer: str) -> Path:
     script = tmp_path / "peer.py"
-    script.write_text(PEER.format(pkg=str(Path(S.__file__).resolve().parents[1]), answer=answer))
+    script.write_text(PEER.format(answer=answer))
     exe = tmp_path / "concord"
     exe.write_text(f"#!/bin/sh\nexec {sys.executable} {script}\n")
     exe.chmod(0o755)

@@ -41,35 +41,8 @@ export interface ConcordOptions {
   placement?: Placement
   /** initialize.cache.ttlSeconds: the provider's prompt-cache TTL (Concord's default 300). Else $CONCORD_CACHE_TTL_SECONDS. */
   cacheTtlSeconds?: number
-  /** initialize.cache.price, off by default: "anthropic" (1.25, 0.1), "openai" (1, 0.5), "W,R" or {write, read} in input prices; under auto a rewrite in place may then cost less than an erratum. Else $CONCORD_CACHE_PRICE. */
+  /** initialize.cache.price, off by default: "anthropic" (1.25, 0.1), "openai" (1, 0.5), "W,R" or {write, read} in input prices, passed through (the server checks it; "off": none); under auto a rewrite in place may then cost less than an erratum. Else $CONCORD_CACHE_PRICE. */
   cachePrice?: string | CachePrice
-}
-
-/** The cache prices of cachePrice's presets (docs/protocol.md, initialize's cache). */
-export const CACHE_PRICES: Readonly<Record<string, CachePrice>> = { anthropic: { write: 1.25, read: 0.1 }, openai: { write: 1, read: 0.5 } }
-
-/** "W,R": two non-negative decimals. */
-const PRICE_PAIR = /^\s*(\d+(?:\.\d*)?|\.\d+)\s*,\s*(\d+(?:\.\d*)?|\.\d+)\s*$/
-
-/** cachePrice (or $CONCORD_CACHE_PRICE) as initialize's cache.price, or why it is not one (initialize must not fail over an option). */
-export function parseCachePrice(value: unknown): CachePrice | string {
-  let write: unknown, read: unknown
-  if (typeof value === "string") {
-    const name = value.trim().toLowerCase()
-    if (Object.prototype.hasOwnProperty.call(CACHE_PRICES, name)) return { ...CACHE_PRICES[name]! }
-    const m = PRICE_PAIR.exec(value)
-    if (!m) return `is not one of ${Object.keys(CACHE_PRICES).join(", ")} or "write,read"`
-    ;[write, read] = [Number(m[1]), Number(m[2])]
-  } else if (value !== null && typeof value === "object") {
-    ;({ write, read } = value as Record<string, unknown>)
-  } else {
-    return "is not a preset name, \"write,read\" or {write, read}"
-  }
-  if (typeof write !== "number" || typeof read !== "number" || !Number.isFinite(write) || !Number.isFinite(read)) {
-    return "needs numbers write and read"
-  }
-  if (!(write > 0 && read >= 0 && read <= write)) return "must have write > 0 and 0 <= read <= write"
-  return { write, read }
 }
 
 const PLACEMENTS: readonly Placement[] = ["inplace", "tail", "auto"]
@@ -171,7 +144,7 @@ export class ConcordBinding {
   private readonly debugOn: boolean
   private readonly placement: Placement
   private readonly cacheTtl?: number
-  private readonly cachePrice?: CachePrice
+  private cachePrice?: string | CachePrice
   private warned = false
   private disposed = false
   readonly stats: BindingStats = { tracked: 0, repaired: 0, notices: 0, errata: 0, restarts: 0, batches: [] }
@@ -190,11 +163,7 @@ export class ConcordBinding {
     const ttl = this.options.cacheTtlSeconds ?? (this.env.CONCORD_CACHE_TTL_SECONDS ? Number(this.env.CONCORD_CACHE_TTL_SECONDS) : undefined)
     if (ttl !== undefined && Number.isFinite(ttl) && ttl > 0) this.cacheTtl = ttl
     const price = this.options.cachePrice ?? (this.env.CONCORD_CACHE_PRICE || undefined)
-    if (price !== undefined) {
-      const p = parseCachePrice(price)
-      if (typeof p === "string") this.debug(`cachePrice ${JSON.stringify(price)} ${p}; priced rewrites stay off`)
-      else this.cachePrice = p
-    }
+    if (!(typeof price === "string" && /^\s*off\s*$/i.test(price))) this.cachePrice = price
     const roots = [init.directory, init.worktree].filter(
       (r): r is string => typeof r === "string" && path.isAbsolute(r) && path.resolve(r) !== path.parse(r).root,
     )
@@ -415,6 +384,12 @@ export class ConcordBinding {
         link.closing = true
         client.kill()
         link.closing = false
+      }
+      if (err instanceof RpcError && this.cachePrice !== undefined && String((err.data as { field?: unknown } | undefined)?.field).startsWith("cache.price")) {
+        // A price the server refuses must not cost the session: say why, start again without it.
+        this.debug(`cachePrice ${JSON.stringify(this.cachePrice)} refused (${err.message}); priced rewrites stay off`)
+        this.cachePrice = undefined
+        return this.start(link)
       }
       if (err instanceof RpcError && err.code === UNSUPPORTED_VERSION) {
         // Another binary than the one this package carries: a restart would not change it.

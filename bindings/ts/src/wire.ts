@@ -26,7 +26,7 @@ export interface LocatorParams { // LocatorParams are the locality thresholds; a
 }
 export type Placement = "inplace" | "tail" | "auto" // Repair placements (initialize's placement).
 export interface CachePrice { write: number; read: number } // CachePrice is what one prompt token costs, in units of the provider's plain input price, when the call writes it to the cache (a miss; 1.25 at Anthropic, 1 at OpenAI) and when it reads it from the cache (0.1 at Anthropic, 0.5 at OpenAI).
-export interface CacheParams { ttlSeconds?: number; price?: CachePrice } // CacheParams describe the provider's prompt cache, as far as placement needs it.
+export interface CacheParams { ttlSeconds?: number; price?: string | CachePrice } // CacheParams describe the provider's prompt cache, as far as placement needs it.
 export interface FeedParams { url?: string; name?: string; host?: string; root?: string } // FeedParams are initialize's change-feed settings; an omitted field keeps the operator's (serve's --feed flags).
 export interface InitializeParams { // InitializeParams opens the session.
   protocolVersion: number; clientInfo?: Info; roots: string[]; watch?: Watch; policy?: PolicyConfig

@@ -115,6 +115,12 @@ func pyType(s *Schema, used map[string]bool) string {
 	switch {
 	case s.Ref != "":
 		return refName(s.Ref)
+	case len(s.AnyOf) > 0:
+		alts := make([]string, len(s.AnyOf))
+		for i, a := range s.AnyOf {
+			alts[i] = pyType(a, used)
+		}
+		return strings.Join(alts, " | ")
 	case s.Type == "string":
 		return "str"
 	case s.Type == "integer":

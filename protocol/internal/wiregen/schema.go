@@ -27,15 +27,16 @@ var renames = map[string]string{"Error": "ErrorObject"}
 // Schema is a JSON Schema node, as far as the wire types need one. The
 // bindings are written from it, so the three outputs cannot disagree.
 type Schema struct {
-	Ref                  string   `json:"$ref,omitempty"`
-	Description          string   `json:"description,omitempty"`
-	Type                 string   `json:"type,omitempty"`
-	Enum                 []string `json:"enum,omitempty"`
-	Items                *Schema  `json:"items,omitempty"`
-	Properties           *Props   `json:"properties,omitempty"`
-	Required             []string `json:"required,omitempty"`
-	AdditionalProperties *Schema  `json:"additionalProperties,omitempty"`
-	PropertyNames        *Schema  `json:"propertyNames,omitempty"`
+	Ref                  string    `json:"$ref,omitempty"`
+	Description          string    `json:"description,omitempty"`
+	Type                 string    `json:"type,omitempty"`
+	Enum                 []string  `json:"enum,omitempty"`
+	Items                *Schema   `json:"items,omitempty"`
+	Properties           *Props    `json:"properties,omitempty"`
+	Required             []string  `json:"required,omitempty"`
+	AdditionalProperties *Schema   `json:"additionalProperties,omitempty"`
+	PropertyNames        *Schema   `json:"propertyNames,omitempty"`
+	AnyOf                []*Schema `json:"anyOf,omitempty"`
 }
 
 // Prop is one property of an object schema.
@@ -453,6 +454,10 @@ func (b *builder) structRef(t reflect.Type) (*Schema, error) {
 		fs, err := b.schemaOf(f.Type, f.Tag.Get("enum"))
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", t.Name(), f.Name, err)
+		}
+		if alt := f.Tag.Get("or"); alt != "" {
+			// A field that also takes another JSON type (its UnmarshalJSON reads both).
+			fs = &Schema{AnyOf: []*Schema{{Type: alt}, fs}}
 		}
 		if doc := b.src.fieldDocs[t.Name()][f.Name]; doc != "" {
 			fs = withDescription(fs, doc)

@@ -41,6 +41,9 @@ func forBindings(doc *Document) (*Document, error) {
 		visit(s.Items)
 		visit(s.AdditionalProperties)
 		visit(s.PropertyNames)
+		for _, a := range s.AnyOf {
+			visit(a)
+		}
 		if s.Properties != nil {
 			for _, p := range *s.Properties {
 				visit(p.Schema)

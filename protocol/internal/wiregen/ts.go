@@ -61,6 +61,12 @@ func tsType(s *Schema) string {
 	switch {
 	case s.Ref != "":
 		return refName(s.Ref)
+	case len(s.AnyOf) > 0:
+		alts := make([]string, len(s.AnyOf))
+		for i, a := range s.AnyOf {
+			alts[i] = tsType(a)
+		}
+		return strings.Join(alts, " | ")
 	case s.Type == "string":
 		return "string"
 	case s.Type == "integer", s.Type == "number":

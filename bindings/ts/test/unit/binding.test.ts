@@ -6,7 +6,7 @@ import assert from "node:assert/strict"
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import { CACHE_PRICES, ConcordBinding, parseCachePrice, rebuiltSince, type BindingInit } from "../../src/binding.js"
+import { ConcordBinding, rebuiltSince, type BindingInit } from "../../src/binding.js"
 import { concordBin, skipWithoutConcord } from "../support/concordbin.js"
 import { openCodeRead } from "../support/expected.js"
 
@@ -774,34 +774,16 @@ function tracedHarness(dir: string, options: Record<string, unknown>, env: Recor
 describe("cachePrice and promptChars (priced rewrites)", () => {
   const skip = skipWithoutConcord()
 
-  test("parseCachePrice: the presets, \"W,R\" and {write, read}; anything else is a reason", () => {
-    const cases: [unknown, unknown][] = [
-      ["anthropic", { write: 1.25, read: 0.1 }],
-      [" OpenAI ", { write: 1, read: 0.5 }],
-      [{ write: 2, read: 0.25 }, { write: 2, read: 0.25 }],
-      ["1.25,0.1", { write: 1.25, read: 0.1 }],
-      [" 1 , .5 ", { write: 1, read: 0.5 }],
-      [{ write: 1, read: 0 }, { write: 1, read: 0 }],
-      [{ write: 1, read: 1 }, { write: 1, read: 1 }],
-    ]
-    for (const [input, want] of cases) assert.deepEqual(parseCachePrice(input), want, JSON.stringify(input))
-    for (const bad of ["", "bogus", "constructor", "1", "1,2,3", "-1,0", "1,x", "0,0", "0.5,1", { write: 0.5, read: 1 }, { write: 0, read: 0 }, { write: "1", read: 0.1 }, { write: 1 }, { write: Infinity, read: 0 }, null, 3, true]) {
-      assert.equal(typeof parseCachePrice(bad), "string", `refused: ${JSON.stringify(bad)}`)
-    }
-    // A preset is a copy: a caller cannot change the table.
-    const p = parseCachePrice("anthropic") as any
-    p.write = 9
-    assert.equal(CACHE_PRICES.anthropic!.write, 1.25)
-  })
-
+  // The forms of a price and why one is refused are the server's (protocol TestCachePriceForms,
+  // testdata/rpc/priced-string.jsonl): the binding passes the option through.
   const accepted: { name: string; option?: unknown; env?: string; ttl?: number; want: unknown }[] = [
-    { name: "option anthropic", option: "anthropic", want: { price: { write: 1.25, read: 0.1 } } },
-    { name: "option openai", option: "openai", want: { price: { write: 1, read: 0.5 } } },
+    { name: "option anthropic", option: "anthropic", want: { price: "anthropic" } },
+    { name: "option OpenAI", option: " OpenAI ", want: { price: " OpenAI " } },
     { name: "option {write, read}", option: { write: 2, read: 0.25 }, want: { price: { write: 2, read: 0.25 } } },
-    { name: "env anthropic", env: "anthropic", want: { price: { write: 1.25, read: 0.1 } } },
-    { name: "env W,R", env: "1.5,0.2", want: { price: { write: 1.5, read: 0.2 } } },
-    { name: "the option wins over the env", option: "openai", env: "anthropic", want: { price: { write: 1, read: 0.5 } } },
-    { name: "with cacheTtlSeconds", option: "anthropic", ttl: 600, want: { ttlSeconds: 600, price: { write: 1.25, read: 0.1 } } },
+    { name: "env anthropic", env: "anthropic", want: { price: "anthropic" } },
+    { name: "env W,R", env: "1.5,0.2", want: { price: "1.5,0.2" } },
+    { name: "the option wins over the env", option: "openai", env: "anthropic", want: { price: "openai" } },
+    { name: "with cacheTtlSeconds", option: "anthropic", ttl: 600, want: { ttlSeconds: 600, price: "anthropic" } },
   ]
   for (const c of accepted) {
     test(`initialize carries cache.price: ${c.name}`, { skip }, async (t) => {
@@ -826,6 +808,7 @@ describe("cachePrice and promptChars (priced rewrites)", () => {
     { name: "read above write", option: { write: 0.5, read: 1 } },
     { name: "a string number", option: { write: "1", read: 0.1 } },
     { name: "a bad env pair", env: "1,x" },
+    { name: "a number", option: 3 },
   ]
   for (const c of refused) {
     test(`a bad cachePrice (${c.name}) is left off with a debug line; concord still serves`, { skip }, async (t) => {
@@ -838,20 +821,22 @@ describe("cachePrice and promptChars (priced rewrites)", () => {
       t.after(() => h.hooks.dispose())
       await h.modelCall()
       const init = initialize()
-      assert.equal(init.length, 1)
-      assert.equal(init[0].cache, undefined, "no cache hints at all")
+      assert.equal(init.length, 2, "refused, then initialize again without the price")
+      assert.deepEqual(init[0].cache, { price: c.option ?? c.env })
+      assert.equal(init[1].cache, undefined, "no cache hints at all")
       assert.equal(syncs().length, 1, "the session works")
-      assert.ok(h.stderr.some((l) => /cachePrice .* priced rewrites stay off/.test(l)), h.stderr.join(""))
+      assert.ok(h.stderr.some((l) => /cachePrice .* refused \(initialize: invalid params: cache\.price: .*\); priced rewrites stay off/.test(l)), h.stderr.join(""))
       assert.equal(h.warnings.length, 0, h.warnings.join("\n"))
     })
   }
 
-  test("no cachePrice: initialize has no cache.price", { skip }, async (t) => {
-    const dir = tmpdir()
-    const { h, initialize } = tracedHarness(dir, { placement: "auto" })
-    t.after(() => h.hooks.dispose())
-    await h.modelCall()
-    assert.equal(initialize()[0].cache, undefined)
+  test("no cachePrice, or \"off\": initialize has no cache.price", { skip }, async (t) => {
+    for (const opts of [{}, { cachePrice: "Off" }]) {
+      const { h, initialize } = tracedHarness(tmpdir(), { placement: "auto", ...opts }, { CONCORD_CACHE_PRICE: "anthropic" })
+      t.after(() => h.hooks.dispose())
+      await h.modelCall()
+      assert.deepEqual(initialize().map((p) => p.cache), [opts.cachePrice ? undefined : { price: "anthropic" }])
+    }
   })
 
   test("every sync carries promptChars: the prompt before this sync, with earlier rewrites counted", { skip }, async (t) => {
