@@ -50,7 +50,7 @@ func classify(command, cwd string) intent {
 	if why != "" {
 		return intent{Kind: kindUnparsed, Reason: why}
 	}
-	c := classifier{cwd: p.cwd, stages: p.stages}
+	c := classifier(p)
 	first := p.stages[0]
 	prog := filepath.Base(first[0])
 	if len(p.stages) == 1 {
