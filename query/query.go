@@ -210,15 +210,18 @@ func (s Spec) Text(out string) string {
 	}
 	if s.Screen {
 		for i, l := range lines {
-			lines[i] = screenLine(l)
+			lines[i] = ScreenLine(l)
 		}
 		return strings.TrimSpace(strings.Join(lines, "\n"))
 	}
 	return strings.Join(lines, "\n")
 }
 
-// screenLine is a line as a terminal pane shows it.
-func screenLine(s string) string {
+// ScreenLine is a line as a terminal pane shows it: tabs expanded to 8
+// columns, trailing blanks dropped. OpenHands' terminal shows the model the
+// tmux screen, then strips the whole output; the recognizer compares lines
+// shown that way with the file's.
+func ScreenLine(s string) string {
 	if strings.IndexByte(s, '\t') >= 0 {
 		var b strings.Builder
 		col := 0

@@ -3,6 +3,8 @@ package recognize
 import (
 	"strconv"
 	"strings"
+
+	"github.com/concord-ctx/concord/query"
 )
 
 // splitFile splits file content the way Concord reads a source: invalid
@@ -26,33 +28,11 @@ func splitOutput(s string) (lines []string, ends bool) {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n"), ends
 }
 
-// screenLine is a line as a terminal pane shows it: tabs expanded to 8
-// columns, trailing blanks dropped. OpenHands' terminal shows the model the
-// tmux screen, then strips the whole output.
-func screenLine(s string) string {
-	if strings.IndexByte(s, '\t') >= 0 {
-		var b strings.Builder
-		col := 0
-		for _, c := range s {
-			if c == '\t' {
-				n := 8 - col%8
-				b.WriteString(strings.Repeat(" ", n))
-				col += n
-				continue
-			}
-			b.WriteRune(c)
-			col++
-		}
-		s = b.String()
-	}
-	return strings.TrimRight(s, " \t")
-}
-
 // screenOf is lines as the terminal tool shows them: a screen, stripped.
 func screenOf(lines []string) string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
-		out[i] = screenLine(l)
+		out[i] = query.ScreenLine(l)
 	}
 	return strings.TrimSpace(strings.Join(out, "\n"))
 }
@@ -60,7 +40,7 @@ func screenOf(lines []string) string {
 // sameShown reports whether a file line could be what the tool showed as
 // shown: equal, or equal as the screen shows both.
 func sameShown(file, shown string, screen bool) bool {
-	return file == shown || screen && screenLine(file) == screenLine(shown)
+	return file == shown || screen && query.ScreenLine(file) == query.ScreenLine(shown)
 }
 
 // numbered parses a `cat -n`-style line: spaces, a number, then sep (or,
