@@ -59,13 +59,8 @@ func parsePrice(s string) (*protocol.CachePrice, error) {
 // some input could not be audited (the others are reported all the same).
 func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, o := auditFlags()
-	fs.SetOutput(stderr)
-	fs.Usage = func() { printCommand(fs.Output(), "audit") }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseCommand(fs, "audit", args, stderr); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return usageError{errors.New("no PATH to audit")}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -161,4 +162,19 @@ func printCommand(w io.Writer, name string) {
 		}
 	}
 	fmt.Fprintf(w, "\nExamples:\n%s\n", c.examples)
+}
+
+// parseCommand parses a command's flags, printing its help to stderr on
+// -h (pflag.ErrHelp is returned as is) and wrapping any other failure as a
+// usage error (exit status 2).
+func parseCommand(fs *pflag.FlagSet, name string, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	fs.Usage = func() { printCommand(stderr, name) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	return nil
 }

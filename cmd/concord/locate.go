@@ -50,13 +50,8 @@ func locateFlags() (*pflag.FlagSet, *locateOptions) {
 // answer (status 0); only bad input is an error.
 func runLocate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, o := locateFlags()
-	fs.SetOutput(stderr)
-	fs.Usage = func() { printCommand(fs.Output(), "locate") }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseCommand(fs, "locate", args, stderr); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err

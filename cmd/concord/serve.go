@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,13 +58,8 @@ func serveFlags() (*pflag.FlagSet, *serveOptions) {
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	flags, o := serveFlags()
-	flags.SetOutput(stderr)
-	flags.Usage = func() { printCommand(stderr, "serve") }
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseCommand(flags, "serve", args, stderr); err != nil {
+		return err
 	}
 	if flags.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", flags.Arg(0))}
