@@ -274,22 +274,7 @@ func BenchmarkObserveManyLinks(b *testing.B) {
 // BenchmarkFirstSyncManyLinks: the first sync after a one-line edit in the
 // middle of a file that 20,000 one-line reads (20 agents) link.
 func BenchmarkFirstSyncManyLinks(b *testing.B) {
-	m, mem, ls, obs := manyLinksWorld(b, 20, 1000)
-	ctx := context.Background()
-	for _, o := range obs {
-		if _, err := m.Observe(ctx, o); err != nil {
-			b.Fatal(err)
-		}
-	}
-	cur := append([]string(nil), ls...)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		cur[30000] = fmt.Sprintf("row edited %d", i)
-		mem.set(fid, text(cur))
-		if _, err := m.Sync(ctx, protocol.SyncParams{Agent: "agent-0", Turn: 2}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	firstSyncAfterEdit(b, 20)
 }
 
 // BenchmarkFirstSyncLinksScaling: BenchmarkFirstSyncManyLinks at 1,000
@@ -300,22 +285,7 @@ func BenchmarkFirstSyncManyLinks(b *testing.B) {
 func BenchmarkFirstSyncLinksScaling(b *testing.B) {
 	for _, agents := range []int{1, 50} {
 		b.Run(fmt.Sprintf("links=%d", agents*1000), func(b *testing.B) {
-			m, mem, ls, obs := manyLinksWorld(b, agents, 1000)
-			ctx := context.Background()
-			for _, o := range obs {
-				if _, err := m.Observe(ctx, o); err != nil {
-					b.Fatal(err)
-				}
-			}
-			cur := append([]string(nil), ls...)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				cur[30000] = fmt.Sprintf("row edited %d", i)
-				mem.set(fid, text(cur))
-				if _, err := m.Sync(ctx, protocol.SyncParams{Agent: "agent-0", Turn: 2}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			firstSyncAfterEdit(b, agents)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(agents*1000), "ns/link")
 		})
 	}
@@ -332,4 +302,25 @@ func BenchmarkFirstSyncLinksScaling(b *testing.B) {
 			commonEnds(old, nw)
 		}
 	})
+}
+
+// firstSyncAfterEdit times the first sync after a one-line edit in the
+// middle of a file that agents × 1,000 one-line reads link.
+func firstSyncAfterEdit(b *testing.B, agents int) {
+	m, mem, ls, obs := manyLinksWorld(b, agents, 1000)
+	ctx := context.Background()
+	for _, o := range obs {
+		if _, err := m.Observe(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cur := append([]string(nil), ls...)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cur[30000] = fmt.Sprintf("row edited %d", i)
+		mem.set(fid, text(cur))
+		if _, err := m.Sync(ctx, protocol.SyncParams{Agent: "agent-0", Turn: 2}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
