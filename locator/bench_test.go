@@ -2,6 +2,7 @@ package locator
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -165,5 +166,19 @@ func BenchmarkDiffRewrite(b *testing.B) {
 				_ = Diff(old, c.new, DefaultParams())
 			}
 		})
+	}
+}
+
+// BenchmarkTokenize: the similarity measure's tokenizer on a span of Go-like
+// source lines (the judge of every span a change overlaps runs it).
+func BenchmarkTokenize(b *testing.B) {
+	lines := make([]string, 12)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("\tfile %d line %d: alpha beta gamma delta := compute(x%d, \"y\") // note", i, i*7, i)
+	}
+	for b.Loop() {
+		if len(Tokenize(lines)) == 0 {
+			b.Fatal("no tokens")
+		}
 	}
 }

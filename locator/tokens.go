@@ -31,15 +31,25 @@ func Tokenize(lines []string) []string {
 
 func appendTokens(toks []string, s string) []string {
 	for i := 0; i < len(s); {
-		r, w := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case unicode.IsSpace(r):
+		cls, w := uint8(0), 1
+		if c := s[i]; c < utf8.RuneSelf {
+			cls = asciiClass[c]
+		} else {
+			cls, w = classRune(s[i:])
+		}
+		switch cls {
+		case clsSpace:
 			i += w
-		case isWordRune(r):
+		case clsWord:
 			j := i + w
 			for j < len(s) {
-				r2, w2 := utf8.DecodeRuneInString(s[j:])
-				if !isWordRune(r2) {
+				c2, w2 := uint8(0), 1
+				if c := s[j]; c < utf8.RuneSelf {
+					c2 = asciiClass[c]
+				} else {
+					c2, w2 = classRune(s[j:])
+				}
+				if c2 != clsWord {
 					break
 				}
 				j += w2
@@ -52,6 +62,19 @@ func appendTokens(toks []string, s string) []string {
 		}
 	}
 	return toks
+}
+
+// classRune is the class of the non-ASCII rune at the start of s, and its
+// width (ASCII bytes take asciiClass).
+func classRune(s string) (uint8, int) {
+	r, w := utf8.DecodeRuneInString(s)
+	switch {
+	case unicode.IsSpace(r):
+		return clsSpace, w
+	case isWordRune(r):
+		return clsWord, w
+	}
+	return clsPunct, w
 }
 
 // Byte classes for the ASCII fast path of countTokens.
@@ -82,23 +105,13 @@ func countTokens(lines []string) int {
 	for _, s := range lines {
 		inWord := false
 		for i := 0; i < len(s); {
-			c := s[i]
-			var cls uint8
-			if c < utf8.RuneSelf {
+			cls, w := uint8(0), 1
+			if c := s[i]; c < utf8.RuneSelf {
 				cls = asciiClass[c]
-				i++
 			} else {
-				r, w := utf8.DecodeRuneInString(s[i:])
-				i += w
-				switch {
-				case unicode.IsSpace(r):
-					cls = clsSpace
-				case isWordRune(r):
-					cls = clsWord
-				default:
-					cls = clsPunct
-				}
+				cls, w = classRune(s[i:])
 			}
+			i += w
 			switch cls {
 			case clsSpace:
 				inWord = false
