@@ -138,7 +138,8 @@ func (m *Manager) load(ctx context.Context, src *source, ref protocol.Source) er
 	c, err := src.adapter.Read(ctx, src.id)
 	switch {
 	case err == nil:
-		m.withLock(func() { m.attribute(src, m.applyContent(src, stamp, c), "", "") })
+		p := m.prepare(src, c, nil)
+		m.withLock(func() { m.attribute(src, m.applyContent(src, stamp, c, p), "", "") })
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -174,7 +175,7 @@ func (m *Manager) settled(src *source, stamp string, serr error, ref protocol.So
 	case src.reporter != nil && len(src.links) == 0:
 		m.applyUnknown(src, stamp, stamp)
 		if ref.Range == nil && stamp == ref.Version {
-			m.attribute(src, m.applyContent(src, stamp, Content{Text: ref.Text, Version: ref.Version}), "", "")
+			m.attribute(src, m.applyContent(src, stamp, Content{Text: ref.Text, Version: ref.Version}, nil), "", "")
 		}
 		return true
 	}

@@ -509,19 +509,30 @@ func (m *Manager) recompute(b *block) {
 }
 
 // applyContent installs a new content of src (read at stamp) and reconciles
-// its links. It returns the blocks whose model-visible state changed.
+// its links, with what prepare computed outside the lock when it still fits
+// (p may be nil). It returns the blocks whose model-visible state changed.
 // Caller holds m.mu.
-func (m *Manager) applyContent(src *source, stamp string, c Content) []*block {
+func (m *Manager) applyContent(src *source, stamp string, c Content, p *prepared) []*block {
 	src.stamp = stamp
 	if src.state == statePresent && src.known && src.version == c.Version {
 		return nil
 	}
+	if !p.fits(src) {
+		p = nil
+	}
 	oldText, oldLines, oldKnown := src.text, src.lines, src.state == statePresent && src.known
-	src.text, src.lines, src.version, src.known, src.state, src.readErr = sourceText(c.Text), nil, c.Version, true, statePresent, ""
+	text, lines := sourceText(c.Text), []string(nil)
+	if p != nil {
+		text, lines, oldLines = p.text, p.lines, p.oldLines
+	}
+	src.text, src.lines, src.version, src.known, src.state, src.readErr = text, lines, c.Version, true, statePresent, ""
 	if len(src.links) == 0 {
 		return nil
 	}
 	rc := m.newReconciler(src, oldText, oldLines, oldKnown)
+	if p != nil {
+		rc.use(p)
+	}
 	unchanged := 0
 	for _, l := range sortedLinks(src) {
 		if rc.untouched(l) {

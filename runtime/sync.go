@@ -43,13 +43,14 @@ func (m *Manager) verify(ctx context.Context, src *source, force bool) error {
 // returns the blocks whose state changed. by names the agent's edit that
 // made the change, when the agent reported it (zero: an outside change).
 func (m *Manager) applyRead(src *source, stamp string, c Content, err error, by editBy) []*block {
+	p := m.prepare(src, c, err)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var changed []*block
 	if err != nil {
 		changed = m.applyGone(src, stamp, err)
 	} else {
-		changed = m.applyContent(src, stamp, c)
+		changed = m.applyContent(src, stamp, c, p)
 	}
 	m.attribute(src, changed, by.agent, by.anchor)
 	return changed
