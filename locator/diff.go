@@ -71,7 +71,9 @@ func lineDiff(a, b []string, p Params) ([]hunk, bool) {
 	}
 	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
 	whole := []hunk{{pre, pre + len(ma), pre, pre + len(mb)}}
-	if len(ma) == 0 || len(mb) == 0 {
+	if len(ma) == 0 || len(mb) == 0 || len(ma) == 1 && len(mb) == 1 {
+		// An insertion, a deletion or one line replaced: one hunk, what
+		// the diff would find, without its setup (the commonest edit).
 		return whole, false
 	}
 	if len(ma)+len(mb) > maxLineRunes {

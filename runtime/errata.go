@@ -270,6 +270,15 @@ func renderErrata(cs []clause, owner []int, nviews int) []string {
 	return texts
 }
 
+// hunkLine writes "+12: text\n" (or "-").
+func hunkLine(b *strings.Builder, sign byte, n int, text string) {
+	b.WriteByte(sign)
+	b.WriteString(itoa(n))
+	b.WriteString(": ")
+	b.WriteString(text)
+	b.WriteByte('\n')
+}
+
 // hunk lists the lines that differ between the copy in place and the
 // current text, change by change: "+N: new" at the new line numbers, and
 // "-N: old" at the old ones unless each old line of that change has a new
@@ -291,18 +300,18 @@ func hunk(l *link) (string, bool) {
 			// Pure insertion: with no "-" line it would read as a
 			// replacement of the lines now at these numbers.
 			if h.NewStart == 0 {
-				fmt.Fprintf(&b, "(inserted before line %d)\n", oldStart)
+				b.WriteString("(inserted before line " + itoa(oldStart) + ")\n")
 			} else {
-				fmt.Fprintf(&b, "(inserted after line %d)\n", oldStart+h.OldStart-1)
+				b.WriteString("(inserted after line " + itoa(oldStart+h.OldStart-1) + ")\n")
 			}
 		}
 		if h.OldEnd-h.OldStart != h.NewEnd-h.NewStart {
 			for i := h.OldStart; i < h.OldEnd; i++ {
-				fmt.Fprintf(&b, "-%d: %s\n", oldStart+i, old[i])
+				hunkLine(&b, '-', oldStart+i, old[i])
 			}
 		}
 		for i := h.NewStart; i < h.NewEnd; i++ {
-			fmt.Fprintf(&b, "+%d: %s\n", curStart+i, cur[i])
+			hunkLine(&b, '+', curStart+i, cur[i])
 		}
 		if b.Len() > MaxHunkBytes {
 			return "", false
