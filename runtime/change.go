@@ -52,6 +52,7 @@ func (m *Manager) reread(ctx context.Context, src *source, ch protocol.SourceCha
 		return nil, nil
 	}
 	stamp, _ := src.adapter.Stamp(ctx, src.id)
+	src.readAt = m.reads.Add(1)
 	c, rerr := src.adapter.Read(ctx, src.id)
 	if rerr != nil && ctx.Err() != nil {
 		return nil, ctx.Err()

@@ -156,7 +156,8 @@ type source struct {
 	adapter  Adapter
 	reporter Reporter // non-nil for client-reported (keyed) sources
 
-	io sync.Mutex // serialises read+apply so content is applied in read order
+	io     sync.Mutex // serialises read+apply so content is applied in read order
+	readAt uint64     // guarded by io: Manager.reads when the last read of a verify began
 
 	// guarded by Manager.mu
 	state   srcState

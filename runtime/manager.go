@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -80,6 +81,10 @@ type Manager struct {
 	fallback Adapter
 	bySource map[string]protocol.Policy // BySource keys normalised to canonical ids
 	ix       index                      // guarded by mu
+
+	// reads numbers the source reads as they begin (source.readAt): a read
+	// that began after a sync did serves that sync as well as its own.
+	reads atomic.Uint64
 
 	hints  *hintQueue
 	ctx    context.Context
@@ -354,14 +359,16 @@ func (m *Manager) runHints() {
 			return
 		case <-m.hints.kick:
 		}
-		for _, h := range m.hints.take() {
+		hs := m.hints.take()
+		since := m.reads.Load() // the hinted changes happened before this
+		for _, h := range hs {
 			m.mu.Lock()
 			s := m.ix.known(h.id)
 			m.mu.Unlock()
 			if s == nil {
 				continue
 			}
-			if err := m.verify(m.ctx, s, h.force); err != nil && m.ctx.Err() == nil {
+			if err := m.verify(m.ctx, s, h.force, since); err != nil && m.ctx.Err() == nil {
 				m.log.Warn("hint: verify failed", "source", h.id, "err", err)
 			}
 			m.flushNotify("")

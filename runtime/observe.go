@@ -135,6 +135,7 @@ func (m *Manager) load(ctx context.Context, src *source, ref protocol.Source) er
 	if m.settled(src, stamp, serr, ref) {
 		return nil
 	}
+	src.readAt = m.reads.Add(1)
 	c, err := src.adapter.Read(ctx, src.id)
 	switch {
 	case err == nil:

@@ -73,3 +73,39 @@ func TestPrepareLocatesOverlappingSpans(t *testing.T) {
 		t.Fatalf("fits on its base: %v (want true); on another copy: %v (want false)", fits, stale)
 	}
 }
+
+// TestReadServesEarlierSyncs: a read that began after a sync's verify pass
+// did has seen every change that sync must show, so the sync takes it
+// instead of reading again; a read that began before the pass does not
+// serve it.
+func TestReadServesEarlierSyncs(t *testing.T) {
+	h := newHarness(t, Config{})
+	ls := numbered(20)
+	h.mem.set(fid, text(ls))
+	h.observe("a", 1, "c1", protocol.Source{URI: fid, Range: rng(2, 4), Text: span(ls, 2, 4)})
+	h.observe("b", 1, "c2", protocol.Source{URI: fid, Range: rng(2, 4), Text: span(ls, 2, 4)})
+	src := h.m.ix.known(fid)
+	ls[2] += " // edited"
+	h.mem.set(fid, text(ls))
+
+	since := h.m.reads.Load() // agent b's pass begins here
+	if got := h.sync("a", 2); len(got.Blocks) != 1 || got.Blocks[0].Status != protocol.Patched {
+		t.Fatalf("agent a's sync: %+v", got.Blocks)
+	}
+	reads := h.mem.reads.Load()
+	if err := h.m.verifyRead(t.Context(), src, "moved", since); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.mem.reads.Load() - reads; n != 0 {
+		t.Fatalf("%d reads after a's newer read, want 0", n)
+	}
+	if err := h.m.verifyRead(t.Context(), src, "moved", h.m.reads.Load()); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.mem.reads.Load() - reads; n != 1 {
+		t.Fatalf("%d reads for a pass that began after the last read, want 1", n)
+	}
+	if got := h.sync("b", 2); len(got.Blocks) != 1 || got.Blocks[0].Status != protocol.Patched {
+		t.Fatalf("agent b's sync: %+v", got.Blocks)
+	}
+}

@@ -13,9 +13,12 @@ import (
 // verify brings src up to date: a cheap Stamp, and a Read only when the stamp
 // moved (or force). I/O happens outside the manager lock; src.io keeps reads
 // and applies of one source in order.
-func (m *Manager) verify(ctx context.Context, src *source, force bool) error {
+func (m *Manager) verify(ctx context.Context, src *source, force bool, since uint64) error {
 	src.io.Lock()
 	defer src.io.Unlock()
+	if src.readAt > since {
+		return nil // a read that began after the caller's did is applied: it is newer than needed
+	}
 	var live, fresh bool
 	var prev string
 	m.withLock(func() {
@@ -31,6 +34,7 @@ func (m *Manager) verify(ctx context.Context, src *source, force bool) error {
 	if !force && serr == nil && stamp != "" && stamp == prev && fresh {
 		return nil
 	}
+	src.readAt = m.reads.Add(1)
 	c, err := src.adapter.Read(ctx, src.id)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -72,7 +76,7 @@ type stampCheck struct {
 // BatchStamper walks each directory once; parallel stats of cached inodes
 // only add scheduling on a few cores), then a Read of each source whose
 // stamp moved, in parallel when there are many.
-func (m *Manager) verifyAll(ctx context.Context, srcs []*source) error {
+func (m *Manager) verifyAll(ctx context.Context, srcs []*source, since uint64) error {
 	checks := make([]stampCheck, 0, len(srcs))
 	m.withLock(func() {
 		if m.closed {
@@ -99,7 +103,7 @@ func (m *Manager) verifyAll(ctx context.Context, srcs []*source) error {
 		}
 		moved = append(moved, i)
 	}
-	return readAll(moved, func(i int) error { return m.verifyRead(ctx, checks[i].src, stamps[i]) })
+	return readAll(moved, func(i int) error { return m.verifyRead(ctx, checks[i].src, stamps[i], since) })
 }
 
 // stampAll stamps every check's source: one batch per adapter that can take
@@ -179,14 +183,21 @@ feed:
 
 // verifyRead reads src, whose stamp was taken (before the read, so the
 // stamp is never newer than the content it is stored with) and moved.
-func (m *Manager) verifyRead(ctx context.Context, src *source, stamp string) error {
+func (m *Manager) verifyRead(ctx context.Context, src *source, stamp string, since uint64) error {
 	src.io.Lock()
 	defer src.io.Unlock()
+	if src.readAt > since {
+		// Another sync's (or the worker's) read began after this pass did
+		// and is applied: it saw every change this sync must show. Many
+		// agents syncing at once share one read of a moving file.
+		return nil
+	}
 	var live bool
 	m.withLock(func() { live = !m.closed && len(src.links) > 0 })
 	if !live {
 		return nil
 	}
+	src.readAt = m.reads.Add(1)
 	c, err := src.adapter.Read(ctx, src.id)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -203,6 +214,7 @@ func (m *Manager) Sync(ctx context.Context, req protocol.SyncParams) (protocol.S
 	if err := req.Validate(); err != nil {
 		return protocol.SyncResult{}, err
 	}
+	since := m.reads.Load() // reads that begin after this are new enough for this sync
 	plan, err := locked(m, func(ix *index) (syncPlan, error) { return ix.planSync(req, m.now()), nil })
 	if err != nil {
 		return protocol.SyncResult{}, err
@@ -216,7 +228,7 @@ func (m *Manager) Sync(ctx context.Context, req protocol.SyncParams) (protocol.S
 	// agents hear of changes via OnChange), so a slow read of someone
 	// else's source never blocks this sync.
 	m.enqueue(plan.others, false)
-	if err := m.verifyAll(ctx, plan.own); err != nil {
+	if err := m.verifyAll(ctx, plan.own, since); err != nil {
 		return protocol.SyncResult{}, err
 	}
 	res, err := locked(m, func(ix *index) (protocol.SyncResult, error) { return m.project(plan.agent, req), nil })
