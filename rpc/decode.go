@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ func decodeParams(raw *json.RawMessage, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			field := te.Field
+			field := wireField(reflect.TypeOf(v), te.Field)
 			if field == "" {
 				field = "params"
 			} else {
@@ -47,6 +48,54 @@ func decodeParams(raw *json.RawMessage, v any) error {
 		return invalidField("params", "%v", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil
+}
+
+// wireField drops from encoding/json's field path the names of embedded
+// structs (a wire type that embeds a protocol type, observeWire), which the
+// wire does not have: "sources.Source.uri" is "sources.uri".
+func wireField(t reflect.Type, path string) string {
+	if path == "" {
+		return ""
+	}
+	var out []string
+	for _, name := range strings.Split(path, ".") {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			out = append(out, name)
+			continue
+		}
+		if f, ok := t.FieldByName(name); ok && f.Anonymous {
+			t = f.Type
+			continue
+		}
+		out = append(out, name)
+		if f, ok := jsonField(t, name); ok {
+			t = f.Type
+		}
+	}
+	return strings.Join(out, ".")
+}
+
+// jsonField finds t's field named name on the wire: its own fields first,
+// as encoding/json has them shadow promoted ones, then the embedded ones'.
+func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.Anonymous && (tag == name || tag == "" && f.Name == name) {
+			return f, true
+		}
+	}
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Anonymous && f.Type.Kind() == reflect.Struct {
+			if g, ok := jsonField(f.Type, name); ok {
+				return g, true
+			}
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // jsonKind names a Go type the way a JSON user thinks of it.

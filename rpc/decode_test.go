@@ -3,6 +3,7 @@ package rpc
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -83,16 +84,31 @@ func FuzzObserveParams(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	// What the server decodes (observeWire, which sees an absent text) and
+	// the protocol type must agree: the same field named in an error, the
+	// same params when both decode.
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var p protocol.ObserveParams
+		var w observeWire
 		r := json.RawMessage(in)
 		err := decodeParams(&r, &p)
+		werr := decodeParams(&r, &w)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("protocol type: %v; wire type: %v", err, werr)
+		}
 		if err == nil {
+			got, cerr := w.params()
+			if cerr == nil && !reflect.DeepEqual(got, p) {
+				t.Fatalf("wire type decodes %+v, protocol type %+v", got, p)
+			}
 			return
 		}
-		var fe *fieldError
-		if !errors.As(err, &fe) || fe.Field == "" {
-			t.Fatalf("error %v is not a field error", err)
+		var fe, wfe *fieldError
+		if !errors.As(err, &fe) || fe.Field == "" || !errors.As(werr, &wfe) {
+			t.Fatalf("error %v / %v is not a field error", err, werr)
+		}
+		if fe.Field != wfe.Field {
+			t.Fatalf("protocol type names %q, wire type %q", fe.Field, wfe.Field)
 		}
 	})
 }

@@ -32,7 +32,8 @@ type SessionConfig struct {
 // a root that does not exist) becomes invalid params naming the field.
 type NewSessionFunc func(ctx context.Context, cfg SessionConfig) (core Core, watch string, err error)
 
-func (s *Server) initialize(ctx context.Context, raw *json.RawMessage) (any, error) {
+func (s *Server) initialize(ctx context.Context, in *params) (any, error) {
+	raw := in.raw
 	// The version comes first: a client of another version may send fields
 	// this one does not understand, and should learn what to upgrade.
 	var v struct {

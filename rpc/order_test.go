@@ -80,10 +80,12 @@ func TestSchedulerOrder(t *testing.T) {
 	wg.Wait()
 }
 
-// TestPeekAgentDecodes: the ordering lane is the decoded agent name, so one
-// agent spelled with JSON escapes shares its lane (issue 10, bug 8).
-func TestPeekAgentDecodes(t *testing.T) {
-	for in, want := range map[string]string{
+// TestLaneIsTheDecodedAgent: the ordering lane is the agent of the params
+// as the method decodes them (once, in Handle), so one agent spelled with
+// JSON escapes shares its lane (issue 10, bug 8), and params that do not
+// name an agent order with the agentless requests.
+func TestLaneIsTheDecodedAgent(t *testing.T) {
+	cases := map[string]string{
 		`{"agent":"main"}`:         "main",
 		`{"agent":"m\u0061in"}`:    "main",
 		`{"agent" : "sub-1"}`:      "sub-1",
@@ -92,9 +94,16 @@ func TestPeekAgentDecodes(t *testing.T) {
 		`{"turn":1}`:               "",
 		`[1]`:                      "",
 		`{"agent":"\ud83d\ude00"}`: "😀",
-	} {
-		if got := peekAgent(raw(in)); got != want {
-			t.Errorf("peekAgent(%s) = %q, want %q", in, got, want)
+	}
+	for name, m := range methods {
+		if m.order != byAgent {
+			continue
+		}
+		for in, want := range cases {
+			v, _ := m.decode(raw(in))
+			if got := agentOf(v); got != want {
+				t.Errorf("%s: the lane of %s is %q, want %q", name, in, got, want)
+			}
 		}
 	}
 }

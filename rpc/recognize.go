@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"sync"
@@ -45,9 +44,9 @@ func (rc *recognized) drop(blocks []string) {
 // recognize decides what a tool call showed (package recognize, reading
 // the files as they are now), reports what it wrote as sourceChanged and
 // registers what it showed through observe, and answers what it did.
-func (s *Server) recognize(ctx context.Context, raw *json.RawMessage) (any, error) {
-	var p protocol.RecognizeParams
-	if err := decodeParams(raw, &p); err != nil {
+func (s *Server) recognize(ctx context.Context, raw *params) (any, error) {
+	p, err := paramsOf[protocol.RecognizeParams](raw)
+	if err != nil {
 		return nil, err
 	}
 	switch p.Call.Runtime {
@@ -125,9 +124,9 @@ func fileURI(path string) string { return (&url.URL{Scheme: "file", Path: path})
 
 // syncViews is sync, with each in-place view of a block registered by
 // recognize rendered in its tool's format.
-func (s *Server) syncViews(ctx context.Context, raw *json.RawMessage) (any, error) {
-	var p protocol.SyncParams
-	if err := decodeParams(raw, &p); err != nil {
+func (s *Server) syncViews(ctx context.Context, raw *params) (any, error) {
+	p, err := paramsOf[protocol.SyncParams](raw)
+	if err != nil {
 		return nil, err
 	}
 	core, err := s.session()

@@ -219,8 +219,12 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		return
 	}
 	lane, isBarrier := "", m.order == barrier
+	in := &params{raw: req.Params}
 	if !isBarrier {
-		lane = peekAgent(req.Params)
+		// Decoded here, once: the agent orders the request, and the
+		// handler takes the value (an error is its answer, in order).
+		in.v, in.err = m.decode(req.Params)
+		lane = agentOf(in.v)
 		if lane == "" && req.Method == protocol.MethodRelease {
 			isBarrier = true
 		}
@@ -252,7 +256,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 			s.reply(ctx, conn, req, nil, err)
 			return
 		}
-		res, err := s.call(rctx, req, m)
+		res, err := s.call(rctx, req, m, in)
 		if err != nil && rctx.Err() != nil && ctx.Err() == nil {
 			err = context.Canceled // $/cancelRequest: whatever failed, it was asked to stop
 		}
@@ -262,7 +266,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 
 // call checks the lifecycle and runs the method, turning a panic into an
 // internal error: one bad request never takes the session down.
-func (s *Server) call(ctx context.Context, req *jsonrpc2.Request, m method) (res any, err error) {
+func (s *Server) call(ctx context.Context, req *jsonrpc2.Request, m method, in *params) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			buf := make([]byte, 8<<10)
@@ -283,7 +287,7 @@ func (s *Server) call(ctx context.Context, req *jsonrpc2.Request, m method) (res
 	case st == stateShutdown:
 		return nil, newError(protocol.CodeInvalidRequest, fmt.Sprintf("%s: server is shut down: only exit is accepted", req.Method), nil)
 	}
-	return m.run(s, ctx, req.Params)
+	return m.run(s, ctx, in)
 }
 
 func (s *Server) reply(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request, res any, err error) {
@@ -332,27 +336,6 @@ func (s *Server) session() (Core, error) {
 		return nil, runtime.ErrClosed
 	}
 	return s.core, nil
-}
-
-// peekAgent reads params.agent for ordering, without decoding the rest
-// (the handler decodes and reports errors). The lane is the decoded string,
-// so "m\u0061in" and "main" share one; a params object whose agent is not a
-// string gets the lane "" (the handler refuses it).
-func peekAgent(raw *json.RawMessage) string {
-	if raw == nil {
-		return ""
-	}
-	var p struct {
-		Agent json.RawMessage `json:"agent"`
-	}
-	if json.Unmarshal(*raw, &p) != nil {
-		return ""
-	}
-	var agent string
-	if json.Unmarshal(p.Agent, &agent) != nil {
-		return ""
-	}
-	return agent
 }
 
 // cancelRequest implements $/cancelRequest {"id": …}: the request's context
