@@ -178,26 +178,38 @@ type source struct {
 	watched bool       // guarded by watchMu
 }
 
-// addLink indexes l in s, after every link already there.
+// addLink indexes l in s, after every link already there. Unlinked links
+// leave s.order lazily; when they outnumber the live ones it is compacted
+// here, or a session that re-reads the same lines without a change to
+// reconcile would keep every superseded link (and its block) alive.
 func (s *source) addLink(l *link) {
 	s.links[l] = struct{}{}
+	if len(s.order) >= 2*len(s.links)+16 {
+		s.compact()
+	}
 	s.order = append(s.order, l)
 }
 
 // ordered returns s's live links in block order, compacting out the
 // unlinked ones.
 func (s *source) ordered() []*link {
-	if len(s.order) != len(s.links) {
-		live := s.order[:0]
-		for _, l := range s.order {
-			if l.src == s {
-				live = append(live, l)
-			}
-		}
-		clear(s.order[len(live):])
-		s.order = live
-	}
+	s.compact()
 	return slices.Clone(s.order)
+}
+
+// compact drops the unlinked links from s.order.
+func (s *source) compact() {
+	if len(s.order) == len(s.links) {
+		return
+	}
+	live := s.order[:0]
+	for _, l := range s.order {
+		if l.src == s {
+			live = append(live, l)
+		}
+	}
+	clear(s.order[len(live):])
+	s.order = live
 }
 
 func (s *source) getLines() []string {
@@ -294,11 +306,15 @@ type agentState struct {
 	pl       agentPlace
 }
 
-// addLink counts l among its agent's links on its source.
+// addLink counts l among its agent's links on its source (compacting the
+// list when unlinked ones outnumber the live, as source.addLink does).
 func (ag *agentState) addLink(l *link) {
 	ag.srcRefs[l.src]++
 	if ag.bySrc == nil {
 		ag.bySrc = map[*source][]*link{}
+	}
+	if len(ag.bySrc[l.src]) >= 2*ag.srcRefs[l.src]+16 {
+		ag.linksOn(l.src)
 	}
 	ag.bySrc[l.src] = append(ag.bySrc[l.src], l)
 	if si := ag.spans[l.src]; si != nil && si.epoch == l.src.epoch && !l.whole {

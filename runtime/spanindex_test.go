@@ -98,3 +98,27 @@ func runSpanSession(t *testing.T, seed uint64, least, after int) []any {
 	}
 	return out
 }
+
+// TestRereadsKeepIndexBounded: a session that reads the same lines again
+// and again with no change to reconcile (each read superseding the last)
+// keeps its per-source link lists near the live links: the superseded
+// links, and the blocks they point to, are not kept alive by the index.
+func TestRereadsKeepIndexBounded(t *testing.T) {
+	h := newHarness(t, Config{AuditLimit: 8})
+	ls := numbered(50)
+	h.mem.set(fid, text(ls))
+	for i := range 2000 {
+		h.observe("a", i, fmt.Sprintf("c%d", i), protocol.Source{URI: fid, Range: rng(3, 9), Text: span(ls, 3, 9)})
+	}
+	src := h.m.ix.known(fid)
+	ag := h.m.ix.agents["a"]
+	if live := len(src.links); live != 1 {
+		t.Fatalf("%d live links, want 1 (each read supersedes the last)", live)
+	}
+	if n := len(src.order); n > 2*len(src.links)+16 {
+		t.Errorf("source keeps %d links in order for %d live", n, len(src.links))
+	}
+	if n := len(ag.bySrc[src]); n > 2*ag.srcRefs[src]+16 {
+		t.Errorf("agent keeps %d links on the source for %d live", n, ag.srcRefs[src])
+	}
+}
