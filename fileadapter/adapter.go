@@ -83,6 +83,15 @@ type Adapter struct {
 	dirs     map[string]*dirWatch // parent dir -> state
 	timers   map[string]*time.Timer
 
+	// Trusted stamps (trust.go): every watched file's mark, the global
+	// event sequence and overflow epoch, directory watch ids, and the
+	// barrier (nil: no stamp is trusted).
+	marks   map[string]*fileMark
+	evSeq   uint64
+	epoch   uint64
+	wids    uint64
+	barrier *barrier
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -91,6 +100,10 @@ type dirWatch struct {
 	files  int               // watched files in it
 	polled bool              // no fsnotify watch: polled instead
 	stamps map[string]string // polled files' last stamps
+	fsRef  bool              // holds a reference on the directory's fsnotify watch
+	// wid is the id of its fsnotify watch when its files' stamps may be
+	// trusted (0: never), dev and ino the directory it was added on.
+	wid, dev, ino uint64
 }
 
 var (
@@ -112,6 +125,7 @@ func New(cfg Config, notify runtime.Notify) (*Adapter, error) {
 		log:      cfg.Logger,
 		notify:   notify,
 		files:    map[string]int{},
+		marks:    map[string]*fileMark{},
 		dirs:     map[string]*dirWatch{},
 		timers:   map[string]*time.Timer{},
 		stop:     make(chan struct{}),
@@ -160,6 +174,7 @@ func New(cfg Config, notify runtime.Notify) (*Adapter, error) {
 		}
 		a.watcher, a.mode = w, ModeFsnotify
 		a.addWatch = w.Add
+		a.startBarrier()
 		a.wg.Add(1)
 		go a.runEvents()
 	case ModePoll, ModeHooks:
@@ -319,13 +334,21 @@ func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) 
 	if err != nil {
 		return runtime.Content{}, err
 	}
+	c, n, err := a.readFile(p)
+	a.noteRead(p, n, err)
+	return c, err
+}
+
+// readFile reads the file at p; nlink is its link count as opened.
+func (a *Adapter) readFile(p string) (c runtime.Content, nlink uint64, err error) {
 	f, fi, err := a.openConfined(p)
 	if err != nil {
-		return runtime.Content{}, err
+		return runtime.Content{}, 0, err
 	}
 	defer f.Close()
+	nlink = links(fi)
 	if fi.Size() > a.maxBytes {
-		return runtime.Content{}, fmt.Errorf("read %s: %d bytes > %d: %w", p, fi.Size(), a.maxBytes, runtime.ErrTooLarge)
+		return runtime.Content{}, 0, fmt.Errorf("read %s: %d bytes > %d: %w", p, fi.Size(), a.maxBytes, runtime.ErrTooLarge)
 	}
 	var r io.Reader = io.LimitReader(f, a.maxBytes+1)
 	if testHookReader != nil {
@@ -341,20 +364,20 @@ func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) 
 			break
 		}
 		if err != nil {
-			return runtime.Content{}, classify(p, err)
+			return runtime.Content{}, 0, classify(p, err)
 		}
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)] // it grew since the stat
 		}
 	}
 	if int64(len(b)) > a.maxBytes {
-		return runtime.Content{}, fmt.Errorf("read %s: more than %d bytes: %w", p, a.maxBytes, runtime.ErrTooLarge)
+		return runtime.Content{}, 0, fmt.Errorf("read %s: more than %d bytes: %w", p, a.maxBytes, runtime.ErrTooLarge)
 	}
 	if bytes.IndexByte(b[:min(len(b), binarySniff)], 0) >= 0 {
-		return runtime.Content{}, fmt.Errorf("read %s: NUL byte in the first 8 KiB: %w", p, runtime.ErrBinary)
+		return runtime.Content{}, 0, fmt.Errorf("read %s: NUL byte in the first 8 KiB: %w", p, runtime.ErrBinary)
 	}
 	sum := sha256.Sum256(b)
-	return runtime.Content{Text: validText(b), Version: "sha256:" + hex.EncodeToString(sum[:])}, nil
+	return runtime.Content{Text: validText(b), Version: "sha256:" + hex.EncodeToString(sum[:])}, nlink, nil
 }
 
 // validText is b as text a JSON client can send back: each byte that is not
@@ -399,7 +422,8 @@ func classify(p string, err error) error {
 // taken, so it never equals a later stamp: each verify re-hashes until the
 // file's times are safely in the past, as git re-hashes racily clean index
 // entries. The roots are enforced here too: a path that now leads outside
-// them has no stamp.
+// them has no stamp. A file the watcher can vouch for gets a trusted stamp
+// instead (trust.go); Stamp is Stamps of one id, so both always agree.
 func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 	if dir, _, ok, err := listID(id); ok || err != nil {
 		if err != nil {
@@ -407,19 +431,11 @@ func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 		}
 		return a.listStamp(id, dir)
 	}
-	p, err := Path(id)
-	if err != nil {
+	if _, err := Path(id); err != nil {
 		return "", err
 	}
-	var st [1]string
-	var ok [1]bool
-	w := a.newDirWalker()
-	w.stampFiles(filepath.Dir(p), []string{filepath.Base(p)}, time.Now(), st[:], ok[:])
-	w.close()
-	if ok[0] {
-		return st[0], nil
-	}
-	return a.stampSlow(p)
+	st, errs := a.Stamps(ctx, []string{id})
+	return st[0], errs[0]
 }
 
 // stampSlow is Stamp by lstatConfined: every case the fast path leaves
@@ -433,17 +449,26 @@ func (a *Adapter) stampSlow(p string) (string, error) {
 	return racyMark(stampOf(fi, time.Now()))
 }
 
-// Stamps is Stamp for many sources at once (runtime.BatchStamper): the
-// files of one directory share one walk of its path from the root, then
-// cost one fstatat each, where Stamp one by one pays an lstat per path
-// component per file. A quiet sync of 1,000 files is then no dearer than
-// stat-ing them (BenchmarkQuietSync). Serial: on a few cores parallel
-// stats of cached inodes only add scheduling.
+// Stamps is Stamp for many sources at once (runtime.BatchStamper).
+//
+// A file the watcher vouches for (trust.go) costs no system call of its
+// own: one barrier per call makes every event that happened before it
+// counted, then its stamp is its directory's watch id, the overflow epoch
+// and its event mark. The safety net is per directory, not per file: the
+// directory at the path must still be the inode that was watched (a
+// renamed ancestor moves the watch away with the old inode), checked with
+// one openat2 and fstat.
+//
+// The others get stat stamps: the files of one directory share one walk
+// of its path from the root, then cost one fstatat each, where Stamp one
+// by one pays an lstat per path component per file. Serial: on a few
+// cores parallel stats of cached inodes only add scheduling.
 func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) {
 	stamps := make([]string, len(ids))
 	errs := make([]error, len(ids))
 	ok := make([]bool, len(ids))
 	paths := make([]string, len(ids))
+	dirOf := make([]string, len(ids))
 	type group struct {
 		idx   []int
 		names []string
@@ -460,6 +485,7 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 		}
 		paths[i] = p
 		d := filepath.Dir(p)
+		dirOf[i] = d
 		g := groups[d]
 		if g == nil {
 			g = &group{}
@@ -469,6 +495,15 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 		g.idx = append(g.idx, i)
 		g.names = append(g.names, filepath.Base(p))
 	}
+	a.mu.Lock()
+	trusted, tdirs := a.trustedPaths(paths, dirOf)
+	a.mu.Unlock()
+	if trusted != nil {
+		if err := a.barrier.wait(ctx, barrierTimeout); err != nil {
+			a.log.Debug("watcher barrier failed; stat stamps for this call", "err", err)
+			trusted, tdirs = nil, nil
+		}
+	}
 	now := time.Now()
 	w := a.newDirWalker()
 	defer w.close()
@@ -477,12 +512,45 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 			break
 		}
 		g := groups[d]
+		if td, ok := tdirs[d]; ok {
+			same, found := w.sameDir(d, td.dev, td.ino)
+			if same {
+				names := g.names[:0:0]
+				var idx []int
+				for k, i := range g.idx {
+					if !trusted[i] {
+						names, idx = append(names, g.names[k]), append(idx, i)
+					}
+				}
+				if len(idx) == 0 {
+					continue
+				}
+				g = &group{idx, names}
+			} else {
+				if found {
+					// Another directory at the path: the watch follows the old one.
+					a.dirReplaced(d, td.wid)
+				}
+				for _, i := range g.idx {
+					trusted[i] = false
+				}
+			}
+		}
 		st := make([]string, len(g.idx))
 		gok := make([]bool, len(g.idx))
 		w.stampFiles(d, g.names, now, st, gok)
 		for k, i := range g.idx {
 			stamps[i], ok[i] = st[k], gok[k]
 		}
+	}
+	if trusted != nil && ctx.Err() == nil {
+		a.mu.Lock()
+		for i, t := range trusted {
+			if t {
+				stamps[i], ok[i] = a.trustedStamp(paths[i], dirOf[i], tdirs[dirOf[i]])
+			}
+		}
+		a.mu.Unlock()
 	}
 	for i, id := range ids {
 		if ok[i] {

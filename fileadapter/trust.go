@@ -1,0 +1,270 @@
+package fileadapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A quiet sync trusts the watcher (issue 23): a file whose directory has a
+// live fsnotify watch on a local file system, and whose last read saw one
+// link, is stamped by what the watcher counted, not by a stat. Its stamp
+// is "w:<dir watch id>:<overflow epoch>:<mark>", where the mark is a global
+// event sequence number taken by the file's last raw event (or by its
+// Watch): any event on the file, a new directory watch or an overflow
+// gives a stamp that never equals an older one. Everything else keeps the
+// stat stamp.
+
+// fileMark is a watched file's event state. Guarded by Adapter.mu.
+type fileMark struct {
+	seq    uint64 // global event sequence at its last event (or its Watch)
+	nlink1 bool   // its last read (or Watch) saw one link: no other name can write it unseen
+}
+
+// trustPrefix starts a trusted stamp; a stat stamp starts with a digit.
+const trustPrefix = "w:"
+
+// barrierTimeout bounds the wait for the barrier's own event; past it the
+// call takes stat stamps.
+const barrierTimeout = time.Second
+
+// errBarrierTimeout is a barrier whose event did not come in time.
+var errBarrierTimeout = errors.New("fileadapter: barrier event did not arrive")
+
+// barrier makes a stamp see every event that happened before it began:
+// it creates a file in a private directory watched by the same inotify
+// instance (one fd, one ordered queue) and waits until the event loop has
+// handled that file's event, hence every event queued before it.
+type barrier struct {
+	dir  string
+	mu   sync.Mutex
+	next uint64        // last sequence number handed out
+	seen uint64        // highest sequence whose event was handled
+	ch   chan struct{} // closed (and replaced) when seen advances
+}
+
+func newBarrier(dir string) *barrier { return &barrier{dir: dir, ch: make(chan struct{})} }
+
+// wait runs one barrier: nil once every event queued before it began has
+// been handled.
+func (b *barrier) wait(ctx context.Context, timeout time.Duration) error {
+	b.mu.Lock()
+	b.next++
+	k := b.next
+	b.mu.Unlock()
+	name := filepath.Join(b.dir, "b"+strconv.FormatUint(k, 10))
+	// A symlink is one system call and one IN_CREATE, and holds no fd.
+	if err := os.Symlink(".", name); err != nil {
+		return fmt.Errorf("barrier: %w", err)
+	}
+	defer os.Remove(name) // its event is ignored
+	var timer <-chan time.Time
+	for {
+		b.mu.Lock()
+		if b.seen >= k {
+			b.mu.Unlock()
+			return nil
+		}
+		ch := b.ch
+		b.mu.Unlock()
+		if timer == nil {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer:
+			return errBarrierTimeout
+		}
+	}
+}
+
+// saw handles the event of barrier file name: every waiter with a
+// sequence up to its number is released (theirs were taken before it).
+func (b *barrier) saw(name string) {
+	k, err := strconv.ParseUint(strings.TrimPrefix(filepath.Base(name), "b"), 10, 64)
+	if err != nil {
+		return
+	}
+	b.advance(k)
+}
+
+// releaseAll releases every waiter: after an overflow or a watcher error
+// the barrier's own event may be lost, and the epoch has moved, so no
+// trusted stamp can equal one taken before anyway.
+func (b *barrier) releaseAll() {
+	b.mu.Lock()
+	k := b.next
+	b.mu.Unlock()
+	b.advance(k)
+}
+
+func (b *barrier) advance(k uint64) {
+	b.mu.Lock()
+	if k > b.seen {
+		b.seen = k
+		close(b.ch)
+		b.ch = make(chan struct{})
+	}
+	b.mu.Unlock()
+}
+
+// startBarrier makes the private barrier directory and watches it; without
+// it no stamp is trusted.
+func (a *Adapter) startBarrier() {
+	if !trustSupported || a.watcher == nil {
+		return
+	}
+	dir, err := os.MkdirTemp("", "concord-barrier-")
+	if err != nil {
+		a.log.Debug("no watcher barrier; stat stamps only", "err", err)
+		return
+	}
+	if dir, err = filepath.EvalSymlinks(dir); err == nil {
+		err = a.watcher.Add(dir)
+	}
+	if err != nil {
+		a.log.Debug("no watcher barrier; stat stamps only", "err", err)
+		os.RemoveAll(dir)
+		return
+	}
+	a.barrier = newBarrier(dir)
+}
+
+// bump moves a watched file's mark. Caller holds a.mu.
+func (a *Adapter) bump(m *fileMark) {
+	a.evSeq++
+	m.seq = a.evSeq
+}
+
+// newMark is a fresh mark for a file that starts being watched. Caller
+// holds a.mu.
+func (a *Adapter) newMark() *fileMark {
+	m := &fileMark{}
+	a.bump(m)
+	return m
+}
+
+// trustDir records, after dir's watch was added by this dirWatch, whether
+// its stamps may be trusted: the directory is on a local file system whose
+// writes inotify always reports, and it was the same inode before and
+// after the watch was added (so the watch is on it). before is its
+// identity taken before the add.
+func (a *Adapter) trustDir(dir string, d *dirWatch, before dirID) {
+	if a.barrier == nil || !before.ok || !before.local {
+		return
+	}
+	after := identify(dir)
+	if !after.ok || after.dev != before.dev || after.ino != before.ino {
+		return
+	}
+	a.mu.Lock()
+	if a.dirs[dir] == d && !d.polled {
+		a.wids++
+		d.wid, d.dev, d.ino = a.wids, after.dev, after.ino
+	}
+	a.mu.Unlock()
+}
+
+// noteRead records what a read of the watched file p saw: trusted again
+// only after a successful read of a file with one link.
+func (a *Adapter) noteRead(p string, links uint64, err error) {
+	a.mu.Lock()
+	if m := a.marks[p]; m != nil {
+		m.nlink1 = err == nil && links == 1
+	}
+	a.mu.Unlock()
+}
+
+// trustedDir is one directory of a Stamps call with trusted files.
+type trustedDir struct {
+	wid, dev, ino uint64
+}
+
+// trustedPaths reports which of paths may get a trusted stamp now, with
+// their directories' watch identities. Caller holds a.mu.
+func (a *Adapter) trustedPaths(paths []string, dirOf []string) (trusted []bool, dirs map[string]trustedDir) {
+	if a.barrier == nil || a.mode != ModeFsnotify {
+		return nil, nil
+	}
+	for i, p := range paths {
+		if p == "" {
+			continue
+		}
+		m := a.marks[p]
+		if m == nil || !m.nlink1 {
+			continue
+		}
+		d := a.dirs[dirOf[i]]
+		if d == nil || d.polled || d.wid == 0 {
+			continue
+		}
+		if trusted == nil {
+			trusted = make([]bool, len(paths))
+			dirs = map[string]trustedDir{}
+		}
+		trusted[i] = true
+		dirs[dirOf[i]] = trustedDir{d.wid, d.dev, d.ino}
+	}
+	return trusted, dirs
+}
+
+// trustedStamp is p's trusted stamp, or false when it is no longer
+// trusted (its directory was re-watched, polled or dropped meanwhile).
+// Caller holds a.mu.
+func (a *Adapter) trustedStamp(p, dir string, td trustedDir) (string, bool) {
+	m := a.marks[p]
+	d := a.dirs[dir]
+	if m == nil || !m.nlink1 || d == nil || d.polled || d.wid != td.wid {
+		return "", false
+	}
+	b := make([]byte, 0, 48)
+	b = append(b, trustPrefix...)
+	b = strconv.AppendUint(b, d.wid, 10)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, a.epoch, 10)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, m.seq, 10)
+	return string(b), true
+}
+
+// dirReplaced turns dir, found to be another inode than the one watched
+// (an ancestor renamed away and made again), to polling, as a removed
+// directory is, and hints its files.
+func (a *Adapter) dirReplaced(dir string, wid uint64) {
+	a.mu.Lock()
+	var now []string
+	if d := a.dirs[dir]; d != nil && d.wid == wid && !d.polled {
+		a.log.Debug("watched directory replaced; polling it", "dir", dir)
+		now = a.dirGone(dir, d, now)
+	}
+	a.mu.Unlock()
+	a.send(now)
+}
+
+// dirGone turns a watched directory that went away (or was replaced) to
+// polling: its files are hinted, their marks move and their stamps are
+// stat stamps from now on. Caller holds a.mu; it returns the ids to send.
+func (a *Adapter) dirGone(dir string, d *dirWatch, now []string) []string {
+	d.polled = true
+	d.wid = 0
+	for f := range a.files {
+		if filepath.Dir(f) == dir {
+			d.stamps[f] = ""
+			if m := a.marks[f]; m != nil {
+				a.bump(m)
+			}
+			now = a.schedule(pathURI(f), now)
+		}
+	}
+	return now
+}
