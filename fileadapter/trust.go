@@ -268,3 +268,58 @@ func (a *Adapter) dirGone(dir string, d *dirWatch, now []string) []string {
 	}
 	return now
 }
+
+// sweepEvery is how many poll intervals pass between link sweeps.
+const sweepEvery = 5
+
+// sweepLinks is the safety net for the one change no event on a watched
+// directory shows: a second hard link made from another directory
+// (inotify tells only watches on the file itself of the link count, and a
+// write through that name only its own directory). Each trusted file's
+// link count is checked in the background (one fstatat each, per
+// directory handle, off the sync's path); one that is no longer 1 loses
+// its trust, its mark moves and it is hinted, so a write made through the
+// new name is seen within a sweep.
+func (a *Adapter) sweepLinks() {
+	a.mu.Lock()
+	byDir := map[string][]string{}
+	for p, m := range a.marks {
+		if !m.nlink1 {
+			continue
+		}
+		dir := filepath.Dir(p)
+		if d := a.dirs[dir]; d != nil && !d.polled && d.wid != 0 {
+			byDir[dir] = append(byDir[dir], filepath.Base(p))
+		}
+	}
+	a.mu.Unlock()
+	if len(byDir) == 0 {
+		return
+	}
+	var linked []string
+	w := a.newDirWalker()
+	for dir, names := range byDir {
+		n := make([]uint64, len(names))
+		w.linkCounts(dir, names, n)
+		for i, c := range n {
+			if c > 1 {
+				linked = append(linked, filepath.Join(dir, names[i]))
+			}
+		}
+	}
+	w.close()
+	if len(linked) == 0 {
+		return
+	}
+	var now []string
+	a.mu.Lock()
+	for _, p := range linked {
+		if m := a.marks[p]; m != nil && m.nlink1 {
+			m.nlink1 = false
+			a.bump(m)
+			now = a.schedule(pathURI(p), now)
+		}
+	}
+	a.mu.Unlock()
+	a.send(now)
+}

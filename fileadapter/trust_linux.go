@@ -72,3 +72,20 @@ func (w *dirWalker) sameDir(dir string, dev, ino uint64) (same, found bool) {
 	}
 	return st.Dev == dev && st.Ino == ino, true
 }
+
+// linkCounts fills n with the link counts of dir's files (0: unknown).
+func (w *dirWalker) linkCounts(dir string, names []string, n []uint64) {
+	fd, ok := w.open(dir)
+	if !ok {
+		return
+	}
+	if !w.isRoot(fd) {
+		defer unix.Close(fd)
+	}
+	var st unix.Stat_t
+	for i, name := range names {
+		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			n[i] = uint64(st.Nlink)
+		}
+	}
+}

@@ -458,3 +458,32 @@ func TestCloseRemovesBarrierDir(t *testing.T) {
 		t.Fatalf("barrier dir after Close: %v", err)
 	}
 }
+
+// TestWriteThroughNewHardLink: a second link made from another directory
+// after the last read, then a write through it: no event reaches the
+// watched directory (inotify reports both only to that other directory and
+// to watches on the file itself). The link sweep finds the link count and
+// drops the trust, so the change is seen within a sweep.
+func TestWriteThroughNewHardLink(t *testing.T) {
+	e := newTrustEnv(t)
+	p := filepath.Join(e.root, "pkg", "f.txt")
+	write(t, p, "alpha\nbeta\n")
+	write(t, filepath.Join(e.root, "other", "keep.txt"), "x\n")
+	e.observe(p, "alpha\nbeta", 2)
+	id := pathURI(p)
+	e.settle(id)
+	hard := filepath.Join(e.root, "other", "hard.txt")
+	if err := os.Link(p, hard); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hard, []byte("alpha\nLINKED\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the write through the new link", func() bool {
+		r := e.sync()
+		return len(r.Blocks) == 1 && len(r.Blocks[0].Sources) == 1 && strings.Contains(r.Blocks[0].Sources[0].Text, "LINKED")
+	})
+	if st := mustStamp(t, e.a.Adapter, id); trustedStampOf(st) {
+		t.Fatalf("stamp %q of a file with two links: want a stat stamp", st)
+	}
+}

@@ -288,12 +288,16 @@ func (a *Adapter) runPoll() {
 	defer a.wg.Done()
 	t := time.NewTicker(a.poll)
 	defer t.Stop()
+	ticks := 0
 	for {
 		select {
 		case <-a.stop:
 			return
 		case <-t.C:
 			a.pollOnce()
+			if ticks++; ticks%sweepEvery == 0 && a.barrier != nil {
+				a.sweepLinks()
+			}
 		}
 	}
 }
