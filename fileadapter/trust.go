@@ -63,29 +63,47 @@ func (b *barrier) wait(ctx context.Context, timeout time.Duration) error {
 	if err := os.Symlink(".", name); err != nil {
 		return fmt.Errorf("barrier: %w", err)
 	}
-	defer os.Remove(name) // its event is ignored
-	var timer <-chan time.Time
+	err := b.await(ctx, k, timeout)
+	os.Remove(name) // its event is ignored
+	return err
+}
+
+// await waits until barrier k's event was handled.
+func (b *barrier) await(ctx context.Context, k uint64, timeout time.Duration) error {
+	var timer *time.Timer
 	for {
 		b.mu.Lock()
 		if b.seen >= k {
 			b.mu.Unlock()
+			if timer != nil {
+				timer.Stop()
+			}
 			return nil
 		}
 		ch := b.ch
 		b.mu.Unlock()
 		if timer == nil {
-			t := time.NewTimer(timeout)
-			defer t.Stop()
-			timer = t.C
+			timer = time.NewTimer(timeout)
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			timer.Stop()
 			return ctx.Err()
-		case <-timer:
+		case <-timer.C:
 			return errBarrierTimeout
 		}
 	}
+}
+
+// remove removes the barrier directory and any barrier file a wait
+// still running at Close left in it.
+func (b *barrier) remove() {
+	es, _ := os.ReadDir(b.dir)
+	for _, e := range es {
+		os.Remove(filepath.Join(b.dir, e.Name()))
+	}
+	os.Remove(b.dir)
 }
 
 // saw handles the event of barrier file name: every waiter with a
@@ -134,7 +152,7 @@ func (a *Adapter) startBarrier() {
 	}
 	if err != nil {
 		a.log.Debug("no watcher barrier; stat stamps only", "err", err)
-		os.RemoveAll(dir)
+		os.Remove(dir)
 		return
 	}
 	a.barrier = newBarrier(dir)

@@ -373,7 +373,7 @@ func (a *Adapter) Close() error {
 	}
 	a.wg.Wait()
 	if a.barrier != nil {
-		os.RemoveAll(a.barrier.dir)
+		a.barrier.remove()
 	}
 	return err
 }
