@@ -116,3 +116,48 @@ func BenchmarkQuietSync(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkStampWatched: Stamp of one watched, read file in fsnotify mode
+// (what an observe or a hint's verify pays), beside a bare os.Stat: the
+// trusted stamp costs one barrier (a rename in the private directory and
+// a round trip through the event loop) instead of a stat.
+func BenchmarkStampWatched(b *testing.B) {
+	root, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := filepath.Join(root, "a", "b", "f.go")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("package b\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	a, err := New(Config{Roots: []string{root}, Mode: ModeFsnotify}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	ctx := context.Background()
+	id := pathURI(p)
+	if err := a.Watch(id); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := a.Read(ctx, id); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("stat", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := os.Stat(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("stamp", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := a.Stamp(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -421,7 +421,10 @@ func TestOverflowMovesEveryStamp(t *testing.T) {
 // overflow is released by it (the epoch moved, so no trusted stamp can
 // match an older one), not left to its timeout.
 func TestBarrierReleasedByOverflow(t *testing.T) {
-	b := newBarrier(t.TempDir())
+	b, err := newBarrier(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- b.wait(context.Background(), time.Hour) }()
 	// No watcher: only the release can end the wait.
