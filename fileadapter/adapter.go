@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -91,6 +92,13 @@ type Adapter struct {
 	epoch   uint64
 	wids    uint64
 	barrier *barrier
+	// trustMin is how many trusted files a Stamps call needs to run the
+	// barrier and use cached stamps (trustBatchMin; tests lower it).
+	trustMin int
+
+	now func() time.Time // the clock racily clean stamps are judged by
+	// cacheHits counts the stamps Stamps served from the cache (tests).
+	cacheHits atomic.Int64
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -126,6 +134,8 @@ func New(cfg Config, notify runtime.Notify) (*Adapter, error) {
 		notify:   notify,
 		files:    map[string]int{},
 		marks:    map[string]*fileMark{},
+		trustMin: trustBatchMin,
+		now:      time.Now,
 		dirs:     map[string]*dirWatch{},
 		timers:   map[string]*time.Timer{},
 		stop:     make(chan struct{}),
@@ -422,8 +432,8 @@ func classify(p string, err error) error {
 // taken, so it never equals a later stamp: each verify re-hashes until the
 // file's times are safely in the past, as git re-hashes racily clean index
 // entries. The roots are enforced here too: a path that now leads outside
-// them has no stamp. A file the watcher can vouch for gets a trusted stamp
-// instead (trust.go); Stamp is Stamps of one id, so both always agree.
+// them has no stamp. Always a stat (no barrier): a watched file's stamp is
+// cached with its event mark for a later large Stamps (trust.go).
 func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 	if dir, _, ok, err := listID(id); ok || err != nil {
 		if err != nil {
@@ -431,11 +441,23 @@ func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 		}
 		return a.listStamp(id, dir)
 	}
-	if _, err := Path(id); err != nil {
+	p, err := Path(id)
+	if err != nil {
 		return "", err
 	}
-	st, errs := a.Stamps(ctx, []string{id})
-	return st[0], errs[0]
+	snap := a.snapMark(p)
+	var st [1]string
+	var ok [1]bool
+	w := a.newDirWalker()
+	w.stampFiles(filepath.Dir(p), []string{filepath.Base(p)}, a.now(), st[:], ok[:])
+	w.close()
+	if ok[0] {
+		a.mu.Lock()
+		snap.store(st[0])
+		a.mu.Unlock()
+		return st[0], nil
+	}
+	return a.stampSlow(p)
 }
 
 // stampSlow is Stamp by lstatConfined: every case the fast path leaves
@@ -446,23 +468,26 @@ func (a *Adapter) stampSlow(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return racyMark(stampOf(fi, time.Now()))
+	return racyMark(stampOf(fi, a.now()))
 }
 
-// Stamps is Stamp for many sources at once (runtime.BatchStamper).
+// Stamps is Stamp for many sources at once (runtime.BatchStamper). Every
+// stamp is a stat stamp, byte for byte what Stamp gives.
 //
-// A file the watcher vouches for (trust.go) costs no system call of its
-// own: one barrier per call makes every event that happened before it
-// counted, then its stamp is its directory's watch id, the overflow epoch
-// and its event mark. The safety net is per directory, not per file: the
-// directory at the path must still be the inode that was watched (a
+// With at least trustBatchMin files the watcher vouches for (trust.go),
+// one barrier makes every event that happened before the call counted;
+// then such a file whose mark has not moved since its last stat, cached
+// with the mark read before that stat, gets that stat's stamp with no
+// system call of its own. The safety net is per directory, not per file:
+// the directory at the path must still be the inode that was watched (a
 // renamed ancestor moves the watch away with the old inode), checked with
-// one openat2 and fstat.
+// one openat2 and fstat. Fewer such files stat: a barrier costs more than
+// their stats.
 //
-// The others get stat stamps: the files of one directory share one walk
-// of its path from the root, then cost one fstatat each, where Stamp one
-// by one pays an lstat per path component per file. Serial: on a few
-// cores parallel stats of cached inodes only add scheduling.
+// The stat'ed files of one directory share one walk of its path from the
+// root, then cost one fstatat each, where Stamp one by one pays an openat2
+// per file. Serial: on a few cores parallel stats of cached inodes only
+// add scheduling.
 func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) {
 	stamps := make([]string, len(ids))
 	errs := make([]error, len(ids))
@@ -495,16 +520,25 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 		g.idx = append(g.idx, i)
 		g.names = append(g.names, filepath.Base(p))
 	}
-	a.mu.Lock()
-	trusted, tdirs := a.trustedPaths(paths, dirOf)
-	a.mu.Unlock()
-	if trusted != nil {
-		if err := a.barrier.wait(ctx, barrierTimeout); err != nil {
-			a.log.Debug("watcher barrier failed; stat stamps for this call", "err", err)
-			trusted, tdirs = nil, nil
+	// hits are the cached stamps usable once their directory is checked;
+	// snaps the marks taken before the stats, for caching their results.
+	var hits []string
+	var tdirs map[string]trustedDir
+	if a.barrier != nil {
+		a.mu.Lock()
+		n := a.countTrusted(paths, dirOf)
+		a.mu.Unlock()
+		if n >= a.trustMin {
+			if err := a.barrier.wait(ctx, barrierTimeout); err != nil {
+				a.log.Debug("watcher barrier failed; stat stamps for this call", "err", err)
+			} else {
+				hits, tdirs = make([]string, len(ids)), map[string]trustedDir{}
+			}
 		}
 	}
-	now := time.Now()
+	snaps := a.snapMarks(paths, dirOf, hits, tdirs)
+	served := 0
+	now := a.now()
 	w := a.newDirWalker()
 	defer w.close()
 	for _, d := range dirs {
@@ -512,13 +546,16 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 			break
 		}
 		g := groups[d]
-		if td, ok := tdirs[d]; ok {
+		if td, checked := tdirs[d]; checked {
 			same, found := w.sameDir(d, td.dev, td.ino)
 			if same {
 				names := g.names[:0:0]
 				var idx []int
 				for k, i := range g.idx {
-					if !trusted[i] {
+					if hits[i] != "" {
+						stamps[i], ok[i] = hits[i], true
+						served++
+					} else {
 						names, idx = append(names, g.names[k]), append(idx, i)
 					}
 				}
@@ -526,14 +563,10 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 					continue
 				}
 				g = &group{idx, names}
-			} else {
-				if found {
-					// Another directory at the path: the watch follows the old one.
-					a.dirReplaced(d, td.wid)
-				}
-				for _, i := range g.idx {
-					trusted[i] = false
-				}
+			} else if found {
+				// Another directory at the path: the watch follows the old
+				// one. Its files' marks move, so no snapshot here is cached.
+				a.dirReplaced(d, td.wid)
 			}
 		}
 		st := make([]string, len(g.idx))
@@ -543,11 +576,14 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 			stamps[i], ok[i] = st[k], gok[k]
 		}
 	}
-	if trusted != nil && ctx.Err() == nil {
+	if served > 0 {
+		a.cacheHits.Add(int64(served))
+	}
+	if snaps != nil {
 		a.mu.Lock()
-		for i, t := range trusted {
-			if t {
-				stamps[i], ok[i] = a.trustedStamp(paths[i], dirOf[i], tdirs[dirOf[i]])
+		for i, s := range snaps {
+			if ok[i] && (hits == nil || hits[i] == "") {
+				s.store(stamps[i])
 			}
 		}
 		a.mu.Unlock()
