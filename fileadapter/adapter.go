@@ -452,9 +452,11 @@ func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 	w.stampFiles(filepath.Dir(p), []string{filepath.Base(p)}, a.now(), st[:], ok[:])
 	w.close()
 	if ok[0] {
-		a.mu.Lock()
-		snap.store(st[0])
-		a.mu.Unlock()
+		if snap.m != nil {
+			a.mu.Lock()
+			snap.store(st[0])
+			a.mu.Unlock()
+		}
 		return st[0], nil
 	}
 	return a.stampSlow(p)

@@ -38,7 +38,7 @@ type fileMark struct {
 // trustBatchMin is the fewest trusted files for which a Stamps call runs
 // the barrier and uses cached stamps; below it the files are stat'ed.
 // Measured on the 2-core machine under load (BenchmarkStampsBatch): ...
-const trustBatchMin = 64
+const trustBatchMin = 32
 
 // barrierTimeout bounds the wait for the barrier's own event; past it the
 // call takes stat stamps.
@@ -226,7 +226,13 @@ func (a *Adapter) trustDir(dir string, d *dirWatch, before dirID) {
 func (a *Adapter) noteRead(p string, links uint64, err error) {
 	a.mu.Lock()
 	if m := a.marks[p]; m != nil {
-		m.nlink1 = err == nil && links == 1
+		one := err == nil && links == 1
+		if m.nlink1 && !one {
+			// While untrusted it may change with no event here (written
+			// through the other link): its cache must not outlive this.
+			a.bump(m)
+		}
+		m.nlink1 = one
 	}
 	a.mu.Unlock()
 }

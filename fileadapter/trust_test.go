@@ -373,6 +373,57 @@ func TestBigBatchSeesEveryChange(t *testing.T) {
 	}
 }
 
+// TestLinkedWhileUntrusted: a file given a second link from another
+// directory loses its trust at its next read; written through that link
+// (no event in its own directory) and unlinked again, it is trusted again
+// at the next read, and its stamp from before the link is not served.
+func TestLinkedWhileUntrusted(t *testing.T) {
+	root := trustRoot(t)
+	a, _ := newAdapter(t, Config{Roots: []string{root}, Mode: ModeFsnotify})
+	clockAhead(a)
+	p := filepath.Join(root, "pkg", "f.txt")
+	write(t, p, "alpha\n")
+	write(t, filepath.Join(root, "other", "keep.txt"), "x\n")
+	ids := append(watchRead(t, a, p), fillers(t, a, root, a.trustMin)...)
+	stamps(t, a, ids)
+	before, served := stamps(t, a, ids)
+	if served != len(ids) {
+		t.Fatalf("served %d of %d", served, len(ids))
+	}
+	hard := filepath.Join(root, "other", "hard.txt")
+	if err := os.Link(p, hard); err != nil {
+		t.Fatal(err)
+	}
+	read := func() {
+		if _, err := a.Read(context.Background(), ids[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	if servable(a, p) {
+		t.Fatal("trusted with two links")
+	}
+	f, err := os.OpenFile(hard, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("through the link\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Remove(hard); err != nil {
+		t.Fatal(err)
+	}
+	read()
+	if !servable(a, p) {
+		t.Fatal("not trusted again with one link")
+	}
+	after, served := stamps(t, a, ids)
+	if one := mustStamp(t, a, ids[0]); after[0] == before[0] || after[0] != one || served != len(ids)-1 {
+		t.Fatalf("stamp %q -> %q, Stamp %q, served %d of %d: want the new stat stamp, not the cached one", before[0], after[0], one, served, len(ids))
+	}
+}
+
 // TestRacyStampNeverCached: a racily clean file is stat'ed by every batch,
 // however large, and its stamp (unique to its call) is never cached, while
 // the other files of the batch are served from the cache.
