@@ -449,13 +449,16 @@ func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 	var st [1]string
 	var ok [1]bool
 	w := a.newDirWalker()
-	w.stampFiles(filepath.Dir(p), []string{filepath.Base(p)}, a.now(), st[:], ok[:])
+	dev, ino := w.stampFiles(filepath.Dir(p), []string{filepath.Base(p)}, a.now(), st[:], ok[:], snap.m != nil)
 	w.close()
 	if ok[0] {
 		if snap.m != nil {
 			a.mu.Lock()
-			snap.store(st[0])
+			same := snap.store(st[0], dev, ino)
 			a.mu.Unlock()
+			if !same {
+				a.dirReplaced(filepath.Dir(p), snap.wid)
+			}
 		}
 		return st[0], nil
 	}
@@ -540,6 +543,7 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 	}
 	snaps := a.snapMarks(paths, dirOf, hits, tdirs)
 	served := 0
+	var dirIDs map[string][2]uint64 // identity of each stat'ed directory
 	now := a.now()
 	w := a.newDirWalker()
 	defer w.close()
@@ -573,7 +577,13 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 		}
 		st := make([]string, len(g.idx))
 		gok := make([]bool, len(g.idx))
-		w.stampFiles(d, g.names, now, st, gok)
+		dev, ino := w.stampFiles(d, g.names, now, st, gok, snaps != nil)
+		if snaps != nil {
+			if dirIDs == nil {
+				dirIDs = map[string][2]uint64{}
+			}
+			dirIDs[d] = [2]uint64{dev, ino}
+		}
 		for k, i := range g.idx {
 			stamps[i], ok[i] = st[k], gok[k]
 		}
@@ -582,13 +592,23 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 		a.cacheHits.Add(int64(served))
 	}
 	if snaps != nil {
+		var replaced map[string]uint64
 		a.mu.Lock()
 		for i, s := range snaps {
 			if ok[i] && (hits == nil || hits[i] == "") {
-				s.store(stamps[i])
+				id := dirIDs[dirOf[i]]
+				if !s.store(stamps[i], id[0], id[1]) {
+					if replaced == nil {
+						replaced = map[string]uint64{}
+					}
+					replaced[dirOf[i]] = s.wid
+				}
 			}
 		}
 		a.mu.Unlock()
+		for d, wid := range replaced {
+			a.dirReplaced(d, wid) // seen by its stat: polled from now on
+		}
 	}
 	for i, id := range ids {
 		if ok[i] {

@@ -275,10 +275,10 @@ func (a *Adapter) countTrusted(paths, dirOf []string) int {
 }
 
 // markSnap is a watched file's mark read before its stat: the stat's stamp
-// is cached with it.
+// is cached with it. dev and ino are the watched directory's identity.
 type markSnap struct {
-	m               *fileMark
-	seq, epoch, wid uint64
+	m                         *fileMark
+	seq, epoch, wid, dev, ino uint64
 }
 
 // snapOf is m's snapshot (m nil: nothing to cache). Caller holds a.mu.
@@ -287,7 +287,7 @@ func (a *Adapter) snapOf(m *fileMark, dir string) markSnap {
 	if !ok {
 		return markSnap{}
 	}
-	return markSnap{m, m.seq, a.epoch, d.wid}
+	return markSnap{m, m.seq, a.epoch, d.wid, d.dev, d.ino}
 }
 
 // snapMark is snapOf p under a.mu, before p is stat'ed.
@@ -324,7 +324,7 @@ func (a *Adapter) snapMarks(paths, dirOf []string, hits []string, tdirs map[stri
 		if snaps == nil {
 			snaps = make([]markSnap, len(paths))
 		}
-		snaps[i] = markSnap{m, m.seq, a.epoch, d.wid}
+		snaps[i] = a.snapOf(m, dirOf[i])
 		if hits != nil && m.stamp != "" && m.stampSeq == m.seq && m.stampEpoch == a.epoch && m.stampWid == d.wid {
 			hits[i] = m.stamp
 			tdirs[dirOf[i]] = trustedDir{d.wid, d.dev, d.ino}
@@ -333,18 +333,26 @@ func (a *Adapter) snapMarks(paths, dirOf []string, hits []string, tdirs map[stri
 	return snaps
 }
 
-// store caches stamp, taken after s was read, unless it is racily clean:
-// such a stamp is unique to its call, and only a stat can tell whether
-// the file is still racily clean. Caller holds a.mu.
-func (s markSnap) store(stamp string) {
+// store caches stamp, taken after s was read through the directory
+// dev/ino, unless it is racily clean (such a stamp is unique to its call,
+// and only a stat can tell whether the file is still racily clean) or the
+// directory is not the watched one (an ancestor replaced: its files change
+// unseen, and it may be swapped back). It reports false for the latter.
+// Caller holds a.mu.
+func (s markSnap) store(stamp string, dev, ino uint64) bool {
 	if s.m == nil {
-		return
+		return true
+	}
+	if dev != s.dev || ino != s.ino {
+		s.m.stamp = ""
+		return dev == 0 // unknown: not a replaced one
 	}
 	if strings.Contains(stamp, racySuffix) {
 		s.m.stamp = ""
-		return
+		return true
 	}
 	s.m.stamp, s.m.stampSeq, s.m.stampEpoch, s.m.stampWid = stamp, s.seq, s.epoch, s.wid
+	return true
 }
 
 // dirReplaced turns dir, found to be another inode than the one watched

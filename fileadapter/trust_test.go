@@ -648,6 +648,53 @@ func TestAncestorReplaced(t *testing.T) {
 	}
 }
 
+// TestAncestorSwappedAndBack: a stat taken while an ancestor is swapped
+// with another tree stats the other tree's file; it must not be cached
+// for the watched one, whose directory passes the inode check again once
+// swapped back. The stat sees the other directory and polls it.
+func TestAncestorSwappedAndBack(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stamp func(t *testing.T, a *Adapter, ids []string)
+	}{
+		{"Stamp", func(t *testing.T, a *Adapter, ids []string) { mustStamp(t, a, ids[0]) }},
+		{"small Stamps", func(t *testing.T, a *Adapter, ids []string) { stamps(t, a, ids[:1]) }},
+		{"large Stamps", func(t *testing.T, a *Adapter, ids []string) { stamps(t, a, ids) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := trustRoot(t)
+			a, _ := newAdapter(t, Config{Roots: []string{root}, Mode: ModeFsnotify})
+			clockAhead(a)
+			p := filepath.Join(root, "a", "b", "f.txt")
+			write(t, p, "alpha\n")
+			ids := append(watchRead(t, a, p), fillers(t, a, root, a.trustMin)...)
+			stamps(t, a, ids)
+			if _, served := stamps(t, a, ids); served != len(ids) {
+				t.Fatalf("served %d of %d", served, len(ids))
+			}
+			write(t, filepath.Join(root, "a.new", "b", "f.txt"), "alpha\nthe other tree\n")
+			swap := func(from, to string) {
+				for _, r := range [][2]string{{"a", from}, {to, "a"}} {
+					if err := os.Rename(filepath.Join(root, r[0]), filepath.Join(root, r[1])); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			swap("a.old", "a.new")
+			tc.stamp(t, a, ids)
+			swap("a.new", "a.old")
+			want, err := a.stampSlow(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := stamps(t, a, ids)
+			if got[0] != want || servable(a, p) || !a.Polled(ids[0]) {
+				t.Fatalf("stamp %q, stat %q (trusted %v, polled %v): want the stat, the directory polled", got[0], want, servable(a, p), a.Polled(ids[0]))
+			}
+		})
+	}
+}
+
 // TestOverflowDropsTheCache: after an overflow or a watcher error (events
 // may be lost) no cached stamp is served: every file is stat'ed again,
 // then cached anew.
