@@ -108,19 +108,22 @@ func BenchmarkQuietSync(b *testing.B) {
 		}
 	})
 	b.Run("sync", func(b *testing.B) {
+		hits := a.cacheHits.Load()
 		for b.Loop() {
 			r, err := m.Sync(ctx, protocol.SyncParams{Agent: "main", Turn: 2})
 			if err != nil || len(r.Blocks) != 0 {
 				b.Fatalf("%v %d", err, len(r.Blocks))
 			}
 		}
+		// How many of the 1,000 stamps came from the cache.
+		b.ReportMetric(float64(a.cacheHits.Load()-hits)/float64(b.N), "cached/op")
 	})
 }
 
 // BenchmarkStampWatched: Stamp of one watched, read file in fsnotify mode
-// (what an observe or a hint's verify pays), beside a bare os.Stat: the
-// trusted stamp costs one barrier (a rename in the private directory and
-// a round trip through the event loop) instead of a stat.
+// (what an observe or a hint's verify pays), beside a bare os.Stat: a
+// stat through the directory handle and the cache's bookkeeping, no
+// barrier.
 func BenchmarkStampWatched(b *testing.B) {
 	root, err := filepath.EvalSymlinks(b.TempDir())
 	if err != nil {
