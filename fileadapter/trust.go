@@ -37,7 +37,9 @@ type fileMark struct {
 
 // trustBatchMin is the fewest trusted files for which a Stamps call runs
 // the barrier and uses cached stamps; below it the files are stat'ed.
-// Measured on the 2-core machine under load (BenchmarkStampsBatch): ...
+// BenchmarkStampsBatch (8 files a directory, 2 cores, median of 6): 16
+// files cost 65 µs stat'ed and 71 µs cached (the barrier alone is about
+// 35 µs), 32 files 120 µs and 86 µs, 64 files 217 µs and 142 µs.
 const trustBatchMin = 32
 
 // barrierTimeout bounds the wait for the barrier's own event; past it the
