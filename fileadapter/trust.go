@@ -141,7 +141,7 @@ func (b *barrier) saw(name string) {
 
 // releaseAll releases every waiter: after an overflow or a watcher error
 // the barrier's own event may be lost, and the epoch has moved, so no
-// trusted stamp can equal one taken before anyway.
+// stamp cached before is served anyway.
 func (b *barrier) releaseAll() {
 	b.mu.Lock()
 	k := b.next

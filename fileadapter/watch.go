@@ -201,8 +201,8 @@ func (a *Adapter) onEvent(ev fsnotify.Event) {
 	a.mu.Lock()
 	now = a.listEvent(p, ev, now)
 	if a.files[p] > 0 {
-		// Every raw event moves the mark, before any debounce: the
-		// trusted stamp changes with it.
+		// Every raw event moves the mark, before any debounce: its
+		// cached stamp is no longer served.
 		if m := a.marks[p]; m != nil {
 			a.bump(m)
 		}
@@ -224,8 +224,8 @@ func (a *Adapter) onError(err error) {
 	} else {
 		a.log.Warn("fsnotify error; rescanning every watched file", "err", err)
 	}
-	// Events may be lost: no trusted stamp taken before equals one taken
-	// after, and a barrier whose own event was lost is released.
+	// Events may be lost: no stamp cached before is served after, and a
+	// barrier whose own event was lost is released.
 	a.mu.Lock()
 	a.epoch++
 	a.mu.Unlock()
