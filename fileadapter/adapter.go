@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -83,6 +84,22 @@ type Adapter struct {
 	dirs     map[string]*dirWatch // parent dir -> state
 	timers   map[string]*time.Timer
 
+	// Trusted stamps (trust.go): every watched file's mark, the global
+	// event sequence and overflow epoch, directory watch ids, and the
+	// barrier (nil: no stamp is trusted).
+	marks   map[string]*fileMark
+	evSeq   uint64
+	epoch   uint64
+	wids    uint64
+	barrier *barrier
+	// trustMin is how many trusted files a Stamps call needs to run the
+	// barrier and use cached stamps (trustBatchMin; tests lower it).
+	trustMin int
+
+	now func() time.Time // the clock racily clean stamps are judged by
+	// cacheHits counts the stamps Stamps served from the cache (tests).
+	cacheHits atomic.Int64
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -91,6 +108,10 @@ type dirWatch struct {
 	files  int               // watched files in it
 	polled bool              // no fsnotify watch: polled instead
 	stamps map[string]string // polled files' last stamps
+	fsRef  bool              // holds a reference on the directory's fsnotify watch
+	// wid is the id of its fsnotify watch when its files' stamps may be
+	// trusted (0: never), dev and ino the directory it was added on.
+	wid, dev, ino uint64
 }
 
 var (
@@ -112,6 +133,9 @@ func New(cfg Config, notify runtime.Notify) (*Adapter, error) {
 		log:      cfg.Logger,
 		notify:   notify,
 		files:    map[string]int{},
+		marks:    map[string]*fileMark{},
+		trustMin: trustBatchMin,
+		now:      time.Now,
 		dirs:     map[string]*dirWatch{},
 		timers:   map[string]*time.Timer{},
 		stop:     make(chan struct{}),
@@ -160,6 +184,7 @@ func New(cfg Config, notify runtime.Notify) (*Adapter, error) {
 		}
 		a.watcher, a.mode = w, ModeFsnotify
 		a.addWatch = w.Add
+		a.startBarrier()
 		a.wg.Add(1)
 		go a.runEvents()
 	case ModePoll, ModeHooks:
@@ -319,13 +344,21 @@ func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) 
 	if err != nil {
 		return runtime.Content{}, err
 	}
+	c, n, err := a.readFile(p)
+	a.noteRead(p, n, err)
+	return c, err
+}
+
+// readFile reads the file at p; nlink is its link count as opened.
+func (a *Adapter) readFile(p string) (c runtime.Content, nlink uint64, err error) {
 	f, fi, err := a.openConfined(p)
 	if err != nil {
-		return runtime.Content{}, err
+		return runtime.Content{}, 0, err
 	}
 	defer f.Close()
+	nlink = links(fi)
 	if fi.Size() > a.maxBytes {
-		return runtime.Content{}, fmt.Errorf("read %s: %d bytes > %d: %w", p, fi.Size(), a.maxBytes, runtime.ErrTooLarge)
+		return runtime.Content{}, 0, fmt.Errorf("read %s: %d bytes > %d: %w", p, fi.Size(), a.maxBytes, runtime.ErrTooLarge)
 	}
 	var r io.Reader = io.LimitReader(f, a.maxBytes+1)
 	if testHookReader != nil {
@@ -341,20 +374,20 @@ func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) 
 			break
 		}
 		if err != nil {
-			return runtime.Content{}, classify(p, err)
+			return runtime.Content{}, 0, classify(p, err)
 		}
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)] // it grew since the stat
 		}
 	}
 	if int64(len(b)) > a.maxBytes {
-		return runtime.Content{}, fmt.Errorf("read %s: more than %d bytes: %w", p, a.maxBytes, runtime.ErrTooLarge)
+		return runtime.Content{}, 0, fmt.Errorf("read %s: more than %d bytes: %w", p, a.maxBytes, runtime.ErrTooLarge)
 	}
 	if bytes.IndexByte(b[:min(len(b), binarySniff)], 0) >= 0 {
-		return runtime.Content{}, fmt.Errorf("read %s: NUL byte in the first 8 KiB: %w", p, runtime.ErrBinary)
+		return runtime.Content{}, 0, fmt.Errorf("read %s: NUL byte in the first 8 KiB: %w", p, runtime.ErrBinary)
 	}
 	sum := sha256.Sum256(b)
-	return runtime.Content{Text: validText(b), Version: "sha256:" + hex.EncodeToString(sum[:])}, nil
+	return runtime.Content{Text: validText(b), Version: "sha256:" + hex.EncodeToString(sum[:])}, nlink, nil
 }
 
 // validText is b as text a JSON client can send back: each byte that is not
@@ -399,7 +432,8 @@ func classify(p string, err error) error {
 // taken, so it never equals a later stamp: each verify re-hashes until the
 // file's times are safely in the past, as git re-hashes racily clean index
 // entries. The roots are enforced here too: a path that now leads outside
-// them has no stamp.
+// them has no stamp. Always a stat (no barrier): a watched file's stamp is
+// cached with its event mark for a later large Stamps (trust.go).
 func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 	if dir, _, ok, err := listID(id); ok || err != nil {
 		if err != nil {
@@ -411,12 +445,21 @@ func (a *Adapter) Stamp(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	snap := a.snapMark(p)
 	var st [1]string
 	var ok [1]bool
 	w := a.newDirWalker()
-	w.stampFiles(filepath.Dir(p), []string{filepath.Base(p)}, time.Now(), st[:], ok[:])
+	dev, ino := w.stampFiles(filepath.Dir(p), []string{filepath.Base(p)}, a.now(), st[:], ok[:], snap.m != nil)
 	w.close()
 	if ok[0] {
+		if snap.m != nil {
+			a.mu.Lock()
+			same := snap.store(st[0], dev, ino)
+			a.mu.Unlock()
+			if !same {
+				a.dirReplaced(filepath.Dir(p), snap.wid)
+			}
+		}
 		return st[0], nil
 	}
 	return a.stampSlow(p)
@@ -430,20 +473,32 @@ func (a *Adapter) stampSlow(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return racyMark(stampOf(fi, time.Now()))
+	return racyMark(stampOf(fi, a.now()))
 }
 
-// Stamps is Stamp for many sources at once (runtime.BatchStamper): the
-// files of one directory share one walk of its path from the root, then
-// cost one fstatat each, where Stamp one by one pays an lstat per path
-// component per file. A quiet sync of 1,000 files is then no dearer than
-// stat-ing them (BenchmarkQuietSync). Serial: on a few cores parallel
-// stats of cached inodes only add scheduling.
+// Stamps is Stamp for many sources at once (runtime.BatchStamper). Every
+// stamp is a stat stamp, byte for byte what Stamp gives.
+//
+// With at least trustBatchMin files the watcher vouches for (trust.go),
+// one barrier makes every event that happened before the call counted;
+// then such a file whose mark has not moved since its last stat, cached
+// with the mark read before that stat, gets that stat's stamp with no
+// system call of its own. The safety net is per directory, not per file:
+// the directory at the path must still be the inode that was watched (a
+// renamed ancestor moves the watch away with the old inode), checked with
+// one openat2 and fstat. Fewer such files stat: a barrier costs more than
+// their stats.
+//
+// The stat'ed files of one directory share one walk of its path from the
+// root, then cost one fstatat each, where Stamp one by one pays an openat2
+// per file. Serial: on a few cores parallel stats of cached inodes only
+// add scheduling.
 func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) {
 	stamps := make([]string, len(ids))
 	errs := make([]error, len(ids))
 	ok := make([]bool, len(ids))
 	paths := make([]string, len(ids))
+	dirOf := make([]string, len(ids))
 	type group struct {
 		idx   []int
 		names []string
@@ -460,6 +515,7 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 		}
 		paths[i] = p
 		d := filepath.Dir(p)
+		dirOf[i] = d
 		g := groups[d]
 		if g == nil {
 			g = &group{}
@@ -469,7 +525,26 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 		g.idx = append(g.idx, i)
 		g.names = append(g.names, filepath.Base(p))
 	}
-	now := time.Now()
+	// hits are the cached stamps usable once their directory is checked;
+	// snaps the marks taken before the stats, for caching their results.
+	var hits []string
+	var tdirs map[string]trustedDir
+	if a.barrier != nil {
+		a.mu.Lock()
+		n := a.countTrusted(paths, dirOf)
+		a.mu.Unlock()
+		if n >= a.trustMin {
+			if err := a.barrier.wait(ctx, barrierTimeout); err != nil {
+				a.log.Debug("watcher barrier failed; stat stamps for this call", "err", err)
+			} else {
+				hits, tdirs = make([]string, len(ids)), map[string]trustedDir{}
+			}
+		}
+	}
+	snaps := a.snapMarks(paths, dirOf, hits, tdirs)
+	served := 0
+	var dirIDs map[string][2]uint64 // identity of each stat'ed directory
+	now := a.now()
 	w := a.newDirWalker()
 	defer w.close()
 	for _, d := range dirs {
@@ -477,11 +552,62 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 			break
 		}
 		g := groups[d]
+		if td, checked := tdirs[d]; checked {
+			same, found := w.sameDir(d, td.dev, td.ino)
+			if same {
+				names := g.names[:0:0]
+				var idx []int
+				for k, i := range g.idx {
+					if hits[i] != "" {
+						stamps[i], ok[i] = hits[i], true
+						served++
+					} else {
+						names, idx = append(names, g.names[k]), append(idx, i)
+					}
+				}
+				if len(idx) == 0 {
+					continue
+				}
+				g = &group{idx, names}
+			} else if found {
+				// Another directory at the path: the watch follows the old
+				// one. Its files' marks move, so no snapshot here is cached.
+				a.dirReplaced(d, td.wid)
+			}
+		}
 		st := make([]string, len(g.idx))
 		gok := make([]bool, len(g.idx))
-		w.stampFiles(d, g.names, now, st, gok)
+		dev, ino := w.stampFiles(d, g.names, now, st, gok, snaps != nil)
+		if snaps != nil {
+			if dirIDs == nil {
+				dirIDs = map[string][2]uint64{}
+			}
+			dirIDs[d] = [2]uint64{dev, ino}
+		}
 		for k, i := range g.idx {
 			stamps[i], ok[i] = st[k], gok[k]
+		}
+	}
+	if served > 0 {
+		a.cacheHits.Add(int64(served))
+	}
+	if snaps != nil {
+		var replaced map[string]uint64
+		a.mu.Lock()
+		for i, s := range snaps {
+			if ok[i] && (hits == nil || hits[i] == "") {
+				id := dirIDs[dirOf[i]]
+				if !s.store(stamps[i], id[0], id[1]) {
+					if replaced == nil {
+						replaced = map[string]uint64{}
+					}
+					replaced[dirOf[i]] = s.wid
+				}
+			}
+		}
+		a.mu.Unlock()
+		for d, wid := range replaced {
+			a.dirReplaced(d, wid) // seen by its stat: polled from now on
 		}
 	}
 	for i, id := range ids {

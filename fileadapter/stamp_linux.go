@@ -108,22 +108,28 @@ func (w *dirWalker) open(dir string) (fd int, ok bool) {
 // stampFiles stamps the files of one directory, each with one fstatat on a
 // handle of the directory (see dirWalker.open). A file whose entry is not a
 // regular file, or that cannot be stat'ed, is left with ok[i] false for the
-// slow path, so every answer is the one lstatConfined would give.
-func (w *dirWalker) stampFiles(dir string, names []string, now time.Time, stamps []string, ok []bool) {
+// slow path, so every answer is the one lstatConfined would give. With
+// ident it also returns the identity of the directory the stats went
+// through (zero: unknown), for the cache to tell the watched one.
+func (w *dirWalker) stampFiles(dir string, names []string, now time.Time, stamps []string, ok []bool, ident bool) (dev, ino uint64) {
 	fd, good := w.open(dir)
 	if !good {
-		return
+		return 0, 0
 	}
 	if !w.isRoot(fd) {
 		defer unix.Close(fd)
 	}
 	var st unix.Stat_t
+	if ident && unix.Fstat(fd, &st) == nil {
+		dev, ino = st.Dev, st.Ino
+	}
 	for i, name := range names {
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 			continue
 		}
 		stamps[i], ok[i] = statStampOf(&st, now), true
 	}
+	return dev, ino
 }
 
 // statStampOf is stampOf for a regular file's raw stat, racy mark included:

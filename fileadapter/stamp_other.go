@@ -11,4 +11,6 @@ func (a *Adapter) newDirWalker() *dirWalker { return &dirWalker{} }
 
 func (w *dirWalker) close() {}
 
-func (w *dirWalker) stampFiles(string, []string, time.Time, []string, []bool) {}
+func (w *dirWalker) stampFiles(string, []string, time.Time, []string, []bool, bool) (dev, ino uint64) {
+	return 0, 0
+}

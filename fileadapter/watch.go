@@ -3,6 +3,7 @@ package fileadapter
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -37,6 +38,7 @@ func (a *Adapter) Watch(id string) error {
 		a.mu.Unlock()
 		return nil
 	}
+	a.marks[p] = a.newMark()
 	dir := filepath.Dir(p)
 	d := a.dirs[dir]
 	isNew := d == nil
@@ -45,9 +47,16 @@ func (a *Adapter) Watch(id string) error {
 		a.dirs[dir] = d
 	}
 	d.files++
+	// Trusted only where this watch is ours: one shared with a listing
+	// may have been added on an older inode of the directory.
+	own := a.fsRefs[dir] == 0
 	a.mu.Unlock()
 
 	if isNew && a.mode == ModeFsnotify {
+		var before dirID
+		if own && a.barrier != nil {
+			before = identify(dir)
+		}
 		// Outside a.mu: fsnotify's Add can wait on its reader goroutine,
 		// which waits on us to take its events.
 		if err := a.addDir(dir); err != nil {
@@ -66,6 +75,12 @@ func (a *Adapter) Watch(id string) error {
 			a.mu.Unlock()
 			return nil
 		}
+		a.mu.Lock()
+		d.fsRef = true
+		a.mu.Unlock()
+		if own {
+			a.trustDir(dir, d, before)
+		}
 	}
 	a.mu.Lock()
 	polled := d.polled
@@ -74,6 +89,15 @@ func (a *Adapter) Watch(id string) error {
 		st := pollStamp(p)
 		a.mu.Lock()
 		d.stamps[p] = st
+		a.mu.Unlock()
+	} else if a.barrier != nil {
+		// Until its first read the link count is the one seen now; a read
+		// then keeps it current (noteRead).
+		fi, err := os.Lstat(p)
+		a.mu.Lock()
+		if m := a.marks[p]; m != nil && err == nil {
+			m.nlink1 = fi.Mode().IsRegular() && links(fi) == 1
+		}
 		a.mu.Unlock()
 	}
 	return nil
@@ -103,6 +127,7 @@ func (a *Adapter) Unwatch(id string) {
 		return
 	}
 	delete(a.files, p)
+	delete(a.marks, p)
 	if t := a.timers[pathURI(p)]; t != nil {
 		t.Stop()
 		delete(a.timers, pathURI(p))
@@ -114,7 +139,9 @@ func (a *Adapter) Unwatch(id string) {
 		delete(d.stamps, p)
 		if d.files <= 0 {
 			delete(a.dirs, dir)
-			remove = !d.polled && a.watcher != nil
+			// A directory polled since it went away still holds its
+			// reference: dropped here, so a later watch of it is added anew.
+			remove = d.fsRef
 		}
 	}
 	a.mu.Unlock()
@@ -164,21 +191,26 @@ func (a *Adapter) runEvents() {
 
 func (a *Adapter) onEvent(ev fsnotify.Event) {
 	p := filepath.Clean(ev.Name)
+	if b := a.barrier; b != nil && filepath.Dir(p) == b.dir {
+		if ev.Has(fsnotify.Create) {
+			b.saw(p)
+		}
+		return
+	}
 	var now []string
 	a.mu.Lock()
 	now = a.listEvent(p, ev, now)
 	if a.files[p] > 0 {
+		// Every raw event moves the mark, before any debounce: its
+		// cached stamp is no longer served.
+		if m := a.marks[p]; m != nil {
+			a.bump(m)
+		}
 		now = a.schedule(pathURI(p), now)
 	} else if d := a.dirs[p]; d != nil && ev.Has(fsnotify.Remove|fsnotify.Rename) {
 		// The watched directory itself went away and its watch with it:
 		// hint its files and poll it, so a re-creation is seen.
-		d.polled = true
-		for f := range a.files {
-			if filepath.Dir(f) == p {
-				d.stamps[f] = ""
-				now = a.schedule(pathURI(f), now)
-			}
-		}
+		now = a.dirGone(p, d, now)
 	}
 	a.mu.Unlock()
 	a.send(now)
@@ -191,6 +223,14 @@ func (a *Adapter) onError(err error) {
 		a.log.Warn("fsnotify event overflow; rescanning every watched file")
 	} else {
 		a.log.Warn("fsnotify error; rescanning every watched file", "err", err)
+	}
+	// Events may be lost: no stamp cached before is served after, and a
+	// barrier whose own event was lost is released.
+	a.mu.Lock()
+	a.epoch++
+	a.mu.Unlock()
+	if a.barrier != nil {
+		a.barrier.releaseAll()
 	}
 	a.rescan()
 }
@@ -248,12 +288,16 @@ func (a *Adapter) runPoll() {
 	defer a.wg.Done()
 	t := time.NewTicker(a.poll)
 	defer t.Stop()
+	ticks := 0
 	for {
 		select {
 		case <-a.stop:
 			return
 		case <-t.C:
 			a.pollOnce()
+			if ticks++; ticks%sweepEvery == 0 && a.barrier != nil {
+				a.sweepLinks()
+			}
 		}
 	}
 }
@@ -328,5 +372,8 @@ func (a *Adapter) Close() error {
 		}
 	}
 	a.wg.Wait()
+	if a.barrier != nil {
+		a.barrier.remove()
+	}
 	return err
 }
