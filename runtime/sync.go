@@ -19,7 +19,7 @@ func (m *Manager) verify(ctx context.Context, src *source, force bool) error {
 	var live, fresh bool
 	var prev string
 	m.withLock(func() {
-		live = !m.closed && len(src.links) > 0
+		live = !m.closed && src.nlinks > 0
 		prev = src.stamp
 		// An unchanged stamp means nothing new, unless the content was never read.
 		fresh = src.state != statePresent || src.known || src.reporter != nil
@@ -78,7 +78,7 @@ func (m *Manager) verifyAll(ctx context.Context, srcs []*source) error {
 			return
 		}
 		for _, s := range srcs {
-			if len(s.links) > 0 {
+			if s.nlinks > 0 {
 				// An unchanged stamp means nothing new, unless the content was never read.
 				checks = append(checks, stampCheck{s, s.stamp, s.state != statePresent || s.known || s.reporter != nil})
 			}
@@ -182,7 +182,7 @@ func (m *Manager) verifyRead(ctx context.Context, src *source, stamp string) err
 	src.io.Lock()
 	defer src.io.Unlock()
 	var live bool
-	m.withLock(func() { live = !m.closed && len(src.links) > 0 })
+	m.withLock(func() { live = !m.closed && src.nlinks > 0 })
 	if !live {
 		return nil
 	}
@@ -259,7 +259,7 @@ func (ix *index) planSync(req protocol.SyncParams, now time.Time) syncPlan {
 	for _, s := range ix.sources {
 		if ag.srcRefs[s] > 0 {
 			p.own = append(p.own, s)
-		} else if len(s.links) > 0 {
+		} else if s.nlinks > 0 {
 			p.others = append(p.others, s.id)
 		}
 	}
@@ -274,7 +274,7 @@ func (m *Manager) project(ag *agentState, req protocol.SyncParams) protocol.Sync
 	m.age(ag, req.Turn)
 	var bs []*block
 	if req.Full {
-		for b := range ag.blocks {
+		for b := range ag.all() {
 			bs = append(bs, b)
 		}
 	} else {
@@ -297,8 +297,8 @@ func (m *Manager) age(ag *agentState, turn int) {
 	if !m.ix.aging() {
 		return // no layer sets maxAgeTurns and no block does
 	}
-	for b := range ag.blocks {
-		if b.aged || b.status == protocol.Superseded || b.status == protocol.Invalid {
+	for b := range ag.all() {
+		if b.aged || b.status() == protocol.Superseded || b.status() == protocol.Invalid {
 			continue
 		}
 		n := m.maxAge(b)
@@ -306,8 +306,8 @@ func (m *Manager) age(ag *agentState, turn int) {
 			continue
 		}
 		b.aged = true
-		b.ageNotice = noticeAged(b, turn, n)
-		b.reason = "aged: observed at turn " + itoa(b.turn) + ", now turn " + itoa(turn) + " (maxAgeTurns " + itoa(n) + ")"
+		b.notes().ageNotice = noticeAged(b, turn, n)
+		b.notes().reason = "aged: observed at turn " + itoa(b.turn) + ", now turn " + itoa(turn) + " (maxAgeTurns " + itoa(n) + ")"
 		m.recompute(b)
 		m.ix.count("aged")
 		m.ix.markDirty(b)
@@ -316,13 +316,13 @@ func (m *Manager) age(ag *agentState, turn int) {
 
 // view is the model-facing projection of one block. Caller holds m.mu.
 func view(b *block) protocol.BlockView {
-	v := protocol.BlockView{Block: b.id, Anchor: b.anchor, Agent: b.agent.name, Turn: b.turn, Status: b.status,
-		Notice: b.notice, SupersededBy: b.supersededBy, Reason: b.reason}
-	switch b.status {
+	v := protocol.BlockView{Block: b.id(), Anchor: b.anchor, Agent: b.agent.name, Turn: b.turn, Status: b.status(),
+		Notice: b.notice(), SupersededBy: b.supersededBy(), Reason: b.reason()}
+	switch b.status() {
 	case protocol.Valid, protocol.Patched, protocol.Stale:
 		v.Sources = make([]protocol.Source, len(b.links))
 		for i, l := range b.links {
-			sv := protocol.Source{URI: l.uri, Text: l.text, Version: l.version, TotalLines: l.totalLines()}
+			sv := protocol.Source{URI: l.uri(), Text: l.text, Version: l.version, TotalLines: l.totalLines()}
 			if !l.whole {
 				r := protocol.Range(l.rng)
 				sv.Range = &r
