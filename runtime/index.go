@@ -20,7 +20,7 @@ import (
 // them.
 type index struct {
 	sources  map[string]*source
-	blocks   map[uint64]*block // by seq
+	blocks   blockTable
 	agents   map[string]*agentState
 	prelude  map[string]agentPlace // the call clock of agents that synced before they observed anything
 	seq      uint64
@@ -39,7 +39,6 @@ func newIndex(auditMax int) index {
 	}
 	return index{
 		sources:  map[string]*source{},
-		blocks:   map[uint64]*block{},
 		agents:   map[string]*agentState{},
 		prelude:  map[string]agentPlace{},
 		recon:    map[string]int{},
@@ -366,16 +365,15 @@ func (l *link) showCurrent() {
 // block is one registered observation. Like link, it keeps inline what
 // every block uses: the one link of the common single-source read is part
 // of it (first, with links pointing at one), and its rarely set texts are
-// in blockNotes.
+// in blockExtra.
 type block struct {
 	seq    uint64 // its id is "b" + seq (id)
 	agent  *agentState
 	anchor string
 	turn   int
-	policy *protocol.Policy
 	links  []*link
 	one    [1]*link    // links' array for a single link
-	x      *blockNotes // nil until one is set
+	x      *blockExtra // nil until one of its fields is set
 	st     statusCode
 	stage  stage // the block's lifecycle stage (lifecycle.go); status follows it
 	aged   bool
@@ -383,9 +381,11 @@ type block struct {
 	first  link // links[0] of a block with one link
 }
 
-// blockNotes holds a block's texts that only a change, supersession or age
+// blockExtra holds a block's rarely set fields: its own policy (most reads
+// take the session's), and the texts only a change, supersession or age
 // sets.
-type blockNotes struct {
+type blockExtra struct {
+	policy       *protocol.Policy
 	notice       string
 	reason       string
 	supersededBy string
@@ -405,16 +405,23 @@ func seqOf(id string) uint64 {
 	return n
 }
 
-// notes is b's notes to write, made on first use.
-func (b *block) notes() *blockNotes {
+// ext is b's extra fields to write, made on first use.
+func (b *block) ext() *blockExtra {
 	if b.x == nil {
-		b.x = &blockNotes{}
+		b.x = &blockExtra{}
 	}
 	return b.x
 }
 
-// notice, reason, supersededBy and ageNotice read b's notes ("" when it
-// has none).
+// policy, notice, reason, supersededBy and ageNotice read b's extra
+// fields (zero when it has none).
+func (b *block) policy() *protocol.Policy {
+	if b.x == nil {
+		return nil
+	}
+	return b.x.policy
+}
+
 func (b *block) notice() string {
 	if b.x == nil {
 		return ""
@@ -443,10 +450,10 @@ func (b *block) ageNotice() string {
 	return b.x.ageNotice
 }
 
-// setNotice sets b's notice, making notes only for a notice to keep.
+// setNotice sets b's notice, making its extra fields only for a notice to keep.
 func (b *block) setNotice(n string) {
 	if n != "" || b.x != nil {
-		b.notes().notice = n
+		b.ext().notice = n
 	}
 }
 
@@ -650,7 +657,7 @@ func (ix *index) supersede(b *block) []string {
 	for _, ob := range old {
 		ob.setNotice(noticeSuperseded(ob, b))
 		ix.enter(ob, stageSuperseded)
-		n := ob.notes()
+		n := ob.ext()
 		n.supersededBy, n.reason = b.id(), "superseded by "+b.id()
 		ix.unlink(ob)
 		ix.count("superseded")
@@ -720,7 +727,7 @@ func (ix *index) retireSuperseded(b *block) {
 		if s == nil || s.stage != stageSuperseded || s.supersededBy() != b.id() {
 			continue
 		}
-		n := s.notes()
+		n := s.ext()
 		if by != nil {
 			ix.enter(s, stageSuperseded) // re-pointed to the read that covers b
 			n.supersededBy, n.reason = by.id(), "superseded by "+by.id()
@@ -739,7 +746,7 @@ func (ix *index) retireSuperseded(b *block) {
 
 // forget drops a block from every index. Caller holds Manager.mu and has unlinked it.
 func (ix *index) forget(b *block) {
-	delete(ix.blocks, b.seq)
+	ix.blocks.remove(b.seq)
 	ag := b.agent
 	delete(ag.dirty, b)
 	if b.anchor == "" {
@@ -809,7 +816,7 @@ func (ix *index) addBlock(b *block) {
 		l.src.addLink(l)
 		b.agent.addLink(l)
 	}
-	ix.blocks[b.seq] = b
+	ix.blocks.add(b)
 	if b.anchor == "" {
 		if b.agent.loose == nil {
 			b.agent.loose = map[*block]struct{}{}
@@ -831,7 +838,7 @@ func (ix *index) known(id string) *source { return ix.sources[id] }
 func (ix *index) aging() bool { return ix.ageUsed }
 
 // block returns the block with id, nil when unknown or forgotten.
-func (ix *index) block(id string) *block { return ix.blocks[seqOf(id)] }
+func (ix *index) block(id string) *block { return ix.blocks.get(seqOf(id)) }
 
 // useAge records that some policy layer sets an age limit, so syncs age blocks.
 func (ix *index) useAge(p *protocol.Policy) {
@@ -881,7 +888,7 @@ func (ix *index) stats() protocol.StatsResult {
 	for k, v := range ix.recon {
 		st.Reconciliations[k] = v
 	}
-	for _, b := range ix.blocks {
+	for b := range ix.blocks.all() {
 		st.Blocks[b.status()]++
 		for _, l := range b.links {
 			if l.src != nil && l.whole && sameString(l.text, l.src.text) {

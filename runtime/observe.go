@@ -191,7 +191,7 @@ func (m *Manager) register(obs protocol.ObserveParams, srcs []*source) *block {
 	b := m.ix.newBlock(ag, obs.Anchor, obs.Turn, len(obs.Sources))
 	if obs.Policy != nil {
 		p := *obs.Policy
-		b.policy = &p
+		b.ext().policy = &p
 		m.ix.useAge(&p)
 	}
 	for i, ref := range obs.Sources {

@@ -163,7 +163,7 @@ func (rc *reconciler) finish(registered bool) []*block {
 	sort.Slice(rc.order, func(i, j int) bool { return rc.order[i].seq < rc.order[j].seq })
 	for _, b := range rc.order {
 		if rs := rc.touched[b]; len(rs) > 0 {
-			b.notes().reason = strings.Join(rs, "; ")
+			b.ext().reason = strings.Join(rs, "; ")
 		}
 		rc.m.recompute(b)
 		if registered {

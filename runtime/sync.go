@@ -306,8 +306,8 @@ func (m *Manager) age(ag *agentState, turn int) {
 			continue
 		}
 		b.aged = true
-		b.notes().ageNotice = noticeAged(b, turn, n)
-		b.notes().reason = "aged: observed at turn " + itoa(b.turn) + ", now turn " + itoa(turn) + " (maxAgeTurns " + itoa(n) + ")"
+		b.ext().ageNotice = noticeAged(b, turn, n)
+		b.ext().reason = "aged: observed at turn " + itoa(b.turn) + ", now turn " + itoa(turn) + " (maxAgeTurns " + itoa(n) + ")"
 		m.recompute(b)
 		m.ix.count("aged")
 		m.ix.markDirty(b)
