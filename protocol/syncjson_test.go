@@ -17,7 +17,7 @@ func TestSyncResultWriteJSON(t *testing.T) {
 	r := &Range{Start: 3, End: 7}
 	full := BlockView{Block: "b1", Anchor: "call_1", Agent: "main", Turn: 2, Status: Patched,
 		Sources: []Source{{URI: "file:///a<b>.go", Range: r, Text: "x := \"<&>\"\n\ty\u2028\x01\xff", Version: "sha256:ab", TotalLines: &n}, {URI: "res://k", Text: ""}},
-		Notice: "n", SupersededBy: "b9", Reason: "moved: lines 1-2 -> 3-4", Placement: "tail", Erratum: "[concord] e", View: "v"}
+		Notice:  "n", SupersededBy: "b9", Reason: "moved: lines 1-2 -> 3-4", Placement: "tail", Erratum: "[concord] e", View: "v"}
 	for _, tc := range []struct {
 		name string
 		res  SyncResult
