@@ -363,9 +363,9 @@ func (l *link) showCurrent() {
 }
 
 // block is one registered observation. Like link, it keeps inline what
-// every block uses: the one link of the common single-source read is part
-// of it (first, with links pointing at one), and its rarely set texts are
-// in blockExtra.
+// every block uses, and its rarely set fields in blockExtra. Its first link
+// is part of it: most reads have one source, and a single link then needs
+// no allocation of its own, nor one for the slice (links points at one).
 type block struct {
 	seq    uint64 // its id is "b" + seq (id)
 	agent  *agentState
@@ -378,7 +378,7 @@ type block struct {
 	stage  stage // the block's lifecycle stage (lifecycle.go); status follows it
 	aged   bool
 	pl     blockPlace
-	first  link // links[0] of a block with one link
+	first  link // links[0]
 }
 
 // blockExtra holds a block's rarely set fields: its own policy (most reads
