@@ -297,6 +297,7 @@ func (l *link) notice() string {
 func (l *link) setNotice(n string) {
 	if n != "" || l.x != nil {
 		l.ext().notice = n
+		l.trimExt()
 	}
 }
 
@@ -310,6 +311,7 @@ func (l *link) anchor() *locator.Anchor {
 func (l *link) setAnchor(a *locator.Anchor) {
 	if a != nil || l.x != nil {
 		l.ext().anchor = a
+		l.trimExt()
 	}
 }
 
