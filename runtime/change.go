@@ -32,7 +32,7 @@ func (m *Manager) SourceChanged(ctx context.Context, ch protocol.SourceChangedPa
 	sort.Slice(changed, func(i, j int) bool { return changed[i].seq < changed[j].seq })
 	res := protocol.SourceChangedResult{Blocks: make([]string, 0, len(changed))}
 	for _, b := range changed {
-		res.Blocks = append(res.Blocks, b.id)
+		res.Blocks = append(res.Blocks, b.id())
 	}
 	m.flushNotify("")
 	return res, nil
@@ -47,7 +47,7 @@ func (m *Manager) reread(ctx context.Context, src *source, ch protocol.SourceCha
 		src.reporter.Report(src.id, ch.Version, ch.Text)
 	}
 	var tracked bool
-	m.withLock(func() { tracked = len(src.links) > 0 })
+	m.withLock(func() { tracked = src.nlinks > 0 })
 	if !tracked {
 		return nil, nil
 	}

@@ -51,7 +51,7 @@ type clause struct {
 func newClause(anchor string, l *link) clause {
 	c := clause{anchor: anchor, path: l.name()}
 	if !l.whole {
-		c.shown = linesOf(l.shownRng)
+		c.shown = linesOf(l.shownRange())
 	}
 	return c
 }
@@ -60,17 +60,17 @@ func newClause(anchor string, l *link) clause {
 // in-place copy needs no correction), and how long they stay true. Caller
 // holds m.mu.
 func erratum(b *block) ([]clause, holds) {
-	if b.pl.inplace == protocol.Invalid {
+	if b.pl.inplace.status() == protocol.Invalid {
 		return nil, holdsNow // in place it shows a notice only: nothing there can look current
 	}
-	switch b.status {
+	switch b.status() {
 	case protocol.Invalid, protocol.Stale, protocol.Superseded:
-		return []clause{{anchor: b.anchor, raw: "[concord] About the output of " + b.anchor + ": " + thatRead(b.notice)}}, holdsAlways
+		return []clause{{anchor: b.anchor, raw: "[concord] About the output of " + b.anchor + ": " + thatRead(b.notice())}}, holdsAlways
 	}
 	var cs []clause
 	h := holdsAlways
 	for _, l := range b.links {
-		if l.text == l.shown && (l.whole || l.rng == l.shownRng) {
+		if l.text == l.shownText() && (l.whole || l.rng == l.shownRange()) {
 			continue
 		}
 		c, lh := linkErratum(b.anchor, l, b.pl.note != noteNone)
@@ -90,11 +90,11 @@ func erratum(b *block) ([]clause, holds) {
 // textUnchanged reports whether every link of b is live and still has the
 // text its copy in place shows (at most its lines moved).
 func textUnchanged(b *block) bool {
-	if b.status != protocol.Valid && b.status != protocol.Patched {
+	if b.status() != protocol.Valid && b.status() != protocol.Patched {
 		return false
 	}
 	for _, l := range b.links {
-		if l.state != linkOK || l.text != l.shown {
+		if l.state != linkOK || l.text != l.shownText() {
 			return false
 		}
 	}
@@ -133,9 +133,9 @@ func linkErratum(anchor string, l *link, noted bool) (clause, holds) {
 	c := newClause(anchor, l)
 	now := ""
 	switch {
-	case !l.whole && l.rng != l.shownRng:
+	case !l.whole && l.rng != l.shownRange():
 		now = ", now " + linesOf(l.rng)
-	case l.whole && lineCount(l.text) != lineCount(l.shown):
+	case l.whole && lineCount(l.text) != lineCount(l.shownText()):
 		// A whole read names no lines: the new length tells an insertion
 		// from a replacement of the same lines.
 		now = fmt.Sprintf(", now %d lines", lineCount(l.text))
@@ -143,18 +143,18 @@ func linkErratum(anchor string, l *link, noted bool) (clause, holds) {
 	lp := l.placed()
 	own := len(lp.edits) > 0 && lp.outside == 0
 	switch {
-	case l.text == l.shown && own:
+	case l.text == l.shownText() && own:
 		// The agent's own edits moved it: the edit results show where its
 		// lines went. Naming no lines keeps this true through the next
 		// moves, the commonest change in a coding session.
 		c.pred = "moved with " + yourEdits(lp.edits) + ", text unchanged"
 		return c, holdsSameText
-	case l.text == l.shown && noted:
+	case l.text == l.shownText() && noted:
 		// Moved again after an erratum: new numbers on every move would
 		// be one erratum per edit for as long as the session runs.
 		c.pred = "moved, text unchanged"
 		return c, holdsSameText
-	case l.text == l.shown:
+	case l.text == l.shownText():
 		c.pred = "is now at " + linesOf(l.rng)
 		return c, holdsNow
 	case own:
@@ -289,10 +289,10 @@ func hunk(l *link) (string, bool) {
 	var old, cur []string
 	oldStart, curStart := 1, 1
 	if l.whole {
-		old, cur = locator.SplitLines(l.shown), locator.SplitLines(l.text)
+		old, cur = locator.SplitLines(l.shownText()), locator.SplitLines(l.text)
 	} else {
-		old, cur = spanLines(l.shown, l.shownRng), spanLines(l.text, l.rng)
-		oldStart, curStart = l.shownRng.Start, l.rng.Start
+		old, cur = spanLines(l.shownText(), l.shownRange()), spanLines(l.text, l.rng)
+		oldStart, curStart = l.shownRange().Start, l.rng.Start
 	}
 	var b strings.Builder
 	for _, h := range locator.Hunks(old, cur, locator.DefaultParams()) {

@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"iter"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/concord-ctx/concord/locator"
@@ -18,7 +20,7 @@ import (
 // them.
 type index struct {
 	sources  map[string]*source
-	blocks   map[string]*block
+	blocks   blockTable
 	agents   map[string]*agentState
 	prelude  map[string]agentPlace // the call clock of agents that synced before they observed anything
 	seq      uint64
@@ -37,7 +39,6 @@ func newIndex(auditMax int) index {
 	}
 	return index{
 		sources:  map[string]*source{},
-		blocks:   map[string]*block{},
 		agents:   map[string]*agentState{},
 		prelude:  map[string]agentPlace{},
 		recon:    map[string]int{},
@@ -53,8 +54,8 @@ func (ix *index) release(req protocol.ReleaseParams) (protocol.ReleaseResult, er
 	var bs []*block
 	seen := map[*block]bool{}
 	for i, id := range req.Blocks {
-		b, ok := ix.blocks[id]
-		if !ok {
+		b := ix.block(id)
+		if b == nil {
 			return protocol.ReleaseResult{}, unknownBlock(i, "%q", id)
 		}
 		if req.Agent != "" && b.agent.name != req.Agent {
@@ -68,11 +69,9 @@ func (ix *index) release(req protocol.ReleaseParams) (protocol.ReleaseResult, er
 	}
 	if ag := ix.agents[req.Agent]; ag != nil {
 		for _, a := range req.Anchors {
-			for _, b := range ag.byAnchor[a] {
-				if !seen[b] {
-					seen[b] = true
-					bs = append(bs, b)
-				}
+			if b := ag.byAnchor[a]; b != nil && !seen[b] {
+				seen[b] = true
+				bs = append(bs, b)
 			}
 		}
 	}
@@ -80,7 +79,7 @@ func (ix *index) release(req protocol.ReleaseParams) (protocol.ReleaseResult, er
 	res := protocol.ReleaseResult{Released: make([]string, 0, len(bs))}
 	for _, b := range bs {
 		ix.drop(b, "released")
-		res.Released = append(res.Released, b.id)
+		res.Released = append(res.Released, b.id())
 	}
 	return res, nil
 }
@@ -90,7 +89,7 @@ func (ix *index) source(id string, a Adapter) *source {
 	if s, ok := ix.sources[id]; ok {
 		return s
 	}
-	s := &source{id: id, adapter: a, display: id, links: map[*link]struct{}{}, scheme: a.Scheme()}
+	s := &source{id: id, adapter: a, display: id, scheme: a.Scheme()}
 	if s.scheme == "*" {
 		s.scheme = uriScheme(id)
 	}
@@ -108,7 +107,7 @@ func (ix *index) source(id string, a Adapter) *source {
 func (ix *index) agent(name string) *agentState {
 	ag := ix.agents[name]
 	if ag == nil {
-		ag = &agentState{name: name, blocks: map[*block]struct{}{}, byAnchor: map[string][]*block{}, srcRefs: map[*source]int{}}
+		ag = &agentState{name: name, byAnchor: map[string]*block{}, srcRefs: map[*source]int{}}
 		ag.pl = ix.prelude[name]
 		delete(ix.prelude, name)
 		ix.agents[name] = ag
@@ -116,16 +115,15 @@ func (ix *index) agent(name string) *agentState {
 	return ag
 }
 
-// replaceAnchor drops every block of the agent's anchor: the same tool result
-// registered again replaces the old blocks outright. It reports whether
-// there were any.
+// replaceAnchor drops the agent's block of anchor: the same tool result
+// registered again replaces the old block outright. It reports whether
+// there was one.
 func (ix *index) replaceAnchor(ag *agentState, anchor string) bool {
-	replaced := false
-	for _, old := range slices.Clone(ag.byAnchor[anchor]) {
+	old := ag.byAnchor[anchor]
+	if old != nil {
 		ix.drop(old, "replaced")
-		replaced = true
 	}
-	return replaced
+	return old != nil
 }
 
 // drop takes b out of the context (released, or replaced by a new result
@@ -167,8 +165,8 @@ type source struct {
 	version string
 	stamp   string
 	readErr string
-	links   map[*link]struct{}
-	order   []*link // links in block order, with unlinked ones not yet compacted out (ordered)
+	nlinks  int     // links in the index
+	order   []*link // its links in block order, with unlinked ones not yet compacted out (ordered)
 	epoch   uint64  // reconciliations so far: each may move link ranges (spanIndex)
 	pins    int     // observations loading this source; keeps its text alive
 
@@ -183,8 +181,8 @@ type source struct {
 // here, or a session that re-reads the same lines without a change to
 // reconcile would keep every superseded link (and its block) alive.
 func (s *source) addLink(l *link) {
-	s.links[l] = struct{}{}
-	if len(s.order) >= 2*len(s.links)+16 {
+	s.nlinks++
+	if len(s.order) >= 2*s.nlinks+16 {
 		s.compact()
 	}
 	s.order = append(s.order, l)
@@ -199,7 +197,7 @@ func (s *source) ordered() []*link {
 
 // compact drops the unlinked links from s.order.
 func (s *source) compact() {
-	if len(s.order) == len(s.links) {
+	if len(s.order) == s.nlinks {
 		return
 	}
 	live := s.order[:0]
@@ -220,7 +218,7 @@ func (s *source) getLines() []string {
 }
 
 // wanted reports whether the source should be watched and its text kept.
-func (s *source) wanted() bool { return len(s.links) > 0 || s.pins > 0 }
+func (s *source) wanted() bool { return s.nlinks > 0 || s.pins > 0 }
 
 func (s *source) free() {
 	if s.wanted() {
@@ -249,61 +247,281 @@ const (
 // link is one source link of a block. rng is the range the model was last
 // shown; while tracked it is also where that text sits in the source's
 // current text (text == current lines at rng).
+//
+// A session holds one link per block for tens of thousands of blocks, so the
+// link keeps inline only what every link uses; what few links ever have (a
+// notice, an anchor, a placement record, the model's copy once it differs
+// from text) lives in linkExtra, made on demand.
 type link struct {
 	block   *block
-	idx     int     // position in block.links, for a deterministic order
-	src     *source // nil once the block left the index (audit only)
-	uri     string
-	whole   bool
+	src     *source // nil once the block left the index (audit only; linkExtra.from keeps the source)
 	rng     Range
 	text    string // model-visible text
 	version string // version text reflects
-	// shown* is what the model last saw of this link: the observation, then
-	// each view a sync delivered. Annotate keeps it, not a repair that was
-	// made but never delivered.
-	shown        string
-	shownRng     Range
+	// shownVersion is the version the model last saw (see shownText).
 	shownVersion string
+	x            *linkExtra // nil until one of its fields is set
 	state        linkState
 	cause        cause
+	whole        bool
 	tracked      bool
-	patched      bool            // text or lines differ from the observation
-	tail         bool            // the read reached the source's last line: it covers lines appended later
-	anchor       *locator.Anchor // kept while the source is gone, to find the span again
-	notice       string
-	display      string     // the source's display name, kept once the link leaves the index
-	pl           *linkPlace // nil until placement records something (place)
+	patched      bool // text or lines differ from the observation
+	tail         bool // the read reached the source's last line: it covers lines appended later
 }
 
+// linkExtra holds a link's rarely set fields: most links of a quiet session
+// have none of them, and inline they were most of a link's bytes.
+type linkExtra struct {
+	anchor *locator.Anchor // kept while the source is gone, to find the span again
+	notice string
+	from   *source    // the source, once the link left the index: its uri and display name
+	pl     *linkPlace // nil until placement records something (place)
+	// The model's copy (shown, shownRng), held apart only while it differs
+	// from the link's text and range: what the model last saw of the link,
+	// the observation, then each view a sync delivered. Annotate keeps it,
+	// not a repair that was made but never delivered.
+	shown    string
+	shownRng Range
+	held     bool
+}
+
+// ext is l's extra fields, made on first use.
+func (l *link) ext() *linkExtra {
+	if l.x == nil {
+		l.x = &linkExtra{}
+	}
+	return l.x
+}
+
+// trimExt drops l's extra fields once none is set.
+func (l *link) trimExt() {
+	if l.x != nil && *l.x == (linkExtra{}) {
+		l.x = nil
+	}
+}
+
+func (l *link) notice() string {
+	if l.x == nil {
+		return ""
+	}
+	return l.x.notice
+}
+
+func (l *link) setNotice(n string) {
+	if n != "" || l.x != nil {
+		l.ext().notice = n
+		l.trimExt()
+	}
+}
+
+func (l *link) anchor() *locator.Anchor {
+	if l.x == nil {
+		return nil
+	}
+	return l.x.anchor
+}
+
+func (l *link) setAnchor(a *locator.Anchor) {
+	if a != nil || l.x != nil {
+		l.ext().anchor = a
+		l.trimExt()
+	}
+}
+
+// uri is the canonical id of l's source, also once l left the index.
+func (l *link) uri() string {
+	if l.src != nil {
+		return l.src.id
+	}
+	return l.x.from.id
+}
+
+// shownText and shownRange are the model's copy of l: its text and range
+// unless a change since the copy was shown holds the copy apart.
+func (l *link) shownText() string {
+	if l.x != nil && l.x.held {
+		return l.x.shown
+	}
+	return l.text
+}
+
+func (l *link) shownRange() Range {
+	if l.x != nil && l.x.held {
+		return l.x.shownRng
+	}
+	return l.rng
+}
+
+// holdShown keeps the model's copy apart before l's text or range change.
+func (l *link) holdShown() {
+	if l.x == nil || !l.x.held {
+		x := l.ext()
+		x.shown, x.shownRng, x.held = l.text, l.rng, true
+	}
+}
+
+// settleShown lets the copy held apart go once l's text and range are it
+// again (nothing changed, or a change was undone).
+func (l *link) settleShown() {
+	if x := l.x; x != nil && x.held && x.shownRng == l.rng && x.shown == l.text {
+		x.shown, x.shownRng, x.held = "", Range{}, false
+		l.trimExt()
+	}
+}
+
+// showCurrent records that the model now has l's current text.
+func (l *link) showCurrent() {
+	l.shownVersion = l.version
+	if x := l.x; x != nil && x.held {
+		x.shown, x.shownRng, x.held = "", Range{}, false
+	}
+}
+
+// block is one registered observation. Like link, it keeps inline what
+// every block uses, and its rarely set fields in blockExtra. Its first link
+// is part of it: most reads have one source, and a single link then needs
+// no allocation of its own, nor one for the slice (links points at one).
 type block struct {
-	id           string
-	seq          uint64
-	agent        *agentState
-	anchor       string
-	turn         int
+	seq    uint64 // its id is "b" + seq (id)
+	agent  *agentState
+	anchor string
+	turn   int
+	links  []*link
+	one    [1]*link    // links' array for a single link
+	x      *blockExtra // nil until one of its fields is set
+	st     statusCode
+	stage  stage // the block's lifecycle stage (lifecycle.go); status follows it
+	aged   bool
+	pl     blockPlace
+	first  link // links[0]
+}
+
+// blockExtra holds a block's rarely set fields: its own policy (most reads
+// take the session's), and the texts only a change, supersession or age
+// sets.
+type blockExtra struct {
 	policy       *protocol.Policy
-	links        []*link
-	status       protocol.Status
 	notice       string
 	reason       string
 	supersededBy string
-	stage        stage // the block's lifecycle stage (lifecycle.go); status follows it
-	aged         bool
 	ageNotice    string
-	pl           blockPlace
 }
 
+// id is the block's wire id.
+func (b *block) id() string { return "b" + strconv.FormatUint(b.seq, 10) }
+
+// seqOf is the seq of block id, 0 when id is no block's.
+func seqOf(id string) uint64 {
+	d, ok := strings.CutPrefix(id, "b")
+	n, err := strconv.ParseUint(d, 10, 64)
+	if !ok || err != nil || strconv.FormatUint(n, 10) != d {
+		return 0
+	}
+	return n
+}
+
+// ext is b's extra fields to write, made on first use.
+func (b *block) ext() *blockExtra {
+	if b.x == nil {
+		b.x = &blockExtra{}
+	}
+	return b.x
+}
+
+// policy, notice, reason, supersededBy and ageNotice read b's extra
+// fields (zero when it has none).
+func (b *block) policy() *protocol.Policy {
+	if b.x == nil {
+		return nil
+	}
+	return b.x.policy
+}
+
+func (b *block) notice() string {
+	if b.x == nil {
+		return ""
+	}
+	return b.x.notice
+}
+
+func (b *block) reason() string {
+	if b.x == nil {
+		return ""
+	}
+	return b.x.reason
+}
+
+func (b *block) supersededBy() string {
+	if b.x == nil {
+		return ""
+	}
+	return b.x.supersededBy
+}
+
+func (b *block) ageNotice() string {
+	if b.x == nil {
+		return ""
+	}
+	return b.x.ageNotice
+}
+
+// setNotice sets b's notice, making its extra fields only for a notice to keep.
+func (b *block) setNotice(n string) {
+	if n != "" || b.x != nil {
+		b.ext().notice = n
+	}
+}
+
+// statusCode is a block's protocol.Status in one byte (0: none, "").
+type statusCode uint8
+
+var statusNames = [...]protocol.Status{"", protocol.Valid, protocol.Patched, protocol.Stale, protocol.Invalid, protocol.Superseded, protocol.Released}
+
+func codeOf(s protocol.Status) statusCode {
+	for i, n := range statusNames {
+		if n == s {
+			return statusCode(i)
+		}
+	}
+	panic("runtime: no status code for " + string(s))
+}
+
+func (c statusCode) status() protocol.Status { return statusNames[c] }
+
+func (b *block) status() protocol.Status { return b.st.status() }
+
+func (b *block) setStatus(s protocol.Status) { b.st = codeOf(s) }
+
 type agentState struct {
-	name     string
-	turn     int
-	blocks   map[*block]struct{}
-	byAnchor map[string][]*block
+	name string
+	turn int
+	// byAnchor and loose are the agent's blocks (all): the one of each
+	// anchor (a new result for an anchor replaces the old block,
+	// replaceAnchor), and those registered without one.
+	byAnchor map[string]*block
+	loose    map[*block]struct{}
 	dirty    map[*block]struct{}
 	srcRefs  map[*source]int        // live links per source: the sources a sync must wait for
 	bySrc    map[*source][]*link    // the agent's links per source, in block order, unlinked ones not yet compacted out
 	spans    map[*source]*spanIndex // the agent's ranged links per source by first line, for supersede (spanIndex)
 	audit    []*block               // superseded blocks, oldest first (bounded by Manager.auditMax)
 	pl       agentPlace
+}
+
+// all yields every block of the agent, in no particular order.
+func (ag *agentState) all() iter.Seq[*block] {
+	return func(yield func(*block) bool) {
+		for _, b := range ag.byAnchor {
+			if !yield(b) {
+				return
+			}
+		}
+		for b := range ag.loose {
+			if !yield(b) {
+				return
+			}
+		}
+	}
 }
 
 // addLink counts l among its agent's links on its source (compacting the
@@ -456,14 +674,15 @@ func (ix *index) supersede(b *block) []string {
 	sort.Slice(old, func(i, j int) bool { return old[i].seq < old[j].seq })
 	ids := make([]string, 0, len(old))
 	for _, ob := range old {
-		ob.notice = noticeSuperseded(ob, b)
+		ob.setNotice(noticeSuperseded(ob, b))
 		ix.enter(ob, stageSuperseded)
-		ob.supersededBy, ob.reason = b.id, "superseded by "+b.id
+		n := ob.ext()
+		n.supersededBy, n.reason = b.id(), "superseded by "+b.id()
 		ix.unlink(ob)
 		ix.count("superseded")
 		ix.markDirty(ob)
 		ob.agent.audit = append(ob.agent.audit, ob)
-		ids = append(ids, ob.id)
+		ids = append(ids, ob.id())
 	}
 	ix.trimAudit(b.agent)
 	return ids
@@ -496,7 +715,7 @@ func (ix *index) unlink(b *block) {
 		if l.src == nil {
 			continue
 		}
-		delete(l.src.links, l)
+		l.src.nlinks--
 		l.src.free()
 		if ag := b.agent; ag.srcRefs[l.src] <= 1 {
 			delete(ag.srcRefs, l.src)
@@ -505,8 +724,10 @@ func (ix *index) unlink(b *block) {
 			ag.srcRefs[l.src]--
 		}
 		ix.unwatch = append(ix.unwatch, l.src)
-		l.display = l.src.display
-		l.src, l.text, l.anchor = nil, "", nil
+		l.holdShown() // the model's copy outlives the text
+		x := l.ext()
+		x.from, x.anchor = l.src, nil
+		l.src, l.text = nil, ""
 	}
 }
 
@@ -519,21 +740,22 @@ func (ix *index) unlink(b *block) {
 func (ix *index) retireSuperseded(b *block) {
 	var by *block
 	if b.stage == stageSuperseded {
-		by = ix.blocks[b.supersededBy]
+		by = ix.block(b.supersededBy())
 	}
 	for _, s := range b.agent.audit {
-		if s == nil || s.stage != stageSuperseded || s.supersededBy != b.id {
+		if s == nil || s.stage != stageSuperseded || s.supersededBy() != b.id() {
 			continue
 		}
+		n := s.ext()
 		if by != nil {
 			ix.enter(s, stageSuperseded) // re-pointed to the read that covers b
-			s.supersededBy, s.reason = by.id, "superseded by "+by.id
-			s.notice = noticeSuperseded(s, by)
+			n.supersededBy, n.reason = by.id(), "superseded by "+by.id()
+			n.notice = noticeSuperseded(s, by)
 		} else {
 			ix.enter(s, stageOrphaned)
-			s.supersededBy = ""
-			s.notice = noticeOrphaned(s)
-			s.reason = "the newer read " + b.id + " left the context"
+			n.supersededBy = ""
+			n.notice = noticeOrphaned(s)
+			n.reason = "the newer read " + b.id() + " left the context"
 			ix.count("orphaned")
 			ix.retireSuperseded(s) // what s superseded lost its cover too
 		}
@@ -543,20 +765,13 @@ func (ix *index) retireSuperseded(b *block) {
 
 // forget drops a block from every index. Caller holds Manager.mu and has unlinked it.
 func (ix *index) forget(b *block) {
-	delete(ix.blocks, b.id)
+	ix.blocks.remove(b.seq)
 	ag := b.agent
-	delete(ag.blocks, b)
 	delete(ag.dirty, b)
-	rest := ag.byAnchor[b.anchor][:0]
-	for _, x := range ag.byAnchor[b.anchor] {
-		if x != b {
-			rest = append(rest, x)
-		}
-	}
-	if len(rest) == 0 {
+	if b.anchor == "" {
+		delete(ag.loose, b)
+	} else if ag.byAnchor[b.anchor] == b {
 		delete(ag.byAnchor, b.anchor)
-	} else {
-		ag.byAnchor[b.anchor] = rest
 	}
 }
 
@@ -594,10 +809,22 @@ func (ix *index) count(k string) { ix.recon[k]++ }
 // countN adds n to counter k.
 func (ix *index) countN(k string, n int) { ix.recon[k] += n }
 
-// newBlock makes the agent's next block (not yet indexed: addBlock).
-func (ix *index) newBlock(ag *agentState, anchor string, turn int) *block {
+// newBlock makes the agent's next block with n empty links (not yet
+// indexed: addBlock). The first link is part of the block.
+func (ix *index) newBlock(ag *agentState, anchor string, turn, n int) *block {
 	ix.seq++
-	return &block{id: "b" + strconv.FormatUint(ix.seq, 10), seq: ix.seq, agent: ag, anchor: anchor, turn: turn, status: protocol.Valid}
+	b := &block{seq: ix.seq, agent: ag, anchor: anchor, turn: turn, st: codeOf(protocol.Valid)}
+	b.links = b.one[:]
+	if n != 1 {
+		b.links = make([]*link, n)
+		for i := 1; i < n; i++ {
+			b.links[i] = &link{}
+		}
+	}
+	if n > 0 {
+		b.links[0] = &b.first
+	}
+	return b
 }
 
 // addBlock indexes b: by id, for its agent, and each link in its source
@@ -608,13 +835,19 @@ func (ix *index) addBlock(b *block) {
 		l.src.addLink(l)
 		b.agent.addLink(l)
 	}
-	ix.blocks[b.id] = b
-	b.agent.blocks[b] = struct{}{}
+	ix.blocks.add(b)
+	if b.anchor == "" {
+		if b.agent.loose == nil {
+			b.agent.loose = map[*block]struct{}{}
+		}
+		b.agent.loose[b] = struct{}{}
+	}
 }
 
-// addAnchor indexes b under its agent's anchor.
+// addAnchor indexes b under its agent's anchor, whose earlier block is
+// replaced by now.
 func (ix *index) addAnchor(b *block) {
-	b.agent.byAnchor[b.anchor] = append(b.agent.byAnchor[b.anchor], b)
+	b.agent.byAnchor[b.anchor] = b
 }
 
 // known returns the source with canonical id, nil when none is indexed.
@@ -624,7 +857,7 @@ func (ix *index) known(id string) *source { return ix.sources[id] }
 func (ix *index) aging() bool { return ix.ageUsed }
 
 // block returns the block with id, nil when unknown or forgotten.
-func (ix *index) block(id string) *block { return ix.blocks[id] }
+func (ix *index) block(id string) *block { return ix.blocks.get(seqOf(id)) }
 
 // useAge records that some policy layer sets an age limit, so syncs age blocks.
 func (ix *index) useAge(p *protocol.Policy) {
@@ -674,8 +907,8 @@ func (ix *index) stats() protocol.StatsResult {
 	for k, v := range ix.recon {
 		st.Reconciliations[k] = v
 	}
-	for _, b := range ix.blocks {
-		st.Blocks[b.status]++
+	for b := range ix.blocks.all() {
+		st.Blocks[b.status()]++
 		for _, l := range b.links {
 			if l.src != nil && l.whole && sameString(l.text, l.src.text) {
 				continue // shares the source's copy
@@ -684,7 +917,7 @@ func (ix *index) stats() protocol.StatsResult {
 		}
 	}
 	for _, s := range ix.sources {
-		if len(s.links) > 0 {
+		if s.nlinks > 0 {
 			st.Sources++
 		}
 		st.BytesHeld += int64(len(s.text))

@@ -45,10 +45,10 @@ func (ix *index) enter(b *block, to stage) {
 	b.stage = to
 	switch to {
 	case stageSuperseded:
-		b.status = protocol.Superseded
+		b.setStatus(protocol.Superseded)
 	case stageOrphaned:
-		b.status = protocol.Invalid
+		b.setStatus(protocol.Invalid)
 	case stageReleased:
-		b.status = protocol.Released
+		b.setStatus(protocol.Released)
 	}
 }

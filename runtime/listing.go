@@ -54,14 +54,16 @@ func (rc *reconciler) listing(l *link) {
 	slices.Sort(added)
 	slices.Sort(removed)
 	if again {
-		if n := noticeListing(l, added, removed); n != l.notice && l.state == linkInvalid {
-			l.notice = n
+		if n := noticeListing(l, added, removed); n != l.notice() && l.state == linkInvalid {
+			l.setNotice(n)
 			rc.touch(l, fmt.Sprintf("listing: %d added, %d removed", len(added), len(removed)))
 		}
 		return
 	}
-	l.tracked, l.anchor, l.cause, l.tail = false, nil, causePolicy, false
-	l.state, l.notice = linkInvalid, noticeListing(l, added, removed)
+	l.tracked, l.cause, l.tail = false, causePolicy, false
+	l.setAnchor(nil)
+	l.state = linkInvalid
+	l.setNotice(noticeListing(l, added, removed))
 	rc.m.ix.count("listing")
 	rc.touch(l, fmt.Sprintf("listing: %d added, %d removed", len(added), len(removed)))
 }

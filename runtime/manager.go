@@ -172,8 +172,8 @@ type effective struct {
 // by field; invalid actions are skipped like empty ones. Caller holds m.mu.
 func (m *Manager) resolve(b *block, s *source) effective {
 	layers := make([]*protocol.Policy, 0, 4)
-	if b != nil && b.policy != nil {
-		layers = append(layers, b.policy)
+	if b != nil && b.policy() != nil {
+		layers = append(layers, b.policy())
 	}
 	if s != nil {
 		if p, ok := m.bySource[s.id]; ok {

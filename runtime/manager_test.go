@@ -106,9 +106,9 @@ func TestPolicyResolution(t *testing.T) {
 		{"global only", nil, srcX, effective{protocol.Patch, protocol.Suppress, true, 0}},
 		{"type over global", nil, srcB, effective{protocol.Patch, protocol.Annotate, true, 10}},
 		{"source over type", nil, srcA, effective{protocol.Refresh, protocol.Annotate, true, 10}},
-		{"block over source", &block{policy: &protocol.Policy{Local: protocol.Suppress, MaxAgeTurns: intp(2)}}, srcA, effective{protocol.Suppress, protocol.Annotate, true, 2}},
-		{"block field by field", &block{policy: &protocol.Policy{Drift: protocol.Refresh}}, srcA, effective{protocol.Refresh, protocol.Refresh, true, 10}},
-		{"invalid action inherits", &block{policy: &protocol.Policy{Local: "bogus"}}, srcX, effective{protocol.Patch, protocol.Suppress, true, 0}},
+		{"block over source", &block{x: &blockExtra{policy: &protocol.Policy{Local: protocol.Suppress, MaxAgeTurns: intp(2)}}}, srcA, effective{protocol.Suppress, protocol.Annotate, true, 2}},
+		{"block field by field", &block{x: &blockExtra{policy: &protocol.Policy{Drift: protocol.Refresh}}}, srcA, effective{protocol.Refresh, protocol.Refresh, true, 10}},
+		{"invalid action inherits", &block{x: &blockExtra{policy: &protocol.Policy{Local: "bogus"}}}, srcX, effective{protocol.Patch, protocol.Suppress, true, 0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,10 +32,10 @@ func (l *link) name() string {
 	switch {
 	case l.src != nil:
 		return l.src.display
-	case l.display != "":
-		return l.display
+	case l.x.from.display != "":
+		return l.x.from.display
 	}
-	return l.uri
+	return l.x.from.id
 }
 
 // shownLines is " (lines A-B)" after "the content shown earlier", or "".

@@ -57,11 +57,11 @@ func (m *Manager) Observe(ctx context.Context, obs protocol.ObserveParams) (prot
 	}
 	res, err := locked(m, func(*index) (protocol.ObserveResult, error) {
 		b := m.register(obs, srcs)
-		res := protocol.ObserveResult{Block: b.id, Superseded: []string{}}
-		if b.status != protocol.Invalid {
+		res := protocol.ObserveResult{Block: b.id(), Superseded: []string{}}
+		if b.status() != protocol.Invalid {
 			res.Superseded = m.ix.supersede(b)
 		}
-		res.Status = b.status
+		res.Status = b.status()
 		return res, nil
 	})
 	m.pin(srcs, -1)
@@ -173,7 +173,7 @@ func (m *Manager) settled(src *source, stamp string, serr error, ref protocol.So
 	switch {
 	case serr == nil && stamp != "" && src.stamp == stamp && src.state == statePresent && (src.known || src.reporter != nil):
 		return true
-	case src.reporter != nil && len(src.links) == 0:
+	case src.reporter != nil && src.nlinks == 0:
 		m.applyUnknown(src, stamp, stamp)
 		if ref.Range == nil && stamp == ref.Version {
 			m.attribute(src, m.applyContent(src, stamp, Content{Text: ref.Text, Version: ref.Version}, nil), "", "")
@@ -190,24 +190,22 @@ func (m *Manager) register(obs protocol.ObserveParams, srcs []*source) *block {
 	if obs.Turn > ag.turn {
 		ag.turn = obs.Turn
 	}
-	b := m.ix.newBlock(ag, obs.Anchor, obs.Turn)
+	b := m.ix.newBlock(ag, obs.Anchor, obs.Turn, len(obs.Sources))
 	if obs.Policy != nil {
 		p := *obs.Policy
-		b.policy = &p
+		b.ext().policy = &p
 		m.ix.useAge(&p)
 	}
-	b.links = make([]*link, len(obs.Sources))
 	for i, ref := range obs.Sources {
-		l := &link{block: b, idx: i, src: srcs[i], uri: srcs[i].id, whole: ref.Range == nil, text: observedText(ref.Text, ref.Range == nil || ref.Range.Start == 1), version: ref.Version, tracked: true}
+		l := b.links[i]
+		*l = link{block: b, src: srcs[i], whole: ref.Range == nil, text: observedText(ref.Text, ref.Range == nil || ref.Range.Start == 1), version: ref.Version, tracked: true}
 		if ref.Range != nil {
 			l.rng = Range(*ref.Range)
 		}
-		b.links[i] = l
 	}
 	for _, l := range b.links {
 		// What the model saw: the tool's text, at the version verification
 		// established (before any raced-read repair, which is not yet shown).
-		l.shown, l.shownRng = l.text, l.rng
 		m.verifyLink(l)
 	}
 	m.ix.addBlock(b)
@@ -221,7 +219,7 @@ func (m *Manager) register(obs protocol.ObserveParams, srcs []*source) *block {
 	}
 	m.recompute(b)
 	placeRegistered(b, replaced)
-	if b.status != protocol.Valid || replaced {
+	if b.status() != protocol.Valid || replaced {
 		m.ix.markDirty(b) // the next sync carries the repair (or resets the anchor's view)
 	}
 	return b
@@ -252,7 +250,7 @@ func (m *Manager) verifyLink(l *link) {
 		// A tool may drop the final newline of a file ending in a blank line.
 		if sameLines(locator.SplitLines(l.text), cur) || sameLines(locator.SplitLines(l.text+"\n"), cur) {
 			l.text, l.version = wholeText(src.text), src.version
-			l.shown, l.shownVersion = l.text, l.version // the same content, canonical
+			l.showCurrent() // the same content, canonical
 			return
 		}
 	} else if shown, at := spanLines(l.text, l.rng), curSpan(cur, l.rng); at != nil && sameLines(shown, at) {
@@ -263,7 +261,7 @@ func (m *Manager) verifyLink(l *link) {
 			l.text = locator.JoinLines(at)
 		}
 		l.version = src.version
-		l.shown, l.shownVersion = l.text, l.version // the same content, canonical
+		l.showCurrent() // the same content, canonical
 		l.tail = l.rng.End == len(cur)
 		return
 	}

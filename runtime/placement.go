@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -55,15 +56,21 @@ type agentPlace struct {
 	prompt int       // the prompt size the latest sync reported (promptChars; 0: never)
 }
 
-// blockPlace is what the model has of a block.
+// blockPlace is what the model has of a block. It is in every block, so
+// it is kept small: 32-bit counts (a prompt of 2G characters is none) and
+// a status code.
 type blockPlace struct {
-	sentAfter int             // the agent's calls when the block was registered: unsent while calls == sentAfter
-	at        int             // the agent's reported prompt size then: where its message starts, at the earliest
-	reset     bool            // a new result for its anchor: the view goes in place whatever the placement
-	deferred  bool            // the in-place view lags the current state (a tail erratum or nothing was sent)
-	note      note            // what the latest erratum since its last in-place view says (noteNone: none was sent)
-	inplace   protocol.Status // status of the last in-place view ("" = the tool's original output)
+	sentAfter int32      // the agent's calls when the block was registered: unsent while calls == sentAfter
+	at        int32      // the agent's reported prompt size then: where its message starts, at the earliest
+	reset     bool       // a new result for its anchor: the view goes in place whatever the placement
+	deferred  bool       // the in-place view lags the current state (a tail erratum or nothing was sent)
+	note      note       // what the latest erratum since its last in-place view says (noteNone: none was sent)
+	inplace   statusCode // status of the last in-place view (0, "": the tool's original output)
 }
+
+// unsent reports whether b was registered after the agent's latest sync:
+// never sent, so in no cached prefix.
+func (b *block) unsent() bool { return b.agent.pl.calls == int(b.pl.sentAfter) }
 
 // note is what the latest erratum about a block says, which decides when a
 // later change needs a new one (decide) and whether a superseded read's
@@ -95,19 +102,20 @@ func noteFor(h holds) note {
 // a change attributed or an erratum, and an empty record in every link was
 // 80 of its bytes.
 func (l *link) place() *linkPlace {
-	if l.pl == nil {
-		l.pl = &linkPlace{}
+	x := l.ext()
+	if x.pl == nil {
+		x.pl = &linkPlace{}
 	}
-	return l.pl
+	return x.pl
 }
 
 // placed is l's placement record to read (an empty one when it has none);
 // never written through: writes go through place.
 func (l *link) placed() *linkPlace {
-	if l.pl == nil {
+	if l.x == nil || l.x.pl == nil {
 		return &noLinkPlace
 	}
-	return l.pl
+	return l.x.pl
 }
 
 var noLinkPlace linkPlace
@@ -145,7 +153,7 @@ func (m *Manager) now() time.Time {
 // placeRegistered stamps a new block with the agent's call count. Caller
 // holds m.mu.
 func placeRegistered(b *block, replaced bool) {
-	b.pl.sentAfter, b.pl.at = b.agent.pl.calls, b.agent.pl.prompt
+	b.pl.sentAfter, b.pl.at = int32(min(b.agent.pl.calls, math.MaxInt32)), int32(min(b.agent.pl.prompt, math.MaxInt32))
 	b.pl.reset = replaced
 }
 
@@ -236,7 +244,7 @@ func (m *Manager) decide(b *block, flush bool) where {
 	case b.stage == stageSuperseded:
 		// The newer read follows it in the prompt, and a reader takes the
 		// latest copy: rewriting the old one for that alone only costs.
-		if p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && b.pl.note == noteNone {
+		if p == PlacementAuto && b.unsent() && b.pl.note == noteNone {
 			return inPlace // never sent: the pointer is free and shorter
 		}
 		return nowhere
@@ -247,7 +255,7 @@ func (m *Manager) decide(b *block, flush bool) where {
 		return nowhere
 	case b.pl.note == noteSameText && b.stage == stageLive && textUnchanged(b):
 		return nowhere // an erratum already says its lines moved, text unchanged; still true
-	case p == PlacementAuto && b.agent.pl.calls == b.pl.sentAfter && b.pl.note == noteNone:
+	case p == PlacementAuto && b.unsent() && b.pl.note == noteNone:
 		return inPlace // never sent: not in any cached prefix
 	}
 	return atTail
@@ -263,7 +271,7 @@ func (m *Manager) place(ag *agentState, bs []*block, req protocol.SyncParams) ([
 		for _, b := range bs {
 			seen[b] = true
 		}
-		for b := range ag.blocks {
+		for b := range ag.all() {
 			if b.pl.deferred && !seen[b] {
 				bs = append(bs, b)
 			}
@@ -293,7 +301,7 @@ func (m *Manager) place(ag *agentState, bs []*block, req protocol.SyncParams) ([
 			v := view(b)
 			if m.rewritePays(b, v, cs, cut) {
 				if cut < 0 {
-					cut = b.pl.at
+					cut = int(b.pl.at)
 				}
 				m.ix.count("pricedRewrites")
 				out = append(out, placeInPlace(b))
@@ -336,11 +344,14 @@ func placeInPlace(b *block) protocol.BlockView {
 	v := view(b)
 	for _, l := range b.links {
 		if len(v.Sources) > 0 {
-			l.shown, l.shownRng, l.shownVersion = l.text, l.rng, l.version
+			l.showCurrent()
 		}
-		l.pl = nil
+		if l.x != nil {
+			l.x.pl = nil
+			l.trimExt()
+		}
 	}
-	b.pl = blockPlace{sentAfter: b.pl.sentAfter, at: b.pl.at, inplace: v.Status}
+	b.pl = blockPlace{sentAfter: b.pl.sentAfter, at: b.pl.at, inplace: codeOf(v.Status)}
 	return v
 }
 
@@ -368,14 +379,14 @@ func (m *Manager) rewritePays(b *block, v protocol.BlockView, cs []clause, cut i
 	}
 	oldLen, newLen := 0, len(v.Notice)
 	for _, l := range b.links {
-		oldLen += len(l.shown)
+		oldLen += len(l.shownText())
 	}
 	for _, s := range v.Sources {
 		newLen += len(s.Text)
 	}
 	e := len(renderErrata(cs, make([]int, len(cs)), 1)[0])
-	inval := max(ag.pl.prompt-b.pl.at, oldLen)
-	if cut >= 0 && b.pl.at >= cut {
+	inval := max(ag.pl.prompt-int(b.pl.at), oldLen)
+	if cut >= 0 && int(b.pl.at) >= cut {
 		inval = 0
 	}
 	h := float64(max(ag.pl.calls, 1))
@@ -389,7 +400,7 @@ func copyCurrent(b *block) bool {
 		return false
 	}
 	for _, l := range b.links {
-		if !l.whole && l.rng != l.shownRng {
+		if !l.whole && l.rng != l.shownRange() {
 			return false
 		}
 	}
@@ -421,7 +432,7 @@ func stillShown(s, by *block) bool {
 	for _, sl := range s.links {
 		found := false
 		for _, bl := range by.links {
-			if bl.uri == sl.uri && bl.state == linkOK && containsLines(bl.text, sl.shown) {
+			if bl.uri() == sl.uri() && bl.state == linkOK && containsLines(bl.text, sl.shownText()) {
 				found = true
 				break
 			}
@@ -451,12 +462,12 @@ func containsLines(text, part string) bool {
 func (m *Manager) coverOf(s *block, set map[*block]bool) (*block, bool) {
 	b, in := s, set[s]
 	for range 64 { // chains are short; the bound only guards against a cycle
-		next := m.ix.block(b.supersededBy)
+		next := m.ix.block(b.supersededBy())
 		if next == nil {
 			return nil, in
 		}
 		in = in || set[next]
-		if next.status != protocol.Superseded {
+		if next.status() != protocol.Superseded {
 			return next, in
 		}
 		b = next
@@ -508,7 +519,7 @@ func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []
 		if s == nil || s.stage != stageSuperseded || s.anchor == "" || s.pl.note == notePointer || s.pl.note == noteWarning || !s.pl.deferred {
 			continue
 		}
-		switch s.pl.inplace {
+		switch s.pl.inplace.status() {
 		case protocol.Superseded, protocol.Invalid, protocol.Stale:
 			if s.pl.note == noteNone {
 				continue // in place it shows a notice, or text already marked as possibly outdated
@@ -552,7 +563,7 @@ func copyHolds(s, by *block) bool {
 // version of the source a live link of by is at now.
 func versionHeld(sl *link, by *block) bool {
 	for _, bl := range by.links {
-		if bl.uri == sl.uri && bl.state == linkOK && sl.placed().notedVersion != "" && bl.version == sl.placed().notedVersion {
+		if bl.uri() == sl.uri() && bl.state == linkOK && sl.placed().notedVersion != "" && bl.version == sl.placed().notedVersion {
 			return true
 		}
 	}
@@ -563,23 +574,23 @@ func versionHeld(sl *link, by *block) bool {
 // names, exactly the text that copy shows.
 func shownAt(sl *link, by *block) bool {
 	for _, bl := range by.links {
-		if bl.uri != sl.uri || bl.state != linkOK || !bl.tracked {
+		if bl.uri() != sl.uri() || bl.state != linkOK || !bl.tracked {
 			continue
 		}
 		switch {
 		case sl.whole:
-			if bl.whole && bl.text == sl.shown {
+			if bl.whole && bl.text == sl.shownText() {
 				return true
 			}
 		case bl.whole:
 			cur := locator.SplitLines(bl.text)
-			if r := sl.shownRng; r.End <= len(cur) && slices.Equal(cur[r.Start-1:r.End], spanLines(sl.shown, r)) {
+			if r := sl.shownRange(); r.End <= len(cur) && slices.Equal(cur[r.Start-1:r.End], spanLines(sl.shownText(), r)) {
 				return true
 			}
-		case bl.rng.Start <= sl.shownRng.Start && sl.shownRng.End <= bl.rng.End:
+		case bl.rng.Start <= sl.shownRange().Start && sl.shownRange().End <= bl.rng.End:
 			cur := spanLines(bl.text, bl.rng)
-			from, to := sl.shownRng.Start-bl.rng.Start, sl.shownRng.End-bl.rng.Start+1
-			if to <= len(cur) && slices.Equal(cur[from:to], spanLines(sl.shown, sl.shownRng)) {
+			from, to := sl.shownRange().Start-bl.rng.Start, sl.shownRange().End-bl.rng.Start+1
+			if to <= len(cur) && slices.Equal(cur[from:to], spanLines(sl.shownText(), sl.shownRange())) {
 				return true
 			}
 		}

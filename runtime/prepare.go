@@ -36,7 +36,7 @@ func (m *Manager) prepare(src *source, c Content, err error) *prepared {
 	var oldLines []string
 	var known, same bool
 	m.withLock(func() {
-		known = src.state == statePresent && src.known && len(src.links) > 0
+		known = src.state == statePresent && src.known && src.nlinks > 0
 		same = src.version == c.Version
 		base, oldLines = src.text, src.lines
 	})

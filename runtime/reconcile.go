@@ -163,7 +163,7 @@ func (rc *reconciler) finish(registered bool) []*block {
 	sort.Slice(rc.order, func(i, j int) bool { return rc.order[i].seq < rc.order[j].seq })
 	for _, b := range rc.order {
 		if rs := rc.touched[b]; len(rs) > 0 {
-			b.reason = strings.Join(rs, "; ")
+			b.ext().reason = strings.Join(rs, "; ")
 		}
 		rc.m.recompute(b)
 		if registered {
@@ -184,6 +184,8 @@ func sortedLinks(s *source) []*link {
 
 // link reconciles one link against the source's new text.
 func (rc *reconciler) link(l *link) {
+	l.holdShown() // the model's copy, while text and rng change
+	defer l.settleShown()
 	if l.whole && isListing(rc.src) {
 		rc.listing(l) // (out by policy too: keep naming every entry that changed since the listing shown)
 		return
@@ -192,7 +194,7 @@ func (rc *reconciler) link(l *link) {
 		// Back to what the model has (a change reverted, a deleted file
 		// restored, a file read empty and emptied again): its copy is true
 		// again, whatever happened between.
-		l.rng = l.shownRng
+		l.rng = l.shownRange()
 		if l.whole {
 			l.text = wholeText(rc.src.text)
 		} else {
@@ -267,7 +269,7 @@ func (rc *reconciler) locate(r Range, text string) locator.Result {
 // relocate finds a span whose old surroundings are unknown (keyed source
 // without full text, a source that comes back, a raced read).
 func (rc *reconciler) relocate(l *link) locator.Result {
-	a := l.anchor
+	a := l.anchor()
 	if a == nil {
 		a = &locator.Anchor{Range: l.rng, Span: spanLines(l.text, l.rng)}
 	}
@@ -361,14 +363,16 @@ func (rc *reconciler) shownCurrent(l *link) bool {
 		return false
 	}
 	if l.whole {
-		return l.shown == wholeText(rc.src.text)
+		return l.shownText() == wholeText(rc.src.text)
 	}
-	r := l.shownRng
-	return r.Start >= 1 && r.End <= len(rc.newLines) && slices.Equal(rc.newLines[r.Start-1:r.End], spanLines(l.shown, r))
+	r := l.shownRange()
+	return r.Start >= 1 && r.End <= len(rc.newLines) && slices.Equal(rc.newLines[r.Start-1:r.End], spanLines(l.shownText(), r))
 }
 
 func (rc *reconciler) restore(l *link) {
-	l.state, l.cause, l.tracked, l.anchor, l.notice = linkOK, causeNone, true, nil, ""
+	l.state, l.cause, l.tracked = linkOK, causeNone, true
+	l.setAnchor(nil)
+	l.setNotice("")
 	l.version = rc.src.version
 }
 
@@ -429,13 +433,16 @@ func (rc *reconciler) whichLines(l *link) string {
 // the notice asks the model to re-read.
 func (rc *reconciler) drop(l *link, a protocol.Action, res locator.Result, reason string) {
 	w := rc.whereNow(l, res)
-	l.tracked, l.anchor, l.cause, l.tail = false, nil, causePolicy, false
+	l.tracked, l.cause, l.tail = false, causePolicy, false
+	l.setAnchor(nil)
 	if a == protocol.Annotate {
 		l.keepShown()
-		l.state, l.notice = linkStale, noticeAnnotate(l, w)
+		l.state = linkStale
+		l.setNotice(noticeAnnotate(l, w))
 		rc.m.ix.count("annotated")
 	} else {
-		l.state, l.notice = linkInvalid, noticeChanged(l, w)
+		l.state = linkInvalid
+		l.setNotice(noticeChanged(l, w))
 		rc.m.ix.count("suppressed")
 	}
 	rc.touch(l, reason)
@@ -450,9 +457,9 @@ func (rc *reconciler) gone(l *link, c cause, readErr string) {
 	if !l.whole {
 		if l.state == linkOK && l.tracked && rc.oldKnown && l.rng.End <= len(rc.oldLines) {
 			a := locator.NewAnchor(rc.oldText, l.rng, rc.m.params.ContextLines)
-			l.anchor = &a
+			l.setAnchor(&a)
 		} else {
-			l.anchor = &locator.Anchor{Range: l.rng, Span: spanLines(l.text, l.rng)}
+			l.setAnchor(&locator.Anchor{Range: l.rng, Span: spanLines(l.text, l.rng)})
 		}
 	}
 	l.tracked, l.cause = false, c
@@ -464,15 +471,16 @@ func (rc *reconciler) gone(l *link, c cause, readErr string) {
 	reason := "deleted"
 	switch c {
 	case causeDeleted:
-		l.notice = noticeDeleted(l)
+		l.setNotice(noticeDeleted(l))
 	case causeEmptied:
-		l.notice, reason = noticeEmptied(l), "emptied"
+		l.setNotice(noticeEmptied(l))
+		reason = "emptied"
 	default:
-		l.notice = noticeUnreadable(l, readErr)
+		l.setNotice(noticeUnreadable(l, readErr))
 		reason = "unreadable: " + readErr
 	}
 	if l.whole && isListing(rc.src) {
-		l.notice = noticeListingGone(l, c == causeDeleted, readErr)
+		l.setNotice(noticeListingGone(l, c == causeDeleted, readErr))
 	}
 	rc.m.ix.count(reason[:strings.IndexByte(reason+":", ':')])
 	rc.touch(l, reason)
@@ -489,12 +497,12 @@ func (m *Manager) recompute(b *block) {
 		switch l.state {
 		case linkInvalid:
 			st = protocol.Invalid
-			notices = append(notices, l.notice)
+			notices = append(notices, l.notice())
 		case linkStale:
 			if st != protocol.Invalid {
 				st = protocol.Stale
 			}
-			notices = append(notices, l.notice)
+			notices = append(notices, l.notice())
 		default:
 			if l.patched && st == protocol.Valid {
 				st = protocol.Patched
@@ -503,9 +511,10 @@ func (m *Manager) recompute(b *block) {
 	}
 	if b.aged && st != protocol.Invalid {
 		st = protocol.Stale
-		notices = append(notices, b.ageNotice)
+		notices = append(notices, b.ageNotice())
 	}
-	b.status, b.notice = st, strings.Join(notices, "\n")
+	b.setStatus(st)
+	b.setNotice(strings.Join(notices, "\n"))
 }
 
 // applyContent installs a new content of src (read at stamp) and reconciles
@@ -526,7 +535,7 @@ func (m *Manager) applyContent(src *source, stamp string, c Content, p *prepared
 		text, lines, oldLines = p.text, p.lines, p.oldLines
 	}
 	src.text, src.lines, src.version, src.known, src.state, src.readErr = text, lines, c.Version, true, statePresent, ""
-	if len(src.links) == 0 {
+	if src.nlinks == 0 {
 		return nil
 	}
 	rc := m.newReconciler(src, oldText, oldLines, oldKnown)
@@ -588,7 +597,7 @@ func (m *Manager) applyGone(src *source, stamp string, err error) []*block {
 	oldText, oldLines, oldKnown := src.text, src.lines, src.state == statePresent && src.known
 	src.state, src.readErr, src.stamp = st, msg, stamp
 	src.text, src.lines, src.known, src.version = "", nil, false, ""
-	if len(src.links) == 0 {
+	if src.nlinks == 0 {
 		return nil
 	}
 	rc := m.newReconciler(src, oldText, oldLines, oldKnown)
@@ -609,7 +618,7 @@ func moveReason(from, to Range) string {
 // keepShown puts back what the model last saw, for a policy that keeps the
 // old text with a warning: the model must be warned about its own copy.
 func (l *link) keepShown() {
-	l.text, l.rng, l.version = l.shown, l.shownRng, l.shownVersion
+	l.text, l.rng, l.version = l.shownText(), l.shownRange(), l.shownVersion
 }
 
 // End-of-file claims. A ranged read that reached the source's last line

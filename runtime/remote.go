@@ -62,7 +62,7 @@ func (m *Manager) RemoteChanged(ctx context.Context, rc RemoteChange) ([]string,
 	sort.Slice(changed, func(i, j int) bool { return changed[i].seq < changed[j].seq })
 	ids := make([]string, len(changed))
 	for i, b := range changed {
-		ids[i] = b.id
+		ids[i] = b.id()
 	}
 	return ids, nil
 }
@@ -80,7 +80,7 @@ func (m *Manager) tracked(uri string) (*source, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s := m.ix.known(id); s != nil && len(s.links) > 0 {
+	if s := m.ix.known(id); s != nil && s.nlinks > 0 {
 		return s, nil
 	}
 	return nil, nil
@@ -106,10 +106,10 @@ func (m *Manager) applyRemote(src *source, stamp string, rc RemoteChange) []*blo
 			continue
 		}
 		n := noticeRemote(l, rc)
-		if l.notice == n {
+		if l.notice() == n {
 			continue
 		}
-		l.notice = n
+		l.setNotice(n)
 		m.recompute(l.block)
 		if !seen[l.block] {
 			seen[l.block] = true

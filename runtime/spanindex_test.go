@@ -112,11 +112,11 @@ func TestRereadsKeepIndexBounded(t *testing.T) {
 	}
 	src := h.m.ix.known(fid)
 	ag := h.m.ix.agents["a"]
-	if live := len(src.links); live != 1 {
+	if live := src.nlinks; live != 1 {
 		t.Fatalf("%d live links, want 1 (each read supersedes the last)", live)
 	}
-	if n := len(src.order); n > 2*len(src.links)+16 {
-		t.Errorf("source keeps %d links in order for %d live", n, len(src.links))
+	if n := len(src.order); n > 2*src.nlinks+16 {
+		t.Errorf("source keeps %d links in order for %d live", n, src.nlinks)
 	}
 	if n := len(ag.bySrc[src]); n > 2*ag.srcRefs[src]+16 {
 		t.Errorf("agent keeps %d links on the source for %d live", n, ag.srcRefs[src])

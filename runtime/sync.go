@@ -22,7 +22,7 @@ func (m *Manager) verify(ctx context.Context, src *source, force bool, since uin
 	var live, fresh bool
 	var prev string
 	m.withLock(func() {
-		live = !m.closed && len(src.links) > 0
+		live = !m.closed && src.nlinks > 0
 		prev = src.stamp
 		// An unchanged stamp means nothing new, unless the content was never read.
 		fresh = src.state != statePresent || src.known || src.reporter != nil
@@ -83,7 +83,7 @@ func (m *Manager) verifyAll(ctx context.Context, srcs []*source, since uint64) e
 			return
 		}
 		for _, s := range srcs {
-			if len(s.links) > 0 {
+			if s.nlinks > 0 {
 				// An unchanged stamp means nothing new, unless the content was never read.
 				checks = append(checks, stampCheck{s, s.stamp, s.state != statePresent || s.known || s.reporter != nil})
 			}
@@ -193,7 +193,7 @@ func (m *Manager) verifyRead(ctx context.Context, src *source, stamp string, sin
 		return nil
 	}
 	var live bool
-	m.withLock(func() { live = !m.closed && len(src.links) > 0 })
+	m.withLock(func() { live = !m.closed && src.nlinks > 0 })
 	if !live {
 		return nil
 	}
@@ -272,7 +272,7 @@ func (ix *index) planSync(req protocol.SyncParams, now time.Time) syncPlan {
 	for _, s := range ix.sources {
 		if ag.srcRefs[s] > 0 {
 			p.own = append(p.own, s)
-		} else if len(s.links) > 0 {
+		} else if s.nlinks > 0 {
 			p.others = append(p.others, s.id)
 		}
 	}
@@ -287,7 +287,7 @@ func (m *Manager) project(ag *agentState, req protocol.SyncParams) protocol.Sync
 	m.age(ag, req.Turn)
 	var bs []*block
 	if req.Full {
-		for b := range ag.blocks {
+		for b := range ag.all() {
 			bs = append(bs, b)
 		}
 	} else {
@@ -310,8 +310,8 @@ func (m *Manager) age(ag *agentState, turn int) {
 	if !m.ix.aging() {
 		return // no layer sets maxAgeTurns and no block does
 	}
-	for b := range ag.blocks {
-		if b.aged || b.status == protocol.Superseded || b.status == protocol.Invalid {
+	for b := range ag.all() {
+		if b.aged || b.status() == protocol.Superseded || b.status() == protocol.Invalid {
 			continue
 		}
 		n := m.maxAge(b)
@@ -319,8 +319,8 @@ func (m *Manager) age(ag *agentState, turn int) {
 			continue
 		}
 		b.aged = true
-		b.ageNotice = noticeAged(b, turn, n)
-		b.reason = "aged: observed at turn " + itoa(b.turn) + ", now turn " + itoa(turn) + " (maxAgeTurns " + itoa(n) + ")"
+		b.ext().ageNotice = noticeAged(b, turn, n)
+		b.ext().reason = "aged: observed at turn " + itoa(b.turn) + ", now turn " + itoa(turn) + " (maxAgeTurns " + itoa(n) + ")"
 		m.recompute(b)
 		m.ix.count("aged")
 		m.ix.markDirty(b)
@@ -329,13 +329,13 @@ func (m *Manager) age(ag *agentState, turn int) {
 
 // view is the model-facing projection of one block. Caller holds m.mu.
 func view(b *block) protocol.BlockView {
-	v := protocol.BlockView{Block: b.id, Anchor: b.anchor, Agent: b.agent.name, Turn: b.turn, Status: b.status,
-		Notice: b.notice, SupersededBy: b.supersededBy, Reason: b.reason}
-	switch b.status {
+	v := protocol.BlockView{Block: b.id(), Anchor: b.anchor, Agent: b.agent.name, Turn: b.turn, Status: b.status(),
+		Notice: b.notice(), SupersededBy: b.supersededBy(), Reason: b.reason()}
+	switch b.status() {
 	case protocol.Valid, protocol.Patched, protocol.Stale:
 		v.Sources = make([]protocol.Source, len(b.links))
 		for i, l := range b.links {
-			sv := protocol.Source{URI: l.uri, Text: l.text, Version: l.version, TotalLines: l.totalLines()}
+			sv := protocol.Source{URI: l.uri(), Text: l.text, Version: l.version, TotalLines: l.totalLines()}
 			if !l.whole {
 				r := protocol.Range(l.rng)
 				sv.Range = &r

@@ -497,11 +497,15 @@ func (s *Stream) WriteObject(obj any) error {
 // "jsonrpc":"2.0"}). Reply encodes a result three times over (the result,
 // the response, the message): for a full sync of 10,000 blocks that was
 // most of the server's time, and a heap peak of several copies that the
-// process kept as RSS. The encoding buffer is reused.
+// process kept as RSS. The encoding buffer of small results is reused; a
+// result that writes its own JSON (a sync's, jsonWriter) is streamed.
 func (s *Stream) WriteResult(id jsonrpc2.ID, result any) error {
 	idb, err := id.MarshalJSON()
 	if err != nil {
 		return err
+	}
+	if jw, ok := result.(jsonWriter); ok && s.Trace == nil {
+		return s.streamResult(idb, jw)
 	}
 	buf := s.resultBuf.Swap(nil)
 	if buf == nil {
@@ -526,9 +530,59 @@ func (s *Stream) WriteResult(id jsonrpc2.ID, result any) error {
 }
 
 // maxKeptResult bounds the encoding buffer a stream keeps for the next
-// result (Stream.resultBuf); a larger one (a huge full sync) is left to the
-// collector.
-const maxKeptResult = 32 << 20
+// result (Stream.resultBuf); a larger one is left to the collector. Syncs,
+// the results that reach megabytes, are streamed (jsonWriter).
+const maxKeptResult = 1 << 20
+
+// jsonWriter is a result that writes its own JSON, the bytes json.Marshal
+// would make, piece by piece (protocol.SyncResult).
+type jsonWriter interface{ WriteJSON(w io.Writer) error }
+
+// streamResult writes a response whose result writes itself straight into
+// the connection's buffered writer: a full sync's megabytes of JSON are
+// never one buffer, and nothing of them stays in the heap after it (before,
+// the encoder's buffer and a kept copy grew the server's RSS with every
+// full sync). A counting pass encodes it once before: a Content-Length
+// frame needs the length first, and an error must come before the frame
+// is begun. That costs less than the buffer did.
+func (s *Stream) streamResult(idb []byte, jw jsonWriter) error {
+	head := `{"id":` + string(idb) + `,"result":`
+	const tail = `,"jsonrpc":"2.0"}`
+	var n countingWriter
+	if err := jw.WriteJSON(&n); err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.framing != protocol.FramingNewline {
+		if _, err := fmt.Fprintf(s.w, "Content-Length: %d\r\n\r\n", len(head)+int(n)+len(tail)); err != nil {
+			return err
+		}
+	}
+	if _, err := s.w.WriteString(head); err != nil {
+		return err
+	}
+	if err := jw.WriteJSON(s.w); err != nil {
+		return err
+	}
+	if _, err := s.w.WriteString(tail); err != nil {
+		return err
+	}
+	if s.framing == protocol.FramingNewline {
+		if err := s.w.WriteByte('\n'); err != nil {
+			return err
+		}
+	}
+	return s.w.Flush()
+}
+
+// countingWriter counts the bytes written to it.
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}
 
 func (s *Stream) writeFrame(data []byte) error {
 	s.wmu.Lock()

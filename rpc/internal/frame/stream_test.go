@@ -3,6 +3,7 @@ package frame
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -360,4 +361,61 @@ func TestWriteResultConcurrent(t *testing.T) {
 	if len(seen) != 400 {
 		t.Fatalf("%d results, want 400", len(seen))
 	}
+}
+
+// TestWriteResultStreamed: a result that writes its own JSON (a sync's) is
+// streamed, and the frame is byte for byte the one jsonrpc2's Reply makes,
+// in both framings; a result that fails to encode writes nothing.
+func TestWriteResultStreamed(t *testing.T) {
+	n := 3
+	views := []protocol.BlockView{
+		{Block: "b1", Anchor: "c<1>", Agent: "main", Turn: 1, Status: protocol.Patched,
+			Sources: []protocol.Source{{URI: "file:///a&b", Range: &protocol.Range{Start: 1, End: 2}, Text: "x\n\"y\"\u2028", TotalLines: &n}}},
+		{Block: "b2", Status: protocol.Invalid, Notice: "re-read f"},
+	}
+	for _, framing := range []string{protocol.FramingContentLength, protocol.FramingNewline} {
+		for _, tc := range []struct {
+			id  jsonrpc2.ID
+			res protocol.SyncResult
+		}{
+			{jsonrpc2.ID{Num: 7}, protocol.SyncResult{Generation: 3, Full: true, Blocks: views, Flushed: true}},
+			{jsonrpc2.ID{Str: "s\"1", IsString: true}, protocol.SyncResult{Blocks: []protocol.BlockView{}}},
+		} {
+			var out bytes.Buffer
+			s := New(strings.NewReader(""), &out, nil, framing, 0)
+			if err := s.WriteResult(tc.id, tc.res); err != nil {
+				t.Fatal(err)
+			}
+			resp := &jsonrpc2.Response{ID: tc.id}
+			if err := resp.SetResult(tc.res); err != nil {
+				t.Fatal(err)
+			}
+			body, err := json.Marshal(resp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := string(body) + "\n"
+			if framing == protocol.FramingContentLength {
+				want = fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body)
+			}
+			if out.String() != want {
+				t.Errorf("%s: got  %q\nwant %q", framing, out.String(), want)
+			}
+		}
+	}
+	var out bytes.Buffer
+	s := New(strings.NewReader(""), &out, nil, protocol.FramingContentLength, 0)
+	if err := s.WriteResult(jsonrpc2.ID{Num: 1}, badJSON{}); err == nil || out.Len() > 0 {
+		t.Errorf("a result that fails to encode: err %v, wrote %q", err, out.String())
+	}
+}
+
+// badJSON fails after writing part of itself.
+type badJSON struct{}
+
+func (badJSON) WriteJSON(w io.Writer) error {
+	if _, err := io.WriteString(w, `{"blocks":[`); err != nil {
+		return err
+	}
+	return errors.New("cannot encode")
 }
