@@ -494,17 +494,44 @@ func (a *Adapter) stampSlow(p string) (string, error) {
 // per file. Serial: on a few cores parallel stats of cached inodes only
 // add scheduling.
 func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) {
-	stamps := make([]string, len(ids))
-	errs := make([]error, len(ids))
-	ok := make([]bool, len(ids))
-	paths := make([]string, len(ids))
-	dirOf := make([]string, len(ids))
-	type group struct {
-		idx   []int
-		names []string
+	b := newStampBatch(ids)
+	a.trustBatch(ctx, b)
+	snaps := a.snapMarks(b.paths, b.dirOf, b.hits, b.tdirs)
+	a.statGroups(ctx, b, snaps != nil)
+	if snaps != nil {
+		a.cacheStats(b, snaps)
 	}
-	groups := map[string]*group{}
-	var dirs []string
+	a.stampRest(ctx, b)
+	return b.stamps, b.errs
+}
+
+// stampBatch is one Stamps call: its ids grouped by directory, the cached
+// stamps a barrier made usable, and the results so far.
+type stampBatch struct {
+	ids, stamps  []string
+	errs         []error
+	ok           []bool
+	paths, dirOf []string
+	groups       map[string]*stampGroup
+	dirs         []string // in first-seen order
+	// hits are the cached stamps usable once their directory is checked
+	// (nil without a barrier); tdirs the directories to check.
+	hits   []string
+	tdirs  map[string]trustedDir
+	dirIDs map[string][2]uint64 // identity of each stat'ed directory
+}
+
+// stampGroup is the files of one directory: their indexes in the batch
+// and their names.
+type stampGroup struct {
+	idx   []int
+	names []string
+}
+
+func newStampBatch(ids []string) *stampBatch {
+	n := len(ids)
+	b := &stampBatch{ids: ids, stamps: make([]string, n), errs: make([]error, n), ok: make([]bool, n),
+		paths: make([]string, n), dirOf: make([]string, n), groups: map[string]*stampGroup{}}
 	for i, id := range ids {
 		if _, _, isList, _ := listID(id); isList {
 			continue
@@ -513,118 +540,146 @@ func (a *Adapter) Stamps(ctx context.Context, ids []string) ([]string, []error) 
 		if err != nil {
 			continue
 		}
-		paths[i] = p
 		d := filepath.Dir(p)
-		dirOf[i] = d
-		g := groups[d]
+		b.paths[i], b.dirOf[i] = p, d
+		g := b.groups[d]
 		if g == nil {
-			g = &group{}
-			groups[d] = g
-			dirs = append(dirs, d)
+			g = &stampGroup{}
+			b.groups[d] = g
+			b.dirs = append(b.dirs, d)
 		}
 		g.idx = append(g.idx, i)
 		g.names = append(g.names, filepath.Base(p))
 	}
-	// hits are the cached stamps usable once their directory is checked;
-	// snaps the marks taken before the stats, for caching their results.
-	var hits []string
-	var tdirs map[string]trustedDir
-	if a.barrier != nil {
-		a.mu.Lock()
-		n := a.countTrusted(paths, dirOf)
-		a.mu.Unlock()
-		if n >= a.trustMin {
-			if err := a.barrier.wait(ctx, barrierTimeout); err != nil {
-				a.log.Debug("watcher barrier failed; stat stamps for this call", "err", err)
-			} else {
-				hits, tdirs = make([]string, len(ids)), map[string]trustedDir{}
-			}
-		}
+	return b
+}
+
+// trustBatch waits on the barrier when enough of b's files are vouched for,
+// making their cached stamps usable.
+func (a *Adapter) trustBatch(ctx context.Context, b *stampBatch) {
+	if a.barrier == nil {
+		return
 	}
-	snaps := a.snapMarks(paths, dirOf, hits, tdirs)
+	a.mu.Lock()
+	n := a.countTrusted(b.paths, b.dirOf)
+	a.mu.Unlock()
+	if n < a.trustMin {
+		return
+	}
+	if err := a.barrier.wait(ctx, barrierTimeout); err != nil {
+		a.log.Debug("watcher barrier failed; stat stamps for this call", "err", err)
+		return
+	}
+	b.hits, b.tdirs = make([]string, len(b.ids)), map[string]trustedDir{}
+}
+
+// statGroups stamps b's files directory by directory: cached stamps where
+// the directory is still the watched one, one fstatat per file otherwise.
+func (a *Adapter) statGroups(ctx context.Context, b *stampBatch, ident bool) {
 	served := 0
-	var dirIDs map[string][2]uint64 // identity of each stat'ed directory
 	now := a.now()
 	w := a.newDirWalker()
 	defer w.close()
-	for _, d := range dirs {
-		if err := ctx.Err(); err != nil {
+	for _, d := range b.dirs {
+		if ctx.Err() != nil {
 			break
 		}
-		g := groups[d]
-		if td, checked := tdirs[d]; checked {
-			same, found := w.sameDir(d, td.dev, td.ino)
-			if same {
-				names := g.names[:0:0]
-				var idx []int
-				for k, i := range g.idx {
-					if hits[i] != "" {
-						stamps[i], ok[i] = hits[i], true
-						served++
-					} else {
-						names, idx = append(names, g.names[k]), append(idx, i)
-					}
-				}
-				if len(idx) == 0 {
-					continue
-				}
-				g = &group{idx, names}
-			} else if found {
-				// Another directory at the path: the watch follows the old
-				// one. Its files' marks move, so no snapshot here is cached.
-				a.dirReplaced(d, td.wid)
+		g := b.groups[d]
+		if td, checked := b.tdirs[d]; checked {
+			var n int
+			g, n = a.serveCached(w, b, d, td, g)
+			served += n
+			if g == nil {
+				continue
 			}
 		}
 		st := make([]string, len(g.idx))
 		gok := make([]bool, len(g.idx))
-		dev, ino := w.stampFiles(d, g.names, now, st, gok, snaps != nil)
-		if snaps != nil {
-			if dirIDs == nil {
-				dirIDs = map[string][2]uint64{}
+		dev, ino := w.stampFiles(d, g.names, now, st, gok, ident)
+		if ident {
+			if b.dirIDs == nil {
+				b.dirIDs = map[string][2]uint64{}
 			}
-			dirIDs[d] = [2]uint64{dev, ino}
+			b.dirIDs[d] = [2]uint64{dev, ino}
 		}
 		for k, i := range g.idx {
-			stamps[i], ok[i] = st[k], gok[k]
+			b.stamps[i], b.ok[i] = st[k], gok[k]
 		}
 	}
 	if served > 0 {
 		a.cacheHits.Add(int64(served))
 	}
-	if snaps != nil {
-		var replaced map[string]uint64
-		a.mu.Lock()
-		for i, s := range snaps {
-			if ok[i] && (hits == nil || hits[i] == "") {
-				id := dirIDs[dirOf[i]]
-				if !s.store(stamps[i], id[0], id[1]) {
-					if replaced == nil {
-						replaced = map[string]uint64{}
-					}
-					replaced[dirOf[i]] = s.wid
-				}
-			}
+}
+
+// serveCached gives g's files their cached stamps when d is still the
+// directory that was watched, and returns the files left to stat (nil when
+// none) and how many were served.
+func (a *Adapter) serveCached(w *dirWalker, b *stampBatch, d string, td trustedDir, g *stampGroup) (*stampGroup, int) {
+	same, found := w.sameDir(d, td.dev, td.ino)
+	if !same {
+		if found {
+			// Another directory at the path: the watch follows the old
+			// one. Its files' marks move, so no snapshot here is cached.
+			a.dirReplaced(d, td.wid)
 		}
-		a.mu.Unlock()
-		for d, wid := range replaced {
-			a.dirReplaced(d, wid) // seen by its stat: polled from now on
+		return g, 0
+	}
+	rest := &stampGroup{}
+	served := 0
+	for k, i := range g.idx {
+		if b.hits[i] != "" {
+			b.stamps[i], b.ok[i] = b.hits[i], true
+			served++
+		} else {
+			rest.idx, rest.names = append(rest.idx, i), append(rest.names, g.names[k])
 		}
 	}
-	for i, id := range ids {
-		if ok[i] {
+	if len(rest.idx) == 0 {
+		return nil, served
+	}
+	return rest, served
+}
+
+// cacheStats keeps the stamps just stat'ed, each with the mark taken before
+// its stat; a directory found replaced is polled from now on.
+func (a *Adapter) cacheStats(b *stampBatch, snaps []markSnap) {
+	var replaced map[string]uint64
+	a.mu.Lock()
+	for i, s := range snaps {
+		if !b.ok[i] || (b.hits != nil && b.hits[i] != "") {
+			continue
+		}
+		id := b.dirIDs[b.dirOf[i]]
+		if !s.store(b.stamps[i], id[0], id[1]) {
+			if replaced == nil {
+				replaced = map[string]uint64{}
+			}
+			replaced[b.dirOf[i]] = s.wid
+		}
+	}
+	a.mu.Unlock()
+	for d, wid := range replaced {
+		a.dirReplaced(d, wid) // seen by its stat: polled from now on
+	}
+}
+
+// stampRest stamps what the groups did not: a listing, a bad id, a file
+// whose directory walk failed.
+func (a *Adapter) stampRest(ctx context.Context, b *stampBatch) {
+	for i, id := range b.ids {
+		if b.ok[i] {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			errs[i] = err
+			b.errs[i] = err
 			continue
 		}
-		if paths[i] == "" {
-			stamps[i], errs[i] = a.Stamp(ctx, id) // a listing or a bad id
+		if b.paths[i] == "" {
+			b.stamps[i], b.errs[i] = a.Stamp(ctx, id) // a listing or a bad id
 		} else {
-			stamps[i], errs[i] = a.stampSlow(paths[i])
+			b.stamps[i], b.errs[i] = a.stampSlow(b.paths[i])
 		}
 	}
-	return stamps, errs
 }
 
 // racyMark appends the taking time to a racily clean stamp.
