@@ -135,14 +135,15 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// Requests come straight from the frame's decode (Stream.OnRequest),
-	// handled on the read loop as jsonrpc2 would; it reads the responses
-	// (to readSource) and writes every reply.
+	// Requests come straight from the frame's decode (Stream.OnRequest):
+	// admitted in arrival order, each runs on the goroutine that read it
+	// while another reads on. jsonrpc2's connection takes the responses
+	// (to readSource) and writes error replies.
 	var conn *jsonrpc2.Conn
 	ready := make(chan struct{})
-	st.OnRequest = func(req *jsonrpc2.Request) {
+	st.OnRequest = func(req *jsonrpc2.Request) func() {
 		<-ready
-		s.Handle(ctx, conn, req)
+		return s.admit(ctx, conn, req)
 	}
 	conn = jsonrpc2.NewConn(ctx, st, s, jsonrpc2.SetLogger(slogPrintf{log}))
 	close(ready)
@@ -192,10 +193,19 @@ func (s *Server) waitHandlers(d time.Duration) {
 	}
 }
 
-// Handle implements jsonrpc2.Handler. It runs on the connection's read loop,
-// so it only orders the request and starts it: the loop keeps reading
-// (responses to readSource included) while handlers work.
+// Handle implements jsonrpc2.Handler: the request runs on its own goroutine,
+// so the caller's read loop keeps reading (responses to readSource
+// included) while it works. Serve's stream admits requests itself.
 func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	if run := s.admit(ctx, conn, req); run != nil {
+		go run()
+	}
+}
+
+// admit orders a request as it is read (see scheduler) and returns the work
+// that waits for its turn, runs and answers it; nil when nothing is left to
+// do (a cancellation, an unknown method answered at once, a closing server).
+func (s *Server) admit(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) func() {
 	s.mu.Lock()
 	if s.conn == nil {
 		s.conn = conn
@@ -203,20 +213,20 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	closing := s.closing
 	s.mu.Unlock()
 	if closing {
-		return
+		return nil
 	}
 	if req.Method == protocol.MethodCancelRequest {
 		s.cancelRequest(req.Params)
-		return
+		return nil
 	}
 	m, ok := methods[req.Method]
 	if !ok {
 		if req.Notif {
 			s.log.Debug("ignoring unknown notification", "method", req.Method)
-			return
+			return nil
 		}
 		s.reply(ctx, conn, req, nil, newError(protocol.CodeMethodNotFound, fmt.Sprintf("method not found: %q", req.Method), nil))
-		return
+		return nil
 	}
 	lane, isBarrier := "", m.order == barrier
 	in := &params{raw: req.Params}
@@ -238,7 +248,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	}
 	s.handlers.Add(1) // under mu: never concurrent with the final Wait (see closing)
 	s.mu.Unlock()
-	go func() {
+	return func() {
 		defer s.handlers.Done()
 		defer done()
 		defer func() {
@@ -261,7 +271,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 			err = context.Canceled // $/cancelRequest: whatever failed, it was asked to stop
 		}
 		s.reply(ctx, conn, req, res, err)
-	}()
+	}
 }
 
 // call checks the lifecycle and runs the method, turning a panic into an

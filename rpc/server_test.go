@@ -212,3 +212,73 @@ func TestNotifierEndsWithServe(t *testing.T) {
 		t.Fatal("Serve did not return once the notifier ended")
 	}
 }
+
+// laneCore's Sync for agent "slow" reads its source from the client
+// (readSource) before answering; any other agent's answers at once.
+type laneCore struct {
+	faultyCore
+	fetch func(ctx context.Context, uri string) (runtime.Content, error)
+}
+
+func (c laneCore) Sync(ctx context.Context, r protocol.SyncParams) (protocol.SyncResult, error) {
+	if r.Agent != "slow" {
+		return protocol.SyncResult{Generation: 2}, nil
+	}
+	got, err := c.fetch(ctx, "res://k/1")
+	if err != nil {
+		return protocol.SyncResult{}, err
+	}
+	if got.Text != "fresh" {
+		return protocol.SyncResult{}, errors.New("readSource gave " + got.Text)
+	}
+	return protocol.SyncResult{Generation: 1}, nil
+}
+
+// TestInputReadWhileRequestsRun: a request runs on the goroutine that read
+// it while another reads on, so a request waiting for the client (its
+// readSource) neither stops the input (another agent's sync is read and
+// answered meanwhile) nor misses the client's answer.
+func TestInputReadWhileRequestsRun(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		Serve(context.Background(), inR, outW, Config{
+			NewSession: func(ctx context.Context, cfg SessionConfig) (Core, string, error) {
+				return laneCore{fetch: cfg.Fetch}, protocol.WatchHooks, nil
+			},
+		})
+		outW.Close()
+	}()
+	defer inW.Close()
+	asked, fastDone := make(chan struct{}), make(chan struct{})
+	conn := jsonrpc2.NewConn(context.Background(), frame.New(outR, inW, inW, protocol.FramingContentLength, 0), jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(func(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+		if req.Method != protocol.MethodReadSource {
+			return nil, nil
+		}
+		close(asked)
+		<-fastDone // answered only once the other agent's sync was
+		return protocol.ReadSourceResult{Text: "fresh", Version: "v2"}, nil
+	})))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := conn.Call(ctx, protocol.MethodInitialize, protocol.InitializeParams{ProtocolVersion: 1, Roots: []string{}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	slow := make(chan error, 1)
+	var slowRes protocol.SyncResult
+	go func() { slow <- conn.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "slow"}, &slowRes) }()
+	<-asked
+	var fast protocol.SyncResult
+	if err := conn.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "fast"}, &fast); err != nil || fast.Generation != 2 {
+		t.Fatalf("the other agent's sync while one waits for readSource: %+v %v", fast, err)
+	}
+	select {
+	case err := <-slow:
+		t.Fatalf("the waiting sync answered before its readSource was: %v", err)
+	default:
+	}
+	close(fastDone)
+	if err := <-slow; err != nil || slowRes.Generation != 1 {
+		t.Fatalf("the waiting sync: %+v %v", slowRes, err)
+	}
+}

@@ -49,12 +49,13 @@ type Stream struct {
 	// Trace, when set, sees every frame read ("recv") and written ("send").
 	Trace func(dir string, frame []byte)
 	// OnRequest, when set, takes each well-formed request (or notification)
-	// straight from the frame's one decode, on the read loop as jsonrpc2
-	// would hand it to its Handler; ReadObject gives jsonrpc2 only the
-	// responses. jsonrpc2's own decoding of a request parses it three more
-	// times and rebuilds its params through a generic tree. The server
-	// sets it.
-	OnRequest func(req *jsonrpc2.Request)
+	// straight from the frame's one decode, in arrival order, and returns
+	// the work to do for it (nil: none); the goroutine that read it runs
+	// that work while another reads on (readLoop). ReadObject gives
+	// jsonrpc2 only the responses. jsonrpc2's own decoding of a request
+	// parses it three more times and rebuilds its params through a generic
+	// tree. The server sets it.
+	OnRequest func(req *jsonrpc2.Request) (run func())
 	// AtEnd, when set, runs when the input ends, before ReadObject reports
 	// it (which closes the connection): the server finishes and answers the
 	// requests it already read.
@@ -65,6 +66,14 @@ type Stream struct {
 	// after that error is answered.
 	strayErr string
 	pending  []byte
+
+	// With OnRequest: the reading goroutines pass responses on here
+	// (closed at the input's end, readErr set before); closed ends them.
+	startRead sync.Once
+	responses chan message
+	readErr   error
+	closed    chan struct{}
+	closeOnce sync.Once
 
 	wmu sync.Mutex
 
@@ -84,11 +93,13 @@ func New(r io.Reader, w io.Writer, closer io.Closer, framing string, max int64) 
 		framing = protocol.FramingContentLength
 	}
 	return &Stream{
-		r:       bufio.NewReaderSize(r, 64<<10),
-		w:       bufio.NewWriterSize(w, 64<<10),
-		closer:  closer,
-		framing: framing,
-		max:     max,
+		r:         bufio.NewReaderSize(r, 64<<10),
+		w:         bufio.NewWriterSize(w, 64<<10),
+		closer:    closer,
+		framing:   framing,
+		max:       max,
+		responses: make(chan message),
+		closed:    make(chan struct{}),
 	}
 }
 
@@ -105,14 +116,41 @@ func (e *frameError) Error() string { return e.err.Message }
 
 // ReadObject implements jsonrpc2.ObjectStream. It returns only errors of the
 // underlying reader (io.EOF when the peer closed); bad frames are skipped.
+// With OnRequest set, the stream reads on its own goroutines (readLoop) and
+// ReadObject takes the responses they pass on.
 func (s *Stream) ReadObject(v any) error {
+	if s.OnRequest != nil {
+		return s.takeResponse(v)
+	}
+	for {
+		m, err := s.next()
+		if err != nil {
+			return err
+		}
+		if s.decodeInto(m, v) {
+			return nil
+		}
+	}
+}
+
+// message is one usable frame: a request already decoded (OnRequest set),
+// or a frame for jsonrpc2's own message type with the id to answer if it
+// does not decode.
+type message struct {
+	req   *jsonrpc2.Request
+	frame []byte
+	id    json.RawMessage
+}
+
+// next reads frames until a usable one, answering and skipping the bad.
+func (s *Stream) next() (message, error) {
 	for {
 		frame, err := s.readFrame()
 		if err != nil {
 			var fe *frameError
 			if errors.As(err, &fe) {
-				if len(fe.respID) > 0 && s.failCall(fe.respID, fe.err, v) {
-					return nil
+				if len(fe.respID) > 0 {
+					return message{frame: s.failFrame(fe.respID, fe.err)}, nil
 				}
 				s.bad(fe.id, fe.err)
 				continue
@@ -120,12 +158,12 @@ func (s *Stream) ReadObject(v any) error {
 			if s.AtEnd != nil {
 				s.AtEnd()
 			}
-			return err
+			return message{}, err
 		}
 		if s.Trace != nil {
 			s.Trace("recv", frame)
 		}
-		id, req, rerr := s.decodeMessage(frame, v)
+		m, rerr := s.decodeMessage(frame)
 		if rerr != nil {
 			if rerr.Code == protocol.CodeParseError {
 				// A truncated frame (often a Content-Length that counted
@@ -133,26 +171,76 @@ func (s *Stream) ReadObject(v any) error {
 				// answer it, so the caller's call fails instead of waiting.
 				var scan idScanner
 				scan.Write(frame)
-				id = scan.requestID()
-				if id != nil && s.framing == protocol.FramingContentLength && strings.Contains(rerr.Message, "unexpected end of JSON input") {
+				m.id = scan.requestID()
+				if m.id != nil && s.framing == protocol.FramingContentLength && strings.Contains(rerr.Message, "unexpected end of JSON input") {
 					rerr = &protocol.Error{Code: rerr.Code, Message: rerr.Message + " (Content-Length must count the body's bytes in UTF-8, not characters)"}
 				}
 			}
-			s.bad(id, rerr)
+			s.bad(m.id, rerr)
 			continue
 		}
-		if req != nil {
-			s.OnRequest(req)
-			continue
-		}
-		return nil
+		return m, nil
 	}
 }
 
-// decodeMessage decodes one frame into v (jsonrpc2's message type), or,
-// with OnRequest set and the frame a request, into req. On failure it
-// returns the request id when one could be read, for the reply.
-func (s *Stream) decodeMessage(frame []byte, v any) (json.RawMessage, *jsonrpc2.Request, *protocol.Error) {
+// decodeInto decodes m's frame into v (jsonrpc2's message type); a frame
+// that does not decode is answered, and false returned.
+func (s *Stream) decodeInto(m message, v any) bool {
+	if err := json.Unmarshal(m.frame, v); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "jsonrpc2: ")
+		s.bad(m.id, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: " + msg})
+		return false
+	}
+	return true
+}
+
+// readLoop reads the server's input, leader and follower: the goroutine
+// that read a request admits it (OnRequest, in arrival order), hands the
+// reading to a new goroutine and runs the request itself. The request
+// starts on the thread the kernel woke for its bytes; a handler goroutine
+// would wait for another thread to be woken (about a quarter of a quiet
+// sync's round trip on a 2-core VM). Responses to the server's own calls go
+// to ReadObject.
+func (s *Stream) readLoop() {
+	for {
+		m, err := s.next()
+		if err != nil {
+			s.readErr = err // read by takeResponse after the close
+			close(s.responses)
+			return
+		}
+		if m.req == nil {
+			select {
+			case s.responses <- m:
+			case <-s.closed:
+				return
+			}
+			continue
+		}
+		if run := s.OnRequest(m.req); run != nil {
+			go s.readLoop()
+			run()
+			return
+		}
+	}
+}
+
+// takeResponse is ReadObject with OnRequest set; the first call starts the
+// reading.
+func (s *Stream) takeResponse(v any) error {
+	s.startRead.Do(func() { go s.readLoop() })
+	for m := range s.responses {
+		if s.decodeInto(m, v) {
+			return nil
+		}
+	}
+	return s.readErr
+}
+
+// decodeMessage decodes one frame's envelope: a request (with OnRequest
+// set) comes back decoded, anything else as the frame for jsonrpc2. On
+// failure m.id is the request id when one could be read, for the reply.
+func (s *Stream) decodeMessage(frame []byte) (message, *protocol.Error) {
 	var probe struct {
 		JSONRPC json.RawMessage `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -165,21 +253,21 @@ func (s *Stream) decodeMessage(frame []byte, v any) (json.RawMessage, *jsonrpc2.
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			if t := bytes.TrimSpace(frame); len(t) > 0 && t[0] == '[' {
-				return nil, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: a message must be one JSON object (batches are not supported)"}
+				return message{}, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: a message must be one JSON object (batches are not supported)"}
 			}
-			return nil, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: a message must be one JSON object, not " + te.Value}
+			return message{}, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: a message must be one JSON object, not " + te.Value}
 		}
-		return nil, nil, &protocol.Error{Code: protocol.CodeParseError, Message: "parse error: " + strings.TrimPrefix(err.Error(), "json: ")}
+		return message{}, &protocol.Error{Code: protocol.CodeParseError, Message: "parse error: " + strings.TrimPrefix(err.Error(), "json: ")}
 	}
 	id := probe.ID
 	if len(id) > 0 && string(id) != "null" && !validID(id) {
-		return nil, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: id must be a string or an integer from 0 to 9223372036854775807"}
+		return message{}, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: id must be a string or an integer from 0 to 9223372036854775807"}
 	}
 	if string(probe.JSONRPC) != `"2.0"` {
-		return id, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
+		return message{id: id}, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
 	}
 	if len(probe.Method) > 0 && probe.Method[0] != '"' {
-		return id, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "method" must be a string`}
+		return message{id: id}, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "method" must be a string`}
 	}
 	if s.OnRequest != nil && len(probe.Method) > 0 && len(probe.Result) == 0 && len(probe.Error) == 0 {
 		// What jsonrpc2 would have made of it: the params as sent (nil when
@@ -189,7 +277,7 @@ func (s *Stream) decodeMessage(frame []byte, v any) (json.RawMessage, *jsonrpc2.
 			req.Params = &probe.Params // "null" stays "null", as jsonrpc2 has it
 		}
 		if json.Unmarshal(probe.Method, &req.Method) != nil {
-			return id, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "method" must be a string`}
+			return message{id: id}, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: `invalid request: "method" must be a string`}
 		}
 		switch {
 		case len(id) == 0 || string(id) == "null":
@@ -201,13 +289,9 @@ func (s *Stream) decodeMessage(frame []byte, v any) (json.RawMessage, *jsonrpc2.
 			n, _ := strconv.ParseInt(string(id), 10, 64) // validID parsed it
 			req.ID.Num = uint64(n)
 		}
-		return nil, req, nil
+		return message{req: req}, nil
 	}
-	if err := json.Unmarshal(frame, v); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "jsonrpc2: ")
-		return id, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: " + msg}
-	}
-	return nil, nil, nil
+	return message{frame: frame, id: id}, nil
 }
 
 // validID reports whether raw is an id this server can echo: a string or a
@@ -245,22 +329,18 @@ func echoID(id json.RawMessage) json.RawMessage {
 	return out
 }
 
-// failCall hands jsonrpc2 an error response with id in place of a response
+// failFrame is an error response with id, put in place of a response
 // that was refused (too large), so the call waiting for it fails now.
-func (s *Stream) failCall(id json.RawMessage, e *protocol.Error, v any) bool {
+func (s *Stream) failFrame(id json.RawMessage, e *protocol.Error) []byte {
 	if s.OnBad != nil {
 		s.OnBad(e)
 	}
-	frame, err := json.Marshal(struct {
+	frame, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   *protocol.Error `json:"error"`
-	}{"2.0", id, e})
-	if err != nil {
-		return false
-	}
-	_, _, rerr := s.decodeMessage(frame, v)
-	return rerr == nil
+	}{"2.0", id, e}) // cannot fail: raw id from the scanner, plain strings
+	return frame
 }
 
 // bad reports an undecodable frame and, on the server, answers it.
@@ -610,6 +690,7 @@ func (s *Stream) writeFrame(data []byte) error {
 
 // Close implements jsonrpc2.ObjectStream.
 func (s *Stream) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
 	if s.closer == nil {
 		return nil
 	}

@@ -271,7 +271,7 @@ func TestOnRequestAsJsonrpc2(t *testing.T) {
 		}
 		var got []*jsonrpc2.Request
 		s := New(strings.NewReader(cl(body)+cl(`{"jsonrpc":"2.0","id":4,"result":{}}`)), io.Discard, nil, protocol.FramingContentLength, 0)
-		s.OnRequest = func(r *jsonrpc2.Request) { got = append(got, r) }
+		s.OnRequest = func(r *jsonrpc2.Request) func() { got = append(got, r); return nil }
 		var m msg
 		if err := s.ReadObject(&m); err != nil || m["result"] == nil {
 			t.Fatalf("%s: the response after it: %v %v", body, m, err)
