@@ -312,16 +312,7 @@ func TestBigBatchSeesEveryChange(t *testing.T) {
 		name   string
 		change func(t *testing.T, p string)
 	}{
-		{"append", func(t *testing.T, p string) {
-			f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.WriteString("more\n"); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
-		}},
+		{"append", func(t *testing.T, p string) { appendText(t, p, "more\n") }},
 		{"rewrite", func(t *testing.T, p string) { write(t, p, "a longer text\n") }},
 		{"truncate", func(t *testing.T, p string) {
 			if err := os.Truncate(p, 0); err != nil {
@@ -403,14 +394,7 @@ func TestLinkedWhileUntrusted(t *testing.T) {
 	if servable(a, p) {
 		t.Fatal("trusted with two links")
 	}
-	f, err := os.OpenFile(hard, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString("through the link\n"); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	appendText(t, hard, "through the link\n")
 	if err := os.Remove(hard); err != nil {
 		t.Fatal(err)
 	}
@@ -799,5 +783,18 @@ func TestWriteThroughNewHardLink(t *testing.T) {
 	})
 	if servable(e.a.Adapter, p) {
 		t.Fatal("a file with two links is still trusted")
+	}
+}
+
+// appendText appends s to the file at p in place (same inode).
+func appendText(t *testing.T, p, s string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
 	}
 }
