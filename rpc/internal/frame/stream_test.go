@@ -230,24 +230,87 @@ func FuzzStreamRead(f *testing.F) {
 				t.Fatalf("nil message without error")
 			}
 		}
-		r := New(&out, io.Discard, nil, framing, 0)
-		for {
-			frame, err := r.readFrame()
-			if err == io.EOF {
+		checkAnswers(t, &out, framing)
+	})
+}
+
+// checkAnswers: every frame a stream wrote in answer to bad input is a
+// well-formed JSON-RPC error in valid UTF-8.
+func checkAnswers(t *testing.T, out io.Reader, framing string) {
+	t.Helper()
+	r := New(out, io.Discard, nil, framing, 0)
+	for {
+		frame, err := r.readFrame()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatalf("answer stream unreadable: %v", err)
+		}
+		var resp struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   *protocol.Error `json:"error"`
+		}
+		if err := json.Unmarshal(frame, &resp); err != nil || resp.Error == nil || resp.JSONRPC != "2.0" || !utf8.Valid(frame) {
+			t.Fatalf("bad answer %q (%v)", frame, err)
+		}
+	}
+}
+
+// FuzzStreamServe is FuzzStreamRead for the server's reading (OnRequest
+// set): readers hand each request over and a new one reads on, to the
+// input's end; every request is admitted once, only responses reach
+// ReadObject, and the answers to bad frames are well-formed.
+func FuzzStreamServe(f *testing.F) {
+	req := `{"jsonrpc":"2.0","id":1,"method":"stats"}`
+	resp := `{"jsonrpc":"2.0","id":4,"result":{}}`
+	for _, seed := range []string{cl(req) + cl(resp) + cl(req), cl("{") + cl(req), "Content-Length: 5\r\n\r\n[1,2]", req + "\n" + resp + "\n{\n", "Content-Length: 99999999999999999999\r\n\r\n"} {
+		f.Add([]byte(seed), false)
+		f.Add([]byte(seed), true)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, newline bool) {
+		framing := protocol.FramingContentLength
+		if newline {
+			framing = protocol.FramingNewline
+		}
+		var out bytes.Buffer
+		s := New(bytes.NewReader(in), &out, nil, framing, 1<<10)
+		s.AnswerBad = true
+		// Readers call OnRequest one after another (each starts the next),
+		// and the input's end is reported after the last: no lock needed.
+		var reqs, resps int
+		var ran sync.WaitGroup
+		s.OnRequest = func(r *jsonrpc2.Request) func() {
+			reqs++
+			if r.Notif {
+				return nil
+			}
+			ran.Add(1)
+			return func() { ran.Done() }
+		}
+		for i := 0; ; i++ {
+			if i > len(in)+1 {
+				t.Fatalf("more messages (%d) than input bytes", i)
+			}
+			var m msg
+			err := s.ReadObject(&m)
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
 				break
 			}
 			if err != nil {
-				t.Fatalf("answer stream unreadable: %v", err)
+				t.Fatalf("unexpected error %v", err)
 			}
-			var resp struct {
-				JSONRPC string          `json:"jsonrpc"`
-				ID      json.RawMessage `json:"id"`
-				Error   *protocol.Error `json:"error"`
+			if _, isReq := m["method"]; isReq {
+				t.Fatalf("a request reached ReadObject: %v", m)
 			}
-			if err := json.Unmarshal(frame, &resp); err != nil || resp.Error == nil || resp.JSONRPC != "2.0" || !utf8.Valid(frame) {
-				t.Fatalf("bad answer %q (%v)", frame, err)
-			}
+			resps++
 		}
+		ran.Wait() // every request handed over was run
+		if reqs+resps > len(in) {
+			t.Fatalf("%d requests and %d responses from %d bytes", reqs, resps, len(in))
+		}
+		checkAnswers(t, &out, framing)
 	})
 }
 
