@@ -202,36 +202,57 @@ func TestStreamWriteRoundTrip(t *testing.T) {
 // every answer written is a well-formed JSON-RPC error.
 func FuzzStreamRead(f *testing.F) {
 	req := `{"jsonrpc":"2.0","id":1,"method":"stats"}`
-	for _, seed := range []string{cl(req), cl("{") + cl(req), "Content-Length: 5\r\n\r\n[1,2]", "Content-Length: -1\r\n\r\n", "\r\n\r\n", req + "\n{\n", "Content-Length: 99999999999999999999\r\n\r\n"} {
-		f.Add([]byte(seed), false)
-		f.Add([]byte(seed), true)
-	}
+	addStreamSeeds(f, cl(req), cl("{")+cl(req), "Content-Length: 5\r\n\r\n[1,2]", "Content-Length: -1\r\n\r\n", "\r\n\r\n", req+"\n{\n", "Content-Length: 99999999999999999999\r\n\r\n")
 	f.Fuzz(func(t *testing.T, in []byte, newline bool) {
-		framing := protocol.FramingContentLength
-		if newline {
-			framing = protocol.FramingNewline
-		}
-		var out bytes.Buffer
-		s := New(bytes.NewReader(in), &out, nil, framing, 1<<10)
-		s.AnswerBad = true
-		for i := 0; ; i++ {
-			if i > len(in)+1 {
-				t.Fatalf("more messages (%d) than input bytes", i)
-			}
-			var m msg
-			err := s.ReadObject(&m)
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				break
-			}
-			if err != nil {
-				t.Fatalf("unexpected error %v", err)
-			}
+		s, out, framing := fuzzStream(in, newline)
+		readToEnd(t, s, len(in), func(m msg) {
 			if m == nil {
 				t.Fatalf("nil message without error")
 			}
-		}
-		checkAnswers(t, &out, framing)
+		})
+		checkAnswers(t, out, framing)
 	})
+}
+
+// addStreamSeeds adds each seed under both framings.
+func addStreamSeeds(f *testing.F, seeds ...string) {
+	for _, seed := range seeds {
+		f.Add([]byte(seed), false)
+		f.Add([]byte(seed), true)
+	}
+}
+
+// fuzzStream is a stream over in that answers bad frames into out, with
+// a 1 KiB message cap, in newline or Content-Length framing.
+func fuzzStream(in []byte, newline bool) (s *Stream, out *bytes.Buffer, framing string) {
+	framing = protocol.FramingContentLength
+	if newline {
+		framing = protocol.FramingNewline
+	}
+	out = new(bytes.Buffer)
+	s = New(bytes.NewReader(in), out, nil, framing, 1<<10)
+	s.AnswerBad = true
+	return s, out, framing
+}
+
+// readToEnd reads messages until the input's end, giving each to check;
+// any other error, or more messages than n input bytes allow, fails.
+func readToEnd(t *testing.T, s *Stream, n int, check func(m msg)) {
+	t.Helper()
+	for i := 0; ; i++ {
+		if i > n+1 {
+			t.Fatalf("more messages (%d) than input bytes", i)
+		}
+		var m msg
+		err := s.ReadObject(&m)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return
+		}
+		if err != nil {
+			t.Fatalf("unexpected error %v", err)
+		}
+		check(m)
+	}
 }
 
 // checkAnswers: every frame a stream wrote in answer to bad input is a
@@ -265,18 +286,9 @@ func checkAnswers(t *testing.T, out io.Reader, framing string) {
 func FuzzStreamServe(f *testing.F) {
 	req := `{"jsonrpc":"2.0","id":1,"method":"stats"}`
 	resp := `{"jsonrpc":"2.0","id":4,"result":{}}`
-	for _, seed := range []string{cl(req) + cl(resp) + cl(req), cl("{") + cl(req), "Content-Length: 5\r\n\r\n[1,2]", req + "\n" + resp + "\n{\n", "Content-Length: 99999999999999999999\r\n\r\n"} {
-		f.Add([]byte(seed), false)
-		f.Add([]byte(seed), true)
-	}
+	addStreamSeeds(f, cl(req)+cl(resp)+cl(req), cl("{")+cl(req), "Content-Length: 5\r\n\r\n[1,2]", req+"\n"+resp+"\n{\n", "Content-Length: 99999999999999999999\r\n\r\n")
 	f.Fuzz(func(t *testing.T, in []byte, newline bool) {
-		framing := protocol.FramingContentLength
-		if newline {
-			framing = protocol.FramingNewline
-		}
-		var out bytes.Buffer
-		s := New(bytes.NewReader(in), &out, nil, framing, 1<<10)
-		s.AnswerBad = true
+		s, out, framing := fuzzStream(in, newline)
 		// Readers call OnRequest one after another (each starts the next),
 		// and the input's end is reported after the last: no lock needed.
 		var reqs, resps int
@@ -289,28 +301,17 @@ func FuzzStreamServe(f *testing.F) {
 			ran.Add(1)
 			return func() { ran.Done() }
 		}
-		for i := 0; ; i++ {
-			if i > len(in)+1 {
-				t.Fatalf("more messages (%d) than input bytes", i)
-			}
-			var m msg
-			err := s.ReadObject(&m)
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				break
-			}
-			if err != nil {
-				t.Fatalf("unexpected error %v", err)
-			}
+		readToEnd(t, s, len(in), func(m msg) {
 			if _, isReq := m["method"]; isReq {
 				t.Fatalf("a request reached ReadObject: %v", m)
 			}
 			resps++
-		}
+		})
 		ran.Wait() // every request handed over was run
 		if reqs+resps > len(in) {
 			t.Fatalf("%d requests and %d responses from %d bytes", reqs, resps, len(in))
 		}
-		checkAnswers(t, &out, framing)
+		checkAnswers(t, out, framing)
 	})
 }
 
