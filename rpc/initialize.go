@@ -67,6 +67,7 @@ func (s *Server) initialize(ctx context.Context, in *params) (any, error) {
 	s.mu.Lock()
 	s.core, s.state = core, stateRunning
 	s.mu.Unlock()
+	s.notes.wake() // hints held while the session was built
 	var client protocol.Info
 	if p.ClientInfo != nil {
 		client = *p.ClientInfo

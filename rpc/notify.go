@@ -27,11 +27,21 @@ func (n *notifier) init() {
 
 // add records agents whose blocks changed. It never blocks.
 func (n *notifier) add(agents []string) {
+	n.hold(agents)
+	n.wake()
+}
+
+// hold records agents without waking the writer.
+func (n *notifier) hold(agents []string) {
 	n.mu.Lock()
 	for _, a := range agents {
 		n.pending[a] = true
 	}
 	n.mu.Unlock()
+}
+
+// wake makes the writer look at the pending agents.
+func (n *notifier) wake() {
 	select {
 	case n.kick <- struct{}{}:
 	default:
@@ -59,9 +69,16 @@ func (n *notifier) run(ctx context.Context, s *Server) {
 		}
 		sort.Strings(agents)
 		s.mu.Lock()
-		live, core, conn := s.state == stateRunning, s.core, s.conn
+		st, core, conn := s.state, s.core, s.conn
 		s.mu.Unlock()
-		if !live {
+		if st == stateNew {
+			// The session is being built (a watcher may report while
+			// NewSession runs): keep the hint for when it runs, as
+			// initialize wakes the writer then.
+			n.hold(agents)
+			continue
+		}
+		if st != stateRunning {
 			continue
 		}
 		// The core's projection generation, when it has one, is the same

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -198,7 +199,11 @@ func TestNotifierEndsWithServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	(<-notifyc)([]string{"a"})
-	<-core.entered
+	select {
+	case <-core.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the notifier never asked the core for its generation")
+	}
 	inW.Close() // the end of input: Serve winds down
 	select {
 	case <-returned:
@@ -267,7 +272,11 @@ func TestInputReadWhileRequestsRun(t *testing.T) {
 	slow := make(chan error, 1)
 	var slowRes protocol.SyncResult
 	go func() { slow <- conn.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "slow"}, &slowRes) }()
-	<-asked
+	select {
+	case <-asked:
+	case err := <-slow:
+		t.Fatalf("the slow sync answered without asking readSource: %v", err)
+	}
 	var fast protocol.SyncResult
 	if err := conn.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "fast"}, &fast); err != nil || fast.Generation != 2 {
 		t.Fatalf("the other agent's sync while one waits for readSource: %+v %v", fast, err)
@@ -280,5 +289,43 @@ func TestInputReadWhileRequestsRun(t *testing.T) {
 	close(fastDone)
 	if err := <-slow; err != nil || slowRes.Generation != 1 {
 		t.Fatalf("the waiting sync: %+v %v", slowRes, err)
+	}
+}
+
+// TestHintWhileSessionBuiltKept: a change reported while NewSession runs
+// (a watcher may start before initialize has answered) reaches the client
+// once the session runs; before, the notifier dropped it.
+func TestHintWhileSessionBuiltKept(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		Serve(context.Background(), inR, outW, Config{
+			NewSession: func(ctx context.Context, cfg SessionConfig) (Core, string, error) {
+				cfg.Notify([]string{"early"})
+				time.Sleep(20 * time.Millisecond) // the notifier looks while the session is being built
+				return faultyCore{}, protocol.WatchHooks, nil
+			},
+		})
+		outW.Close()
+	}()
+	defer inW.Close()
+	hints := make(chan protocol.BlocksChangedParams, 1)
+	conn := jsonrpc2.NewConn(context.Background(), frame.New(outR, inW, inW, protocol.FramingContentLength, 0), jsonrpc2.HandlerWithError(func(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+		var p protocol.BlocksChangedParams
+		if req.Method == protocol.MethodBlocksChanged && req.Params != nil && json.Unmarshal(*req.Params, &p) == nil {
+			hints <- p
+		}
+		return nil, nil
+	}))
+	if err := conn.Call(context.Background(), protocol.MethodInitialize, protocol.InitializeParams{ProtocolVersion: 1, Roots: []string{}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-hints:
+		if len(p.Agents) != 1 || p.Agents[0] != "early" {
+			t.Fatalf("blocksChanged %+v, want agent early", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hint reported while the session was built never reached the client")
 	}
 }

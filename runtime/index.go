@@ -680,7 +680,7 @@ func (ix *index) supersede(b *block) []string {
 		n.supersededBy, n.reason = b.id(), "superseded by "+b.id()
 		ix.unlink(ob)
 		ix.count("superseded")
-		ix.markDirty(ob)
+		ix.markReported(ob) // the observe's result lists it: no hint to its own agent
 		ob.agent.audit = append(ob.agent.audit, ob)
 		ids = append(ids, ob.id())
 	}
@@ -794,14 +794,22 @@ func (ix *index) trimAudit(ag *agentState) {
 	}
 }
 
-// markDirty records that b's model-visible state changed.
+// markDirty records that b's model-visible state changed, and owes its
+// agent a hint (blocksChanged).
 func (ix *index) markDirty(b *block) {
+	ix.markReported(b)
+	ix.notify[b.agent.name] = struct{}{}
+}
+
+// markReported is markDirty for a change the agent's own request answers
+// (an observe's result lists the blocks it superseded): the next sync
+// carries it, and no hint is owed for it.
+func (ix *index) markReported(b *block) {
 	if b.agent.dirty == nil {
 		b.agent.dirty = map[*block]struct{}{}
 	}
 	b.agent.dirty[b] = struct{}{}
 	ix.gen++
-	ix.notify[b.agent.name] = struct{}{}
 }
 
 func (ix *index) count(k string) { ix.recon[k]++ }

@@ -1280,3 +1280,32 @@ func TestSupersededByReleased(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestSupersedeOwesNoHintToItsAgent: the blocks an observe supersedes are
+// in its result, so the observing agent is not hinted about them (a hint
+// per re-read was a notification written and read for nothing); the next
+// sync still carries them.
+func TestSupersedeOwesNoHintToItsAgent(t *testing.T) {
+	ls := numbered(8)
+	h := newHarness(t, Config{})
+	h.mem.set(fid, text(ls))
+	b1 := h.observe("main", 1, "call_1", protocol.Source{URI: fid, Range: rng(2, 3), Text: span(ls, 2, 3)})
+	h.sync("main", 1)
+	before := len(h.onChangeCalls())
+	b2 := h.observe("main", 2, "call_2", protocol.Source{URI: fid, Range: rng(1, 5), Text: span(ls, 1, 5)})
+	if !slices.Equal(b2.Superseded, []string{b1.Block}) {
+		t.Fatalf("superseded %v, want [%s]", b2.Superseded, b1.Block)
+	}
+	if cs := h.onChangeCalls(); len(cs) != before {
+		t.Fatalf("OnChange after a superseding observe: %v", cs[before:])
+	}
+	var got protocol.BlockView
+	for _, v := range h.sync("main", 2).Blocks {
+		if v.Block == b1.Block {
+			got = v
+		}
+	}
+	if got.Status != protocol.Superseded || got.SupersededBy != b2.Block {
+		t.Fatalf("the next sync shows b1 as %+v, want superseded by %s", got, b2.Block)
+	}
+}
