@@ -99,6 +99,9 @@ type Adapter struct {
 	now func() time.Time // the clock racily clean stamps are judged by
 	// cacheHits counts the stamps Stamps served from the cache (tests).
 	cacheHits atomic.Int64
+	// rootFDs are the roots' open directory handles, kept across stamp
+	// batches (stamp_linux.go).
+	rootFDs rootCache
 
 	stop chan struct{}
 	wg   sync.WaitGroup

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,30 +17,123 @@ import (
 // symlink as the last component.
 const dirFlags = unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 
-// dirWalker opens directories below the roots for one batch of stamps,
-// each root opened once.
+// dirWalker opens directories below the roots for one batch of stamps.
+// Root handles come from the adapter's rootCache, checked once per batch.
 type dirWalker struct {
 	a         *Adapter
-	roots     map[string]int // root -> handle (-1: cannot be opened)
+	roots     map[string]walkRoot // root -> its handle for this batch
+	held      bool                // holds a.rootFDs.mu shared (cached handles in use)
 	noOpenat2 bool
+}
+
+// walkRoot is a root's handle in one batch: fd -1 when it cannot be
+// opened; own when the walker opened it (it goes to the cache, or is
+// closed, with the walker).
+type walkRoot struct {
+	fd       int
+	dev, ino uint64
+	own      bool
 }
 
 func (a *Adapter) newDirWalker() *dirWalker { return &dirWalker{a: a} }
 
-func (w *dirWalker) isRoot(fd int) bool {
-	for _, r := range w.roots {
-		if r == fd {
-			return true
-		}
-	}
-	return false
+// rootCache keeps one open handle per root across batches: a quiet sync of
+// one file is then an lstat of the root's path (still the directory the
+// handle holds?) and one fstatat on the handle, where each batch opened,
+// fstat'ed and closed the root (issue 23: "one fstatat per file on an open
+// directory handle"). Walkers hold mu shared while they use cached handles;
+// a replaced root's handle is swapped, and closed, under mu held alone.
+type rootCache struct {
+	mu     sync.RWMutex
+	h      map[string]walkRoot
+	closed bool
 }
 
-func (w *dirWalker) close() {
-	for _, fd := range w.roots {
-		if fd >= 0 {
-			unix.Close(fd)
+// root is r's handle for this batch: the cached one while r is still the
+// directory it holds (same device and inode, not a symlink), else one
+// opened now.
+func (w *dirWalker) root(r string) walkRoot {
+	var st unix.Stat_t
+	if err := unix.Fstatat(unix.AT_FDCWD, r, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return walkRoot{fd: -1} // gone or swapped for a symlink: the slow path judges it
+	}
+	c := &w.a.rootFDs
+	if !w.held {
+		c.mu.RLock()
+		w.held = true
+	}
+	if h, ok := c.h[r]; ok && h.dev == st.Dev && h.ino == st.Ino {
+		return h
+	}
+	fd, err := unix.Open(r, dirFlags, 0)
+	if err != nil {
+		return walkRoot{fd: -1}
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return walkRoot{fd: -1}
+	}
+	return walkRoot{fd: fd, dev: st.Dev, ino: st.Ino, own: true}
+}
+
+// rootOf reports whether fd is one of this batch's root handles, and its
+// identity.
+func (w *dirWalker) rootOf(fd int) (walkRoot, bool) {
+	for _, r := range w.roots {
+		if r.fd == fd {
+			return r, true
 		}
+	}
+	return walkRoot{}, false
+}
+
+// close ends the batch: the roots it opened replace stale cached handles
+// (or are closed when the cache has a current one).
+func (w *dirWalker) close() {
+	c := &w.a.rootFDs
+	if w.held {
+		c.mu.RUnlock()
+		w.held = false
+	}
+	var offer bool
+	for _, r := range w.roots {
+		offer = offer || r.own
+	}
+	if !offer {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for path, r := range w.roots {
+		if !r.own {
+			continue
+		}
+		old, ok := c.h[path]
+		switch {
+		case c.closed || ok && old.dev == r.dev && old.ino == r.ino:
+			unix.Close(r.fd) // another batch cached the same directory
+		default:
+			if ok {
+				unix.Close(old.fd) // no batch uses it: they hold mu shared
+			}
+			if c.h == nil {
+				c.h = map[string]walkRoot{}
+			}
+			r.own = false
+			c.h[path] = r
+		}
+	}
+}
+
+// closeRoots closes the cached root handles (Adapter.Close).
+func (a *Adapter) closeRoots() {
+	c := &a.rootFDs
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for path, r := range c.h {
+		unix.Close(r.fd)
+		delete(c.h, path)
 	}
 }
 
@@ -56,17 +150,15 @@ func (w *dirWalker) open(dir string) (fd int, ok bool) {
 		if !found || (rel != "" && rel[0] != filepath.Separator) {
 			continue
 		}
-		rfd, seen := w.roots[r]
+		wr, seen := w.roots[r]
 		if !seen {
-			var err error
-			if rfd, err = unix.Open(r, dirFlags, 0); err != nil {
-				rfd = -1
-			}
+			wr = w.root(r)
 			if w.roots == nil {
-				w.roots = map[string]int{}
+				w.roots = map[string]walkRoot{}
 			}
-			w.roots[r] = rfd
+			w.roots[r] = wr
 		}
+		rfd := wr.fd
 		if rfd < 0 {
 			return -1, false
 		}
@@ -116,12 +208,16 @@ func (w *dirWalker) stampFiles(dir string, names []string, now time.Time, stamps
 	if !good {
 		return 0, 0
 	}
-	if !w.isRoot(fd) {
-		defer unix.Close(fd)
-	}
 	var st unix.Stat_t
-	if ident && unix.Fstat(fd, &st) == nil {
-		dev, ino = st.Dev, st.Ino
+	if r, isRoot := w.rootOf(fd); isRoot {
+		if ident {
+			dev, ino = r.dev, r.ino // the handle is closed, or cached, with the walker
+		}
+	} else {
+		defer unix.Close(fd)
+		if ident && unix.Fstat(fd, &st) == nil {
+			dev, ino = st.Dev, st.Ino
+		}
 	}
 	for i, name := range names {
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {

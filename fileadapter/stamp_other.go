@@ -11,6 +11,11 @@ func (a *Adapter) newDirWalker() *dirWalker { return &dirWalker{} }
 
 func (w *dirWalker) close() {}
 
+// rootCache has nothing to keep here.
+type rootCache struct{}
+
+func (a *Adapter) closeRoots() {}
+
 func (w *dirWalker) stampFiles(string, []string, time.Time, []string, []bool, bool) (dev, ino uint64) {
 	return 0, 0
 }

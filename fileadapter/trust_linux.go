@@ -63,9 +63,10 @@ func (w *dirWalker) sameDir(dir string, dev, ino uint64) (same, found bool) {
 	if !ok {
 		return false, false
 	}
-	if !w.isRoot(fd) {
-		defer unix.Close(fd)
+	if r, isRoot := w.rootOf(fd); isRoot {
+		return r.dev == dev && r.ino == ino, true // checked when the batch took it
 	}
+	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return false, false
@@ -79,7 +80,7 @@ func (w *dirWalker) linkCounts(dir string, names []string, n []uint64) {
 	if !ok {
 		return
 	}
-	if !w.isRoot(fd) {
+	if _, isRoot := w.rootOf(fd); !isRoot {
 		defer unix.Close(fd)
 	}
 	var st unix.Stat_t

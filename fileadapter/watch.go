@@ -375,5 +375,6 @@ func (a *Adapter) Close() error {
 	if a.barrier != nil {
 		a.barrier.remove()
 	}
+	a.closeRoots()
 	return err
 }

@@ -1,0 +1,105 @@
+//go:build linux
+
+package fileadapter
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/concord-ctx/concord/runtime"
+)
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	return len(ents)
+}
+
+// TestRootHandleCache: the root's handle is kept across stamp batches, yet
+// every stamp is the current root's: a root renamed away and made again
+// is stamped anew (not through the old directory's handle), a root turned
+// into a symlink to outside is refused as before, stamping does not grow
+// the open descriptors, and Close closes the kept handle.
+func TestRootHandleCache(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	out := filepath.Join(base, "out")
+	for _, d := range []string{root, out} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := New(Config{Roots: []string{root}, Mode: ModeHooks}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	p := filepath.Join(root, "f.txt")
+	id := pathURI(p)
+	write(t, p, "one\n")
+	ctx := context.Background()
+	strip := func(s string) string { s, _, _ = strings.Cut(s, racySuffix); return s }
+	stamp := func(what string) (string, error) {
+		t.Helper()
+		one, oneErr := a.Stamp(ctx, id)
+		batch, errs := a.Stamps(ctx, []string{id})
+		slow, slowErr := a.stampSlow(p)
+		if (oneErr == nil) != (slowErr == nil) || (errs[0] == nil) != (slowErr == nil) || strip(one) != strip(slow) || strip(batch[0]) != strip(slow) {
+			t.Fatalf("%s: one %q %v, batch %q %v, slow %q %v", what, one, oneErr, batch[0], errs[0], slow, slowErr)
+		}
+		return strip(one), oneErr
+	}
+
+	first, err := stamp("first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds := openFDs(t)
+	for range 50 {
+		stamp("again")
+	}
+	if n := openFDs(t); n > fds {
+		t.Errorf("open descriptors %d after 50 stamps, %d before", n, fds)
+	}
+
+	// The root renamed away and made again, with a file of the same name.
+	if err := os.Rename(root, filepath.Join(base, "old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, p, "two, longer\n")
+	second, err := stamp("new root")
+	if err != nil || second == first {
+		t.Fatalf("stamp after the root was replaced: %q %v (before %q)", second, err, first)
+	}
+
+	// The root swapped for a symlink to outside: refused, as the slow path does.
+	if err := os.Rename(root, filepath.Join(base, "old2")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(out, "f.txt"), "outside\n")
+	if err := os.Symlink(out, root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stamp("symlinked root"); !errors.Is(err, runtime.ErrOutsideRoots) && !errors.Is(err, runtime.ErrNotFound) {
+		t.Fatalf("stamp through a root swapped for a symlink: %v, want refused", err)
+	}
+
+	if len(a.rootFDs.h) != 1 {
+		t.Errorf("cached root handles: %v, want the root's", a.rootFDs.h)
+	}
+	a.Close()
+	if len(a.rootFDs.h) != 0 {
+		t.Errorf("cached root handles after Close: %v", a.rootFDs.h)
+	}
+}
