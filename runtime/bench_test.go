@@ -324,3 +324,42 @@ func firstSyncAfterEdit(b *testing.B, agents int) {
 		}
 	}
 }
+
+// BenchmarkReleaseRereadChain: an agent re-read one span 200 times (each
+// read superseding the one before) and nine others 100 times each, with no
+// sync between (the audit trail keeps every superseded block a sync has
+// not reported); then the newest read of the first span leaves the
+// context (a condenser's release), so the 199 older reads of that span
+// are orphaned one after another. It measured the walk from a block to
+// the blocks it superseded, which scanned the whole audit trail per block
+// (and built each block's id per entry), quadratic in a chain.
+func BenchmarkReleaseRereadChain(b *testing.B) {
+	ctx := context.Background()
+	for range b.N {
+		b.StopTimer()
+		w := newBenchWorld(b, 1, 10)
+		w.register(b)
+		var last string
+		for i := range 1100 {
+			k := 0
+			if i >= 200 {
+				k = 1 + (i-200)%9
+			}
+			o := w.obs[k]
+			o.Turn, o.Anchor = 2+i, fmt.Sprintf("reread_%d", i)
+			if _, err := w.m.Observe(ctx, o); err != nil {
+				b.Fatal(err)
+			}
+			if k == 0 {
+				last = o.Anchor
+			}
+		}
+		b.StartTimer()
+		if _, err := w.m.Release(ctx, protocol.ReleaseParams{Agent: w.obs[0].Agent, Anchors: []string{last}}); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		w.m.Close()
+		b.StartTimer()
+	}
+}

@@ -505,7 +505,31 @@ type agentState struct {
 	bySrc    map[*source][]*link    // the agent's links per source, in block order, unlinked ones not yet compacted out
 	spans    map[*source]*spanIndex // the agent's ranged links per source by first line, for supersede (spanIndex)
 	audit    []*block               // superseded blocks, oldest first (bounded by Manager.auditMax)
-	pl       agentPlace
+	// covers are, for a block, the blocks it superseded that still point
+	// at it (retireSuperseded's answer, without scanning the audit trail).
+	covers map[*block][]*block
+	pl     agentPlace
+}
+
+// cover records that by superseded s.
+func (ag *agentState) cover(by, s *block) {
+	if ag.covers == nil {
+		ag.covers = map[*block][]*block{}
+	}
+	ag.covers[by] = append(ag.covers[by], s)
+}
+
+// uncover forgets that by superseded s (s is forgotten).
+func (ag *agentState) uncover(by, s *block) {
+	list := ag.covers[by]
+	if i := slices.Index(list, s); i >= 0 {
+		list = slices.Delete(list, i, i+1)
+	}
+	if len(list) == 0 {
+		delete(ag.covers, by)
+	} else {
+		ag.covers[by] = list
+	}
 }
 
 // all yields every block of the agent, in no particular order.
@@ -678,6 +702,7 @@ func (ix *index) supersede(b *block) []string {
 		ix.enter(ob, stageSuperseded)
 		n := ob.ext()
 		n.supersededBy, n.reason = b.id(), "superseded by "+b.id()
+		b.agent.cover(b, ob)
 		ix.unlink(ob)
 		ix.count("superseded")
 		ix.markReported(ob) // the observe's result lists it: no hint to its own agent
@@ -742,8 +767,11 @@ func (ix *index) retireSuperseded(b *block) {
 	if b.stage == stageSuperseded {
 		by = ix.block(b.supersededBy())
 	}
-	for _, s := range b.agent.audit {
-		if s == nil || s.stage != stageSuperseded || s.supersededBy() != b.id() {
+	ag, bid := b.agent, b.id()
+	covered := ag.covers[b]
+	delete(ag.covers, b)
+	for _, s := range covered {
+		if s.stage != stageSuperseded || s.supersededBy() != bid {
 			continue
 		}
 		n := s.ext()
@@ -751,11 +779,12 @@ func (ix *index) retireSuperseded(b *block) {
 			ix.enter(s, stageSuperseded) // re-pointed to the read that covers b
 			n.supersededBy, n.reason = by.id(), "superseded by "+by.id()
 			n.notice = noticeSuperseded(s, by)
+			ag.cover(by, s)
 		} else {
 			ix.enter(s, stageOrphaned)
 			n.supersededBy = ""
 			n.notice = noticeOrphaned(s)
-			n.reason = "the newer read " + b.id() + " left the context"
+			n.reason = "the newer read " + bid + " left the context"
 			ix.count("orphaned")
 			ix.retireSuperseded(s) // what s superseded lost its cover too
 		}
@@ -765,8 +794,14 @@ func (ix *index) retireSuperseded(b *block) {
 
 // forget drops a block from every index. Caller holds Manager.mu and has unlinked it.
 func (ix *index) forget(b *block) {
-	ix.blocks.remove(b.seq)
 	ag := b.agent
+	if id := b.supersededBy(); id != "" {
+		if by := ix.block(id); by != nil {
+			ag.uncover(by, b)
+		}
+	}
+	delete(ag.covers, b) // what still points at b stays superseded by it, as shown
+	ix.blocks.remove(b.seq)
 	delete(ag.dirty, b)
 	if b.anchor == "" {
 		delete(ag.loose, b)

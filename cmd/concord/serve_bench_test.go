@@ -33,6 +33,7 @@ type benchSession struct {
 	blocks []protocol.ObserveParams
 	dir    string
 	rss    int64 // kB, right after loading the blocks
+	reads  int   // re-reads so far: each takes a new anchor, across b.N rounds
 }
 
 var (
@@ -112,13 +113,13 @@ func BenchmarkObserveRoundTrip(b *testing.B) {
 	for _, n := range []int{10, 10000} {
 		b.Run(fmt.Sprintf("blocks=%d", n), func(b *testing.B) {
 			s := loadedSession(b, n)
-			i := 0
-			// A re-read of an already observed span: it supersedes the older
-			// block, so the live set stays at n.
+			// A re-read of an already observed span by a new tool call (its
+			// own anchor, as in a session): it supersedes the older block,
+			// so the live set stays at n.
 			measure(b, s, func(ctx context.Context) error {
-				i++
-				o := s.blocks[i%len(s.blocks)]
-				o.Turn = 2
+				s.reads++
+				o := s.blocks[s.reads%len(s.blocks)]
+				o.Turn, o.Anchor = 2, "reread_"+strconv.Itoa(s.reads)
 				return s.c.Call(ctx, protocol.MethodObserve, o, nil)
 			})
 		})
