@@ -363,3 +363,34 @@ func BenchmarkReleaseRereadChain(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkSyncAfterRereads: a quiet sync (nothing changed) of an agent
+// that re-read its ten spans 2,000 times, syncing after every tenth read,
+// under the default placement: the audit trail is full (1,024 superseded
+// reads). A sync looked at every superseded read for a pointer to its
+// newer read, walking each one's chain of re-reads; only those a sync's
+// changes reach can need one.
+func BenchmarkSyncAfterRereads(b *testing.B) {
+	ctx := context.Background()
+	w := newBenchWorld(b, 1, 10)
+	w.register(b)
+	agent := w.obs[0].Agent
+	for i := range 2000 {
+		o := w.obs[i%len(w.obs)]
+		o.Agent, o.Turn, o.Anchor = agent, 2+i/10, fmt.Sprintf("reread_%d", i)
+		if _, err := w.m.Observe(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+		if i%10 == 9 {
+			if _, err := w.m.Sync(ctx, protocol.SyncParams{Agent: agent, Turn: 2 + i/10}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := w.m.Sync(ctx, protocol.SyncParams{Agent: agent, Turn: 300}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -511,12 +512,30 @@ func (t *tailErrata) render(out []protocol.BlockView) {
 // read between them is among bs (superseded or changed in this sync):
 // nothing else can falsify its copy. Caller holds m.mu.
 func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []protocol.BlockView) []protocol.BlockView {
+	if len(bs) == 0 {
+		return out // a quiet sync: nothing can have falsified a copy
+	}
 	inSync := make(map[*block]bool, len(bs))
 	for _, b := range bs {
 		inSync[b] = true
 	}
+	// The reads whose chain to their cover passes through bs: bs and what
+	// its blocks superseded, transitively (covers). Only they are looked
+	// at, in audit order; the audit trail holds up to a thousand others.
+	near := maps.Clone(inSync)
+	stack := slices.Clone(bs)
+	for len(stack) > 0 {
+		b := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, s := range ag.covers[b] {
+			if !near[s] {
+				near[s] = true
+				stack = append(stack, s)
+			}
+		}
+	}
 	for _, s := range ag.audit {
-		if s == nil || s.stage != stageSuperseded || s.anchor == "" || s.pl.note == notePointer || s.pl.note == noteWarning || !s.pl.deferred {
+		if s == nil || !near[s] || s.stage != stageSuperseded || s.anchor == "" || s.pl.note == notePointer || s.pl.note == noteWarning || !s.pl.deferred {
 			continue
 		}
 		switch s.pl.inplace.status() {
