@@ -578,15 +578,15 @@ func (s *Stream) WriteObject(obj any) error {
 // the response, the message): for a full sync of 10,000 blocks that was
 // most of the server's time, and a heap peak of several copies that the
 // process kept as RSS. The encoding buffer of small results is reused; a
-// result that writes its own JSON (a sync's, jsonWriter) is streamed.
+// result that writes its own JSON (a sync's, jsonWriter) is streamed once
+// it outgrows inlineResult.
 func (s *Stream) WriteResult(id jsonrpc2.ID, result any) error {
 	idb, err := id.MarshalJSON()
 	if err != nil {
 		return err
 	}
-	if jw, ok := result.(jsonWriter); ok && s.Trace == nil {
-		return s.streamResult(idb, jw)
-	}
+	jw, isWriter := result.(jsonWriter)
+	isWriter = isWriter && s.Trace == nil
 	buf := s.resultBuf.Swap(nil)
 	if buf == nil {
 		buf = new(bytes.Buffer)
@@ -600,13 +600,48 @@ func (s *Stream) WriteResult(id jsonrpc2.ID, result any) error {
 	buf.WriteString(`{"id":`)
 	buf.Write(idb)
 	buf.WriteString(`,"result":`)
-	enc := json.NewEncoder(buf)
-	if err := enc.Encode(result); err != nil {
-		return err
+	if isWriter {
+		// Most syncs are small: encoded once into the buffer. One that
+		// outgrows it is only counted from there on, then streamed.
+		cw := cappedWriter{buf: buf, left: inlineResult}
+		if err := jw.WriteJSON(&cw); err != nil {
+			return err
+		}
+		if cw.over {
+			return s.streamResult(idb, jw, inlineResult-cw.left+cw.more)
+		}
+	} else {
+		enc := json.NewEncoder(buf)
+		if err := enc.Encode(result); err != nil {
+			return err
+		}
+		buf.Truncate(buf.Len() - 1) // Encode's newline
 	}
-	buf.Truncate(buf.Len() - 1) // Encode's newline
 	buf.WriteString(`,"jsonrpc":"2.0"}`)
 	return s.writeFrame(buf.Bytes())
+}
+
+// inlineResult is the most of a self-writing result (a sync's) encoded into
+// the kept buffer before it is streamed instead.
+const inlineResult = 64 << 10
+
+// cappedWriter writes into buf while left bytes remain; from the first
+// write that does not fit it only counts (more).
+type cappedWriter struct {
+	buf  *bytes.Buffer
+	left int
+	over bool
+	more int
+}
+
+func (c *cappedWriter) Write(p []byte) (int, error) {
+	if c.over || len(p) > c.left {
+		c.over = true
+		c.more += len(p)
+		return len(p), nil
+	}
+	c.left -= len(p)
+	return c.buf.Write(p)
 }
 
 // maxKeptResult bounds the encoding buffer a stream keeps for the next
@@ -618,24 +653,21 @@ const maxKeptResult = 1 << 20
 // would make, piece by piece (protocol.SyncResult).
 type jsonWriter interface{ WriteJSON(w io.Writer) error }
 
-// streamResult writes a response whose result writes itself straight into
-// the connection's buffered writer: a full sync's megabytes of JSON are
-// never one buffer, and nothing of them stays in the heap after it (before,
-// the encoder's buffer and a kept copy grew the server's RSS with every
-// full sync). A counting pass encodes it once before: a Content-Length
-// frame needs the length first, and an error must come before the frame
-// is begun. That costs less than the buffer did.
-func (s *Stream) streamResult(idb []byte, jw jsonWriter) error {
+// streamResult writes a response whose result (n bytes of JSON) writes
+// itself straight into the connection's buffered writer: a full sync's
+// megabytes of JSON are never one buffer, and nothing of them stays in the
+// heap after it (before, the encoder's buffer and a kept copy grew the
+// server's RSS with every full sync). WriteResult's first pass, which
+// counted it, came before: a Content-Length frame needs the length first,
+// and an error must come before the frame is begun. That costs less than
+// the buffer did.
+func (s *Stream) streamResult(idb []byte, jw jsonWriter, n int) error {
 	head := `{"id":` + string(idb) + `,"result":`
 	const tail = `,"jsonrpc":"2.0"}`
-	var n countingWriter
-	if err := jw.WriteJSON(&n); err != nil {
-		return err
-	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.framing != protocol.FramingNewline {
-		if _, err := fmt.Fprintf(s.w, "Content-Length: %d\r\n\r\n", len(head)+int(n)+len(tail)); err != nil {
+		if _, err := fmt.Fprintf(s.w, "Content-Length: %d\r\n\r\n", len(head)+n+len(tail)); err != nil {
 			return err
 		}
 	}
@@ -654,14 +686,6 @@ func (s *Stream) streamResult(idb []byte, jw jsonWriter) error {
 		}
 	}
 	return s.w.Flush()
-}
-
-// countingWriter counts the bytes written to it.
-type countingWriter int64
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	*c += countingWriter(len(p))
-	return len(p), nil
 }
 
 func (s *Stream) writeFrame(data []byte) error {

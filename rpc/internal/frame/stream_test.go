@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -428,8 +429,9 @@ func TestWriteResultConcurrent(t *testing.T) {
 }
 
 // TestWriteResultStreamed: a result that writes its own JSON (a sync's) is
-// streamed, and the frame is byte for byte the one jsonrpc2's Reply makes,
-// in both framings; a result that fails to encode writes nothing.
+// written from the buffer when small and streamed when larger than
+// inlineResult, and either frame is byte for byte the one jsonrpc2's Reply
+// makes, in both framings; a result that fails to encode writes nothing.
 func TestWriteResultStreamed(t *testing.T) {
 	n := 3
 	views := []protocol.BlockView{
@@ -437,6 +439,8 @@ func TestWriteResultStreamed(t *testing.T) {
 			Sources: []protocol.Source{{URI: "file:///a&b", Range: &protocol.Range{Start: 1, End: 2}, Text: "x\n\"y\"\u2028", TotalLines: &n}}},
 		{Block: "b2", Status: protocol.Invalid, Notice: "re-read f"},
 	}
+	big := protocol.BlockView{Block: "b3", Status: protocol.Valid, // past inlineResult: streamed
+		Sources: []protocol.Source{{URI: "file:///big", Text: strings.Repeat("line <&> \u00e9\n", inlineResult/10)}}}
 	for _, framing := range []string{protocol.FramingContentLength, protocol.FramingNewline} {
 		for _, tc := range []struct {
 			id  jsonrpc2.ID
@@ -444,6 +448,7 @@ func TestWriteResultStreamed(t *testing.T) {
 		}{
 			{jsonrpc2.ID{Num: 7}, protocol.SyncResult{Generation: 3, Full: true, Blocks: views, Flushed: true}},
 			{jsonrpc2.ID{Str: "s\"1", IsString: true}, protocol.SyncResult{Blocks: []protocol.BlockView{}}},
+			{jsonrpc2.ID{Num: 8}, protocol.SyncResult{Generation: 4, Blocks: append(slices.Clone(views), big)}},
 		} {
 			var out bytes.Buffer
 			s := New(strings.NewReader(""), &out, nil, framing, 0)
