@@ -5,10 +5,14 @@ package fileadapter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/concord-ctx/concord/runtime"
 )
@@ -70,6 +74,39 @@ func TestRootHandleCache(t *testing.T) {
 		t.Errorf("open descriptors %d after 50 stamps, %d before", n, fds)
 	}
 
+	// Batches at once while the root is replaced under them: each takes a
+	// handle and gives it back; a replaced handle is closed by its last
+	// user, so nothing leaks and nothing in use is closed.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				a.Stamps(ctx, []string{id})
+			}
+		}()
+	}
+	for i := range 4 {
+		away := filepath.Join(base, fmt.Sprintf("swap%d", i))
+		if err := os.Rename(root, away); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(root, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, p, "one\n")
+	}
+	wg.Wait()
+	a.Stamps(ctx, []string{id}) // the current root cached
+	if n := openFDs(t); n > fds {
+		t.Errorf("open descriptors %d after stamping through replaced roots, %d before", n, fds)
+	}
+	mid, err := stamp("after the swaps")
+	if err != nil || mid == first {
+		t.Fatalf("stamp after the root was swapped 4 times: %q %v (before %q)", mid, err, first)
+	}
+
 	// The root renamed away and made again, with a file of the same name.
 	if err := os.Rename(root, filepath.Join(base, "old")); err != nil {
 		t.Fatal(err)
@@ -79,8 +116,8 @@ func TestRootHandleCache(t *testing.T) {
 	}
 	write(t, p, "two, longer\n")
 	second, err := stamp("new root")
-	if err != nil || second == first {
-		t.Fatalf("stamp after the root was replaced: %q %v (before %q)", second, err, first)
+	if err != nil || second == mid {
+		t.Fatalf("stamp after the root was replaced: %q %v (before %q)", second, err, mid)
 	}
 
 	// The root swapped for a symlink to outside: refused, as the slow path does.
@@ -101,5 +138,49 @@ func TestRootHandleCache(t *testing.T) {
 	a.Close()
 	if len(a.rootFDs.h) != 0 {
 		t.Errorf("cached root handles after Close: %v", a.rootFDs.h)
+	}
+}
+
+// TestRootHandleInUseOutlivesReplacement: a batch that took a root's handle
+// keeps it usable while another batch replaces it in the cache (the root
+// was renamed away and made again); the last user closes it.
+func TestRootHandleInUseOutlivesReplacement(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{Roots: []string{root}, Mode: ModeHooks}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	w1 := a.newDirWalker()
+	fd1, ok := w1.open(root)
+	if !ok {
+		t.Fatal("no handle for the root")
+	}
+	if err := os.Rename(root, filepath.Join(base, "old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w2 := a.newDirWalker()
+	fd2, ok := w2.open(root)
+	if !ok || fd2 == fd1 {
+		t.Fatalf("the replaced root's handle: %d %v (the old one %d)", fd2, ok, fd1)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd1, &st); err != nil {
+		t.Fatalf("the first batch's handle was closed under it: %v", err)
+	}
+	w1.close()
+	if err := unix.Fstat(fd1, &st); err == nil {
+		t.Errorf("the retired handle is still open after its last user returned it")
+	}
+	w2.close()
+	if err := unix.Fstat(fd2, &st); err != nil {
+		t.Errorf("the cached handle was closed: %v", err)
 	}
 }

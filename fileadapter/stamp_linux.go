@@ -21,18 +21,8 @@ const dirFlags = unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEX
 // Root handles come from the adapter's rootCache, checked once per batch.
 type dirWalker struct {
 	a         *Adapter
-	roots     map[string]walkRoot // root -> its handle for this batch
-	held      bool                // holds a.rootFDs.mu shared (cached handles in use)
+	roots     map[string]*rootHandle // root -> its handle for this batch (nil: cannot be opened)
 	noOpenat2 bool
-}
-
-// walkRoot is a root's handle in one batch: fd -1 when it cannot be
-// opened; own when the walker opened it (it goes to the cache, or is
-// closed, with the walker).
-type walkRoot struct {
-	fd       int
-	dev, ino uint64
-	own      bool
 }
 
 func (a *Adapter) newDirWalker() *dirWalker { return &dirWalker{a: a} }
@@ -41,98 +31,111 @@ func (a *Adapter) newDirWalker() *dirWalker { return &dirWalker{a: a} }
 // one file is then an lstat of the root's path (still the directory the
 // handle holds?) and one fstatat on the handle, where each batch opened,
 // fstat'ed and closed the root (issue 23: "one fstatat per file on an open
-// directory handle"). Walkers hold mu shared while they use cached handles;
-// a replaced root's handle is swapped, and closed, under mu held alone.
+// directory handle"). mu is held only to take and return handles, never
+// across a batch's system calls: a batch counts as a user of the handles
+// it took, and a replaced root's handle is closed when its last user
+// returns it.
 type rootCache struct {
-	mu     sync.RWMutex
-	h      map[string]walkRoot
+	mu     sync.Mutex
+	h      map[string]*rootHandle
 	closed bool
+}
+
+// rootHandle is one open root directory.
+type rootHandle struct {
+	fd       int
+	dev, ino uint64
+	users    int  // batches using it (under rootCache.mu)
+	retired  bool // no longer cached: closed by its last user
 }
 
 // root is r's handle for this batch: the cached one while r is still the
 // directory it holds (same device and inode, not a symlink), else one
-// opened now.
-func (w *dirWalker) root(r string) walkRoot {
+// opened now, which replaces it in the cache.
+func (w *dirWalker) root(r string) *rootHandle {
 	var st unix.Stat_t
 	if err := unix.Fstatat(unix.AT_FDCWD, r, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return walkRoot{fd: -1} // gone or swapped for a symlink: the slow path judges it
+		return nil // gone or swapped for a symlink: the slow path judges it
 	}
 	c := &w.a.rootFDs
-	if !w.held {
-		c.mu.RLock()
-		w.held = true
-	}
-	if h, ok := c.h[r]; ok && h.dev == st.Dev && h.ino == st.Ino {
+	c.mu.Lock()
+	if h := c.h[r]; h != nil && h.dev == st.Dev && h.ino == st.Ino {
+		h.users++
+		c.mu.Unlock()
 		return h
 	}
+	c.mu.Unlock()
 	fd, err := unix.Open(r, dirFlags, 0)
 	if err != nil {
-		return walkRoot{fd: -1}
+		return nil
 	}
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return walkRoot{fd: -1}
+		return nil
 	}
-	return walkRoot{fd: fd, dev: st.Dev, ino: st.Ino, own: true}
-}
-
-// rootOf reports whether fd is one of this batch's root handles, and its
-// identity.
-func (w *dirWalker) rootOf(fd int) (walkRoot, bool) {
-	for _, r := range w.roots {
-		if r.fd == fd {
-			return r, true
-		}
-	}
-	return walkRoot{}, false
-}
-
-// close ends the batch: the roots it opened replace stale cached handles
-// (or are closed when the cache has a current one).
-func (w *dirWalker) close() {
-	c := &w.a.rootFDs
-	if w.held {
-		c.mu.RUnlock()
-		w.held = false
-	}
-	var offer bool
-	for _, r := range w.roots {
-		offer = offer || r.own
-	}
-	if !offer {
-		return
-	}
+	h := &rootHandle{fd: fd, dev: st.Dev, ino: st.Ino, users: 1}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for path, r := range w.roots {
-		if !r.own {
-			continue
-		}
-		old, ok := c.h[path]
-		switch {
-		case c.closed || ok && old.dev == r.dev && old.ino == r.ino:
-			unix.Close(r.fd) // another batch cached the same directory
-		default:
-			if ok {
-				unix.Close(old.fd) // no batch uses it: they hold mu shared
-			}
-			if c.h == nil {
-				c.h = map[string]walkRoot{}
-			}
-			r.own = false
-			c.h[path] = r
+	if c.closed {
+		h.retired = true // the adapter is closing: not kept
+		return h
+	}
+	if old := c.h[r]; old != nil {
+		old.retired = true
+		if old.users == 0 {
+			unix.Close(old.fd)
 		}
 	}
+	if c.h == nil {
+		c.h = map[string]*rootHandle{}
+	}
+	c.h[r] = h
+	return h
 }
 
-// closeRoots closes the cached root handles (Adapter.Close).
+// rootOf reports whether fd is one of this batch's root handles, and which.
+func (w *dirWalker) rootOf(fd int) (*rootHandle, bool) {
+	for _, h := range w.roots {
+		if h != nil && h.fd == fd {
+			return h, true
+		}
+	}
+	return nil, false
+}
+
+// close ends the batch: it returns the root handles it took (a retired one
+// is closed by its last user).
+func (w *dirWalker) close() {
+	if len(w.roots) == 0 {
+		return
+	}
+	c := &w.a.rootFDs
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range w.roots {
+		if h == nil {
+			continue
+		}
+		h.users--
+		if h.retired && h.users == 0 {
+			unix.Close(h.fd)
+		}
+	}
+	w.roots = nil
+}
+
+// closeRoots closes the cached root handles no batch is using; those in use
+// are closed by their batches (Adapter.Close).
 func (a *Adapter) closeRoots() {
 	c := &a.rootFDs
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
-	for path, r := range c.h {
-		unix.Close(r.fd)
+	for path, h := range c.h {
+		h.retired = true
+		if h.users == 0 {
+			unix.Close(h.fd)
+		}
 		delete(c.h, path)
 	}
 }
@@ -150,18 +153,18 @@ func (w *dirWalker) open(dir string) (fd int, ok bool) {
 		if !found || (rel != "" && rel[0] != filepath.Separator) {
 			continue
 		}
-		wr, seen := w.roots[r]
+		h, seen := w.roots[r]
 		if !seen {
-			wr = w.root(r)
+			h = w.root(r)
 			if w.roots == nil {
-				w.roots = map[string]walkRoot{}
+				w.roots = map[string]*rootHandle{}
 			}
-			w.roots[r] = wr
+			w.roots[r] = h
 		}
-		rfd := wr.fd
-		if rfd < 0 {
+		if h == nil {
 			return -1, false
 		}
+		rfd := h.fd
 		rel = strings.TrimPrefix(rel, string(filepath.Separator))
 		if rel == "" {
 			return rfd, true // the root itself; closed with the walker
