@@ -224,6 +224,16 @@ func (a *Adapter) Normalize(uri string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if a.plainPath(p) {
+		return pathURI(p), nil // below a root with no symlink on the way: its own resolution
+	}
+	return a.normalizeSlow(uri, p)
+}
+
+// normalizeSlow is Normalize by EvalSymlinks (an lstat per component of
+// the whole path): every path plainPath cannot vouch for (a symlink on the
+// way, a file that does not exist, no fast path on this system).
+func (a *Adapter) normalizeSlow(uri, p string) (string, error) {
 	rp, err := resolve(p)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %v", runtime.ErrInvalidURI, uri, err)

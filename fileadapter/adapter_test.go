@@ -455,7 +455,20 @@ func FuzzNormalize(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer a.Close()
-	for _, s := range []string{root + "/a.txt", "file://" + root + "/b%20c", "file:///etc/passwd", "../x", "file://h/x", root + "/../x", "file:"} {
+	// Files that exist take Normalize's fast path (plainPath); the rest
+	// resolve by EvalSymlinks.
+	for _, n := range []string{"a.txt", "b c", "d/e.txt"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, n)), 0o755); err != nil {
+			f.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, n), []byte("x\n"), 0o644); err != nil {
+			f.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "d"), filepath.Join(root, "l")); err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{root + "/a.txt", "file://" + root + "/b%20c", root + "/d/e.txt", root + "/l/e.txt", root + "/d/../a.txt", "file:///etc/passwd", "../x", "file://h/x", root + "/../x", "file:"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, uri string) {

@@ -184,3 +184,64 @@ func TestRootHandleInUseOutlivesReplacement(t *testing.T) {
 		t.Errorf("the cached handle was closed: %v", err)
 	}
 }
+
+// TestNormalizeAgreesWithSlowPath: Normalize's fast path (plainPath, from
+// the root's kept handle) gives every path the id and the error that
+// EvalSymlinks' resolution gives: plain files at every depth, directories,
+// symlinks inside and to outside (of a file and of a parent), missing
+// files and directories, and a root swapped for another directory.
+func TestNormalizeAgreesWithSlowPath(t *testing.T) {
+	root := tempRoot(t)
+	out := tempRoot(t)
+	a, err := New(Config{Roots: []string{root}, Mode: ModeHooks}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for _, f := range []string{"top.txt", "a/b/c/deep.txt", "real/f.txt", "sp ace/é.txt"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(root, f), "x\n")
+	}
+	write(t, filepath.Join(out, "sub/f.txt"), "outside\n")
+	for _, l := range [][2]string{
+		{filepath.Join(root, "real"), filepath.Join(root, "link")},
+		{filepath.Join(root, "top.txt"), filepath.Join(root, "a/ln.txt")},
+		{filepath.Join(out, "sub"), filepath.Join(root, "escape")},
+		{filepath.Join(out, "sub/f.txt"), filepath.Join(root, "a/escape.txt")},
+		{"missing-target", filepath.Join(root, "a/dangling")},
+	} {
+		if err := os.Symlink(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := []string{"top.txt", "a/b/c/deep.txt", "a/b/c", "a", "real/f.txt", "sp ace/é.txt", "link/f.txt", "link",
+		"a/ln.txt", "escape/f.txt", "escape", "a/escape.txt", "a/dangling", "missing.txt", "a/nodir/x.txt", ""}
+	check := func(what string) {
+		t.Helper()
+		for _, n := range names {
+			p := filepath.Join(root, n)
+			for _, uri := range []string{p, pathURI(p)} {
+				got, gotErr := a.Normalize(uri)
+				want, wantErr := a.normalizeSlow(uri, p)
+				if got != want || (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()) {
+					t.Errorf("%s: %s: Normalize %q %v, slow path %q %v", what, uri, got, gotErr, want, wantErr)
+				}
+			}
+		}
+	}
+	check("as made")
+	if !a.plainPath(filepath.Join(root, "a/b/c/deep.txt")) || a.plainPath(filepath.Join(root, "link/f.txt")) || a.plainPath(filepath.Join(root, "missing.txt")) {
+		t.Error("plainPath vouches for the wrong paths")
+	}
+	// The root renamed away and made again with only one file.
+	if err := os.Rename(root, root+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, "top.txt"), "new\n")
+	check("root replaced")
+}

@@ -140,6 +140,26 @@ func (a *Adapter) closeRoots() {
 	}
 }
 
+// plainPath reports whether p lies below a root and is reached from the
+// root's kept handle without any symlink: its directory by openat2
+// (RESOLVE_NO_SYMLINKS) and its name by an fstatat that does not follow.
+// Then p is its own resolution (the root's own ancestors aside, as for
+// stamps), and Normalize skips EvalSymlinks' lstat of every component of
+// the whole path. A missing file, a symlink or anything unusual: false.
+func (a *Adapter) plainPath(p string) bool {
+	w := a.newDirWalker()
+	defer w.close()
+	fd, ok := w.open(filepath.Dir(p))
+	if !ok {
+		return false
+	}
+	if _, isRoot := w.rootOf(fd); !isRoot {
+		defer unix.Close(fd)
+	}
+	var st unix.Stat_t
+	return unix.Fstatat(fd, filepath.Base(p), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFLNK
+}
+
 // open reaches dir from its root without following any symlink: a handle on
 // it proves that the path is still a chain of real directories inside the
 // root (what lstatConfined checks with one lstat per component). One

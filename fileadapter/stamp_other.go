@@ -16,6 +16,9 @@ type rootCache struct{}
 
 func (a *Adapter) closeRoots() {}
 
+// plainPath has no fast path here: Normalize resolves every path.
+func (a *Adapter) plainPath(string) bool { return false }
+
 func (w *dirWalker) stampFiles(string, []string, time.Time, []string, []bool, bool) (dev, ino uint64) {
 	return 0, 0
 }
