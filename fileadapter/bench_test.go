@@ -50,6 +50,15 @@ func BenchmarkStamp(b *testing.B) {
 			}
 		}
 	})
+	// What every observe pays for its URI: the canonical id, checked
+	// against the roots.
+	b.Run("normalize", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := a.Normalize(id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkQuietSync: a sync of one agent's 1,000 watched files (10,000
