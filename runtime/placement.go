@@ -535,7 +535,7 @@ func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []
 		}
 	}
 	for _, s := range ag.audit {
-		if s == nil || !near[s] || s.stage != stageSuperseded || s.anchor == "" || s.pl.note == notePointer || s.pl.note == noteWarning || !s.pl.deferred {
+		if s == nil || s.stage != stageSuperseded || s.anchor == "" || s.pl.note == notePointer || s.pl.note == noteWarning || !s.pl.deferred || !near[s] {
 			continue
 		}
 		switch s.pl.inplace.status() {
