@@ -41,11 +41,7 @@ func TestRootHandleCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, err := New(Config{Roots: []string{root}, Mode: ModeHooks}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a, _ := newAdapter(t, Config{Roots: []string{root}, Mode: ModeHooks})
 	p := filepath.Join(root, "f.txt")
 	id := pathURI(p)
 	write(t, p, "one\n")
@@ -150,11 +146,7 @@ func TestRootHandleInUseOutlivesReplacement(t *testing.T) {
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(Config{Roots: []string{root}, Mode: ModeHooks}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a, _ := newAdapter(t, Config{Roots: []string{root}, Mode: ModeHooks})
 	w1 := a.newDirWalker()
 	fd1, ok := w1.open(root)
 	if !ok {
@@ -193,11 +185,7 @@ func TestRootHandleInUseOutlivesReplacement(t *testing.T) {
 func TestNormalizeAgreesWithSlowPath(t *testing.T) {
 	root := tempRoot(t)
 	out := tempRoot(t)
-	a, err := New(Config{Roots: []string{root}, Mode: ModeHooks}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a, _ := newAdapter(t, Config{Roots: []string{root}, Mode: ModeHooks})
 	for _, f := range []string{"top.txt", "a/b/c/deep.txt", "real/f.txt", "sp ace/é.txt"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755); err != nil {
 			t.Fatal(err)
