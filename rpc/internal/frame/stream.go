@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/concord-ctx/concord/protocol"
@@ -76,12 +75,14 @@ type Stream struct {
 	closeOnce sync.Once
 
 	wmu sync.Mutex
-
-	// resultBuf is WriteResult's encoding buffer, kept between results (a
-	// concurrent one takes a new buffer): a full sync's megabytes are not
-	// allocated again, grown by doubling, at every one.
-	resultBuf atomic.Pointer[bytes.Buffer]
 }
+
+// resultBufs holds WriteResult's encoding buffers between results: a
+// result is not encoded into a buffer grown by doubling from nothing each
+// time. A pool, not one buffer per stream: under load many agents' syncs
+// are encoded at once, and each took a new buffer (up to inlineResult)
+// while one stayed kept.
+var resultBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 var _ jsonrpc2.ObjectStream = (*Stream)(nil)
 
@@ -587,14 +588,11 @@ func (s *Stream) WriteResult(id jsonrpc2.ID, result any) error {
 	}
 	jw, isWriter := result.(jsonWriter)
 	isWriter = isWriter && s.Trace == nil
-	buf := s.resultBuf.Swap(nil)
-	if buf == nil {
-		buf = new(bytes.Buffer)
-	}
+	buf := resultBufs.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= maxKeptResult {
 			buf.Reset()
-			s.resultBuf.Store(buf) // from here another result may be using it
+			resultBufs.Put(buf) // from here another result may be using it
 		}
 	}()
 	buf.WriteString(`{"id":`)
@@ -645,7 +643,7 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 }
 
 // maxKeptResult bounds the encoding buffer a stream keeps for the next
-// result (Stream.resultBuf); a larger one is left to the collector. Syncs,
+// result (resultBufs); a larger one is left to the collector. Syncs,
 // the results that reach megabytes, are streamed (jsonWriter).
 const maxKeptResult = 1 << 20
 
