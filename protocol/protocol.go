@@ -727,6 +727,22 @@ type StatsResult struct {
 	Sources         int            `json:"sources"`
 	Agents          int            `json:"agents"`
 	BytesHeld       int64          `json:"bytesHeld"` // payload and source text held
+	// Syncs: how long the syncs answered so far took the server (absent
+	// before the first; filled by the server, not the core).
+	Syncs *SyncTimes `json:"syncs,omitempty"`
+}
+
+// SyncTimes time the syncs a server answered, in milliseconds at the median
+// and the 99th percentile: from the request's admission to its result
+// (handled) and to its reply written (answered). Answered minus handled is
+// the wait for the output pipe, which a client that reads slowly lengthens.
+type SyncTimes struct {
+	Count         int64   `json:"count"`
+	Bytes         int64   `json:"bytes"` // the replies' JSON
+	HandledP50Ms  float64 `json:"handledP50Ms"`
+	HandledP99Ms  float64 `json:"handledP99Ms"`
+	AnsweredP50Ms float64 `json:"answeredP50Ms"`
+	AnsweredP99Ms float64 `json:"answeredP99Ms"`
 }
 
 // BlocksChangedParams is the server's hint that a sync would return something.

@@ -82,7 +82,7 @@ var methods = map[string]method{
 	protocol.MethodSync:          {(*Server).syncViews, byAgent, decodeAs[protocol.SyncParams]},
 	protocol.MethodRecognize:     {(*Server).recognize, byAgent, decodeAs[protocol.RecognizeParams]},
 	protocol.MethodRelease:       {onCore(Core.Release, same[protocol.ReleaseParams]), byAgent, decodeAs[protocol.ReleaseParams]}, // barrier when it names no agent
-	protocol.MethodStats:         {onCore(stats, same[struct{}]), barrier, nil},
+	protocol.MethodStats:         {(*Server).stats, barrier, nil},
 	protocol.MethodShutdown:      {(*Server).shutdown, barrier, nil},
 	protocol.MethodExit:          {(*Server).exitNotification, barrier, nil},
 }
@@ -121,8 +121,18 @@ func syncNonNil(c Core, ctx context.Context, p protocol.SyncParams) (protocol.Sy
 	return res, err
 }
 
-func stats(c Core, _ context.Context, _ struct{}) (protocol.StatsResult, error) {
-	return c.Stats(), nil
+// stats is the core's counters and the server's own timings of syncs.
+func (s *Server) stats(_ context.Context, raw *params) (any, error) {
+	if _, err := paramsOf[struct{}](raw); err != nil {
+		return nil, err
+	}
+	core, err := s.session()
+	if err != nil {
+		return nil, err
+	}
+	res := core.Stats()
+	res.Syncs = s.syncs.snapshot()
+	return res, nil
 }
 
 // observeWire is observe's params with each source's text as sent (the

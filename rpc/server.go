@@ -88,6 +88,7 @@ type Server struct {
 	rec recognized // how recognize's blocks were shown, to render their views
 
 	stream *frame.Stream // writes results (writeResult)
+	syncs  syncTimes     // for stats
 }
 
 // Serve runs the protocol on in/out until exit or the end of in. It returns
@@ -248,6 +249,7 @@ func (s *Server) admit(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.R
 	}
 	s.handlers.Add(1) // under mu: never concurrent with the final Wait (see closing)
 	s.mu.Unlock()
+	admitted := time.Now()
 	return func() {
 		defer s.handlers.Done()
 		defer done()
@@ -270,7 +272,11 @@ func (s *Server) admit(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.R
 		if err != nil && rctx.Err() != nil && ctx.Err() == nil {
 			err = context.Canceled // $/cancelRequest: whatever failed, it was asked to stop
 		}
-		s.reply(ctx, conn, req, res, err)
+		handled := time.Since(admitted)
+		n := s.reply(ctx, conn, req, res, err)
+		if n > 0 && req.Method == protocol.MethodSync {
+			s.syncs.add(handled, time.Since(admitted), n)
+		}
 	}
 }
 
@@ -300,12 +306,12 @@ func (s *Server) call(ctx context.Context, req *jsonrpc2.Request, m method, in *
 	return m.run(s, ctx, in)
 }
 
-func (s *Server) reply(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request, res any, err error) {
+func (s *Server) reply(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request, res any, err error) (n int) {
 	if req.Notif {
 		if err != nil {
 			s.log.Warn("notification failed", "method", req.Method, "error", err)
 		}
-		return
+		return 0
 	}
 	if err != nil {
 		e := toError(req.Method, err)
@@ -316,23 +322,28 @@ func (s *Server) reply(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.R
 		}
 		err = conn.ReplyWithError(ctx, req.ID, wire(e))
 	} else {
-		err = s.writeResult(conn, req.ID, res)
+		n, err = s.writeResult(conn, req.ID, res)
 	}
-	if err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
-		s.log.Warn("reply failed", "method", req.Method, "error", err)
+	if err != nil {
+		if !errors.Is(err, jsonrpc2.ErrClosed) {
+			s.log.Warn("reply failed", "method", req.Method, "error", err)
+		}
+		return 0
 	}
+	return n
 }
 
 // writeResult answers with a result through the stream, encoded once
 // (frame.Stream.WriteResult); like jsonrpc2's Reply, not once the
-// connection is closed.
-func (s *Server) writeResult(conn *jsonrpc2.Conn, id jsonrpc2.ID, res any) error {
+// connection is closed. n is the reply's bytes, 0 when the stream is
+// jsonrpc2's own (Handle).
+func (s *Server) writeResult(conn *jsonrpc2.Conn, id jsonrpc2.ID, res any) (n int, err error) {
 	if s.stream == nil {
-		return conn.Reply(context.Background(), id, res)
+		return 0, conn.Reply(context.Background(), id, res)
 	}
 	select {
 	case <-conn.DisconnectNotify():
-		return jsonrpc2.ErrClosed
+		return 0, jsonrpc2.ErrClosed
 	default:
 	}
 	return s.stream.WriteResult(id, res)

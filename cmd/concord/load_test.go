@@ -193,6 +193,16 @@ func TestLoadManyAgents(t *testing.T) {
 		t.Error(err)
 	}
 	rss, _ := vmRSS(c.Pid())
+	// The server's own timing of the same syncs, before the checks add
+	// theirs: how much of the latency above is its work, how much the
+	// wait for the one output pipe that this client drains.
+	var st protocol.StatsResult
+	if err := c.Call(context.Background(), protocol.MethodStats, nil, &st); err != nil {
+		t.Fatalf("stats: %v", err)
+	}
+	if st.Syncs == nil || st.Syncs.Count != int64(len(syncLat)) {
+		t.Errorf("stats timed %+v syncs, want %d", st.Syncs, len(syncLat))
+	}
 	checked := 0
 	for a := range agents {
 		checked += w.checkInvariant(t, c, fmt.Sprintf("agent-%02d", a))
@@ -205,6 +215,10 @@ func TestLoadManyAgents(t *testing.T) {
 	}
 	t.Logf("load: %d agents x %d observations, %d edits in flight, %d syncs: p50 %v, p99 %v, max %v; rss %d kB; %d live sources checked",
 		agents, perAgent, edits, len(syncLat), percentile(syncLat, 0.5), percentile(syncLat, 0.99), percentile(syncLat, 1), rss, checked)
+	if s := st.Syncs; s != nil {
+		t.Logf("load, as the server timed its syncs: handled p50 %.1f ms, p99 %.1f ms; answered (reply written) p50 %.1f ms, p99 %.1f ms; %.0f kB per reply",
+			s.HandledP50Ms, s.HandledP99Ms, s.AnsweredP50Ms, s.AnsweredP99Ms, float64(s.Bytes)/float64(max(s.Count, 1))/1000)
+	}
 }
 
 // TestSoakFlatMemory: observe/sync rounds with edits, one agent re-reading a working set, as a long

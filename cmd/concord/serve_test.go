@@ -378,3 +378,49 @@ func TestObserveErrorNamesTheFailingSource(t *testing.T) {
 		})
 	}
 }
+
+// TestStatsTimeSyncs: stats counts the syncs the server answered, the exact
+// bytes of their replies, and times each from admission to its result and
+// to its reply written (never the other way round); before the first sync
+// there is nothing to report.
+func TestStatsTimeSyncs(t *testing.T) {
+	root := tempRoot(t)
+	path := filepath.Join(root, "a.txt")
+	transcript.AtomicWrite(t, path, []byte("one\ntwo\nthree\n"))
+	c := startServe(t)
+	initialize(t, c, root, "auto") // id 1
+	ctx := context.Background()
+	var st protocol.StatsResult
+	if err := c.Call(ctx, protocol.MethodStats, nil, &st); err != nil { // id 2
+		t.Fatal(err)
+	}
+	if st.Syncs != nil {
+		t.Fatalf("stats before any sync: syncs %+v, want none", st.Syncs)
+	}
+	o := protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: "call_1",
+		Sources: []protocol.Source{{URI: fileURI(path), Range: &protocol.Range{Start: 1, End: 2}, Text: "one\ntwo"}}}
+	if err := c.Call(ctx, protocol.MethodObserve, o, nil); err != nil { // id 3
+		t.Fatal(err)
+	}
+	want := 0
+	for id := 4; id <= 6; id++ {
+		var raw json.RawMessage // the result as the server wrote it
+		if err := c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "main", Turn: id}, &raw); err != nil {
+			t.Fatal(err)
+		}
+		want += len(fmt.Sprintf(`{"id":%d,"result":%s,"jsonrpc":"2.0"}`, id, raw))
+	}
+	if err := c.Call(ctx, protocol.MethodStats, nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	s := st.Syncs
+	if s == nil {
+		t.Fatal("stats after three syncs: no syncs")
+	}
+	if s.Count != 3 || s.Bytes != int64(want) {
+		t.Errorf("count %d, bytes %d; want 3 syncs of %d bytes", s.Count, s.Bytes, want)
+	}
+	if s.HandledP50Ms <= 0 || s.HandledP50Ms > s.HandledP99Ms || s.HandledP99Ms > s.AnsweredP99Ms || s.HandledP50Ms > s.AnsweredP50Ms {
+		t.Errorf("times %+v: want 0 < handled <= answered at each percentile", s)
+	}
+}

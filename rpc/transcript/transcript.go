@@ -26,7 +26,8 @@
 // Expected messages are compared after normalising volatile parts: the
 // root path becomes $ROOT, sha256 hex digests become sha256:HASH, the
 // server version becomes $VERSION, the temp dir holding the root $ROOT/..,
-// and a block's "reason" keeps only its category (see shortenReasons).
+// a block's "reason" keeps only its category (see shortenReasons), and
+// stats' sync timings and bytes become $MS and $BYTES (maskSyncTimes).
 // blocksChanged notifications depend on timing and are left out. With
 // update, the recv lines are rewritten from what the server actually said.
 package transcript
@@ -386,6 +387,7 @@ func (r *runner) normalize(m json.RawMessage) json.RawMessage {
 	var x any
 	_ = json.Unmarshal(m, &x)
 	shortenReasons(x)
+	maskSyncTimes(x)
 	x = walkStrings(x, func(s string) string {
 		s = strings.ReplaceAll(s, r.root, "$ROOT")
 		s = strings.ReplaceAll(s, filepath.Dir(r.root), "$ROOT/..")
@@ -412,6 +414,24 @@ func shortenReasons(x any) {
 				continue
 			}
 			shortenReasons(e)
+		}
+	}
+}
+
+// maskSyncTimes replaces the timings of stats' "syncs" with $MS and its
+// bytes (which count the temp root's path) with $BYTES; the count stays.
+// A timing that is not a non-negative number is left for the diff to show.
+func maskSyncTimes(x any) {
+	res, _ := x.(map[string]any)["result"].(map[string]any)
+	syncs, _ := res["syncs"].(map[string]any)
+	for k, v := range syncs {
+		n, ok := v.(float64)
+		switch {
+		case !ok:
+		case k == "bytes" && n > 0:
+			syncs[k] = "$BYTES"
+		case strings.HasSuffix(k, "Ms") && n >= 0:
+			syncs[k] = "$MS"
 		}
 	}
 }

@@ -78,9 +78,12 @@ class ReleaseParams(TypedDict, total=False):  # ReleaseParams drop blocks by id,
     agent: str; blocks: list[str]; anchors: list[str]
 class ReleaseResult(TypedDict):  # ReleaseResult answers release.
     released: list[str]
+class SyncTimes(TypedDict):  # SyncTimes time the syncs a server answered, in milliseconds at the median and the 99th percentile: from the request's admission to its result (handled) and to its reply written (answered).
+    count: int; bytes: int; handledP50Ms: float; handledP99Ms: float; answeredP50Ms: float
+    answeredP99Ms: float
 class StatsResult(TypedDict):  # StatsResult answers stats: counters for operators and benchmarks.
     blocks: dict[Status, int]; reconciliations: dict[str, int]; verifyPasses: int; sources: int
-    agents: int; bytesHeld: int
+    agents: int; bytesHeld: int; syncs: NotRequired[SyncTimes]
 class ToolCall(TypedDict, total=False):  # ToolCall is one finished tool call as the runtime has it (recognize).
     runtime: Required[str]; tool: Required[str]; arguments: Any; output: Required[str]; exitCode: int
     cwd: str; truncated: bool; error: bool; metadata: Any

@@ -65,9 +65,13 @@ export interface SyncResult { // SyncResult is the projection: blocks whose mode
 }
 export interface ReleaseParams { agent?: string; blocks?: string[]; anchors?: string[] } // ReleaseParams drop blocks by id, or by anchor within Agent.
 export interface ReleaseResult { released: string[] } // ReleaseResult answers release.
+export interface SyncTimes { // SyncTimes time the syncs a server answered, in milliseconds at the median and the 99th percentile: from the request's admission to its result (handled) and to its reply written (answered).
+  count: number; bytes: number; handledP50Ms: number; handledP99Ms: number; answeredP50Ms: number
+  answeredP99Ms: number
+}
 export interface StatsResult { // StatsResult answers stats: counters for operators and benchmarks.
   blocks: Partial<Record<Status, number>>; reconciliations: Record<string, number>
-  verifyPasses: number; sources: number; agents: number; bytesHeld: number
+  verifyPasses: number; sources: number; agents: number; bytesHeld: number; syncs?: SyncTimes
 }
 export interface ToolCall { // ToolCall is one finished tool call as the runtime has it (recognize).
   runtime: string; tool: string; arguments?: unknown; output: string; exitCode?: number; cwd?: string

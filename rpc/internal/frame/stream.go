@@ -580,11 +580,12 @@ func (s *Stream) WriteObject(obj any) error {
 // most of the server's time, and a heap peak of several copies that the
 // process kept as RSS. The encoding buffer of small results is reused; a
 // result that writes its own JSON (a sync's, jsonWriter) is streamed once
-// it outgrows inlineResult.
-func (s *Stream) WriteResult(id jsonrpc2.ID, result any) error {
+// it outgrows inlineResult. n is the message's length in bytes, without
+// its framing.
+func (s *Stream) WriteResult(id jsonrpc2.ID, result any) (n int, err error) {
 	idb, err := id.MarshalJSON()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	jw, isWriter := result.(jsonWriter)
 	isWriter = isWriter && s.Trace == nil
@@ -603,7 +604,7 @@ func (s *Stream) WriteResult(id jsonrpc2.ID, result any) error {
 		// outgrows it is only counted from there on, then streamed.
 		cw := cappedWriter{buf: buf, left: inlineResult}
 		if err := jw.WriteJSON(&cw); err != nil {
-			return err
+			return 0, err
 		}
 		if cw.over {
 			return s.streamResult(idb, jw, inlineResult-cw.left+cw.more)
@@ -611,12 +612,12 @@ func (s *Stream) WriteResult(id jsonrpc2.ID, result any) error {
 	} else {
 		enc := json.NewEncoder(buf)
 		if err := enc.Encode(result); err != nil {
-			return err
+			return 0, err
 		}
 		buf.Truncate(buf.Len() - 1) // Encode's newline
 	}
 	buf.WriteString(`,"jsonrpc":"2.0"}`)
-	return s.writeFrame(buf.Bytes())
+	return buf.Len(), s.writeFrame(buf.Bytes())
 }
 
 // inlineResult is the most of a self-writing result (a sync's) encoded into
@@ -659,31 +660,32 @@ type jsonWriter interface{ WriteJSON(w io.Writer) error }
 // counted it, came before: a Content-Length frame needs the length first,
 // and an error must come before the frame is begun. That costs less than
 // the buffer did.
-func (s *Stream) streamResult(idb []byte, jw jsonWriter, n int) error {
+func (s *Stream) streamResult(idb []byte, jw jsonWriter, n int) (int, error) {
 	head := `{"id":` + string(idb) + `,"result":`
 	const tail = `,"jsonrpc":"2.0"}`
+	size := len(head) + n + len(tail)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.framing != protocol.FramingNewline {
-		if _, err := fmt.Fprintf(s.w, "Content-Length: %d\r\n\r\n", len(head)+n+len(tail)); err != nil {
-			return err
+		if _, err := fmt.Fprintf(s.w, "Content-Length: %d\r\n\r\n", size); err != nil {
+			return 0, err
 		}
 	}
 	if _, err := s.w.WriteString(head); err != nil {
-		return err
+		return 0, err
 	}
 	if err := jw.WriteJSON(s.w); err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := s.w.WriteString(tail); err != nil {
-		return err
+		return 0, err
 	}
 	if s.framing == protocol.FramingNewline {
 		if err := s.w.WriteByte('\n'); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return s.w.Flush()
+	return size, s.w.Flush()
 }
 
 func (s *Stream) writeFrame(data []byte) error {

@@ -375,7 +375,7 @@ func TestWriteResultAsJsonrpc2(t *testing.T) {
 	} {
 		var out bytes.Buffer
 		s := New(strings.NewReader(""), &out, nil, protocol.FramingNewline, 0)
-		if err := s.WriteResult(tc.id, tc.res); err != nil {
+		if _, err := s.WriteResult(tc.id, tc.res); err != nil {
 			t.Fatal(err)
 		}
 		resp := &jsonrpc2.Response{ID: tc.id}
@@ -405,7 +405,7 @@ func TestWriteResultConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range 50 {
 				n := g*1000 + i
-				if err := s.WriteResult(jsonrpc2.ID{Num: uint64(n)}, map[string]int{"n": n, "pad": len(strings.Repeat("x", n%97))}); err != nil {
+				if _, err := s.WriteResult(jsonrpc2.ID{Num: uint64(n)}, map[string]int{"n": n, "pad": len(strings.Repeat("x", n%97))}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -431,7 +431,8 @@ func TestWriteResultConcurrent(t *testing.T) {
 // TestWriteResultStreamed: a result that writes its own JSON (a sync's) is
 // written from the buffer when small and streamed when larger than
 // inlineResult, and either frame is byte for byte the one jsonrpc2's Reply
-// makes, in both framings; a result that fails to encode writes nothing.
+// makes, in both framings, of the length it reports; a result that fails
+// to encode writes nothing.
 func TestWriteResultStreamed(t *testing.T) {
 	n := 3
 	views := []protocol.BlockView{
@@ -452,7 +453,8 @@ func TestWriteResultStreamed(t *testing.T) {
 		} {
 			var out bytes.Buffer
 			s := New(strings.NewReader(""), &out, nil, framing, 0)
-			if err := s.WriteResult(tc.id, tc.res); err != nil {
+			size, err := s.WriteResult(tc.id, tc.res)
+			if err != nil {
 				t.Fatal(err)
 			}
 			resp := &jsonrpc2.Response{ID: tc.id}
@@ -470,11 +472,14 @@ func TestWriteResultStreamed(t *testing.T) {
 			if out.String() != want {
 				t.Errorf("%s: got  %q\nwant %q", framing, out.String(), want)
 			}
+			if size != len(body) {
+				t.Errorf("%s: WriteResult said %d bytes, the message has %d", framing, size, len(body))
+			}
 		}
 	}
 	var out bytes.Buffer
 	s := New(strings.NewReader(""), &out, nil, protocol.FramingContentLength, 0)
-	if err := s.WriteResult(jsonrpc2.ID{Num: 1}, badJSON{}); err == nil || out.Len() > 0 {
+	if _, err := s.WriteResult(jsonrpc2.ID{Num: 1}, badJSON{}); err == nil || out.Len() > 0 {
 		t.Errorf("a result that fails to encode: err %v, wrote %q", err, out.String())
 	}
 }
