@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,6 +125,43 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
+// loadCPU is the CPU time (user and system) the server and this test
+// process have used: on a small machine both share the cores, and the
+// test's agents decode every reply.
+type loadCPU struct {
+	server, self time.Duration
+	ok           bool // the server's was read (/proc, Linux)
+}
+
+func cpuTimes(pid int) loadCPU {
+	var c loadCPU
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return c
+	}
+	// Fields after the command's closing parenthesis: utime and stime are
+	// the 12th and 13th, in clock ticks (USER_HZ, 100 on Linux).
+	_, rest, found := strings.Cut(string(stat), ") ")
+	f := strings.Fields(rest)
+	if !found || len(f) < 13 {
+		return c
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 == nil && err2 == nil {
+		c.server, c.ok = time.Duration(ut+st)*10*time.Millisecond, true
+	}
+	return c
+}
+
+func (c loadCPU) sub(d loadCPU) loadCPU {
+	return loadCPU{server: c.server - d.server, self: c.self - d.self, ok: c.ok && d.ok}
+}
+
 // TestLoadManyAgents: many agents observe and sync concurrently on one server while an editor
 // rewrites the files. Every call is answered, and the projection is true at the end.
 func TestLoadManyAgents(t *testing.T) {
@@ -132,6 +170,7 @@ func TestLoadManyAgents(t *testing.T) {
 	w := newLoadWorkspace(t, 20, 400)
 	c := startServe(t)
 	initialize(t, c, w.root, "auto")
+	cpu0, start := cpuTimes(c.Pid()), time.Now()
 
 	stop := make(chan struct{})
 	editorDone := make(chan int)
@@ -193,6 +232,7 @@ func TestLoadManyAgents(t *testing.T) {
 		t.Error(err)
 	}
 	rss, _ := vmRSS(c.Pid())
+	cpu, wall := cpuTimes(c.Pid()).sub(cpu0), time.Since(start)
 	// The server's own timing of the same syncs, before the checks add
 	// theirs: how much of the latency above is its work, how much the
 	// wait for the one output pipe that this client drains.
@@ -218,6 +258,10 @@ func TestLoadManyAgents(t *testing.T) {
 	if s := st.Syncs; s != nil {
 		t.Logf("load, as the server timed its syncs: handled p50 %.1f ms, p99 %.1f ms; answered (reply written) p50 %.1f ms, p99 %.1f ms; %.0f kB per reply",
 			s.HandledP50Ms, s.HandledP99Ms, s.AnsweredP50Ms, s.AnsweredP99Ms, float64(s.Bytes)/float64(max(s.Count, 1))/1000)
+	}
+	if cpu.ok {
+		t.Logf("load, CPU over the %.1f s run: server %.1f s, this test (agents, editor) %.1f s",
+			wall.Seconds(), cpu.server.Seconds(), cpu.self.Seconds())
 	}
 }
 
