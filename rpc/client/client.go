@@ -26,8 +26,9 @@ import (
 // It is safe for concurrent use. Calls fail with jsonrpc2.ErrClosed once the
 // process has exited; server errors come back as *protocol.Error (use errors.As).
 type Client struct {
-	cmd   *exec.Cmd
-	conn  *jsonrpc2.Conn
+	cmd    *exec.Cmd
+	conn   *jsonrpc2.Conn
+	stream *frame.Stream // keeps results for Call (Await)
 	stdin *os.File // the write end of the child's stdin
 	out   *os.File // the read end of the child's stdout
 	tail  *tailWriter
@@ -118,6 +119,7 @@ func (o Options) Start(ctx context.Context, bin string, args ...string) (*Client
 	// readable until it exits, so its last replies are not lost and it never
 	// writes into a closed pipe.
 	s := frame.New(outR, inW, inW, framing, o.MaxMessage)
+	c.stream = s
 	c.conn = jsonrpc2.NewConn(context.Background(), s, clientHandler{c}, jsonrpc2.SetLogger(discardLogger{}))
 	return c, nil
 }
@@ -196,7 +198,21 @@ func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 // ctx's error.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
 	id := jsonrpc2.ID{Num: c.nextID.Add(1)}
-	err := c.conn.Call(ctx, method, params, result, jsonrpc2.PickID(id))
+	// The result is decoded here, once, from the bytes the stream kept
+	// (frame.Stream.Await), not by jsonrpc2; raw is the placeholder, or the
+	// result itself when the response came the other way.
+	take, done := c.stream.Await(id)
+	defer done()
+	var raw json.RawMessage
+	err := c.conn.Call(ctx, method, params, &raw, jsonrpc2.PickID(id))
+	if err == nil && result != nil {
+		if kept, ok := take(); ok {
+			raw = kept
+		}
+		if err := json.Unmarshal(raw, result); err != nil {
+			return fmt.Errorf("%s: decode result: %w", method, err)
+		}
+	}
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		_ = c.conn.Notify(context.Background(), protocol.MethodCancelRequest, protocol.CancelParams{ID: id.Num})
 		return err

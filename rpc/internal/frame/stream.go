@@ -75,6 +75,16 @@ type Stream struct {
 	closeOnce sync.Once
 
 	wmu sync.Mutex
+
+	// awaited: responses whose result their caller takes from the stream
+	// (Await), by id as JSON.
+	awaitMu sync.Mutex
+	awaited map[string]*awaitedResult
+}
+
+type awaitedResult struct {
+	raw json.RawMessage
+	set bool
 }
 
 // resultBufs holds WriteResult's encoding buffers between results: a
@@ -136,11 +146,12 @@ func (s *Stream) ReadObject(v any) error {
 
 // message is one usable frame: a request already decoded (OnRequest set),
 // or a frame for jsonrpc2's own message type with the id to answer if it
-// does not decode.
+// does not decode; result is a success response's result as sent.
 type message struct {
-	req   *jsonrpc2.Request
-	frame []byte
-	id    json.RawMessage
+	req    *jsonrpc2.Request
+	frame  []byte
+	id     json.RawMessage
+	result json.RawMessage
 }
 
 // next reads frames until a usable one, answering and skipping the bad.
@@ -185,8 +196,13 @@ func (s *Stream) next() (message, error) {
 }
 
 // decodeInto decodes m's frame into v (jsonrpc2's message type); a frame
-// that does not decode is answered, and false returned.
+// that does not decode is answered, and false returned. The response to an
+// awaited id reaches jsonrpc2 with a placeholder result; its caller takes
+// the result from the stream.
 func (s *Stream) decodeInto(m message, v any) bool {
+	if m.result != nil && s.keepAwaited(m.id, m.result) {
+		m.frame = []byte(`{"jsonrpc":"2.0","id":` + string(m.id) + `,"result":0}`)
+	}
 	if err := json.Unmarshal(m.frame, v); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "jsonrpc2: ")
 		s.bad(m.id, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "invalid request: " + msg})
@@ -292,7 +308,58 @@ func (s *Stream) decodeMessage(frame []byte) (message, *protocol.Error) {
 		}
 		return message{req: req}, nil
 	}
-	return message{frame: frame, id: id}, nil
+	m := message{frame: frame, id: id}
+	if len(probe.Result) > 0 && len(probe.Method) == 0 && len(probe.Error) == 0 {
+		m.result = probe.Result
+	}
+	return m, nil
+}
+
+// Await has the result of the response to id kept for its caller, who
+// takes it (take) once jsonrpc2's Call returned, instead of jsonrpc2
+// decoding it: jsonrpc2 (v0.2.3) decodes every message it reads whole,
+// several times, once into interface{} values, and for syncs of hundreds
+// of kilobytes that was most of a client's CPU under load
+// (docs/reliability.md). jsonrpc2 gets the response with a placeholder
+// result (0). take reports false when the response came otherwise (an
+// error, or none); done forgets id.
+func (s *Stream) Await(id jsonrpc2.ID) (take func() (json.RawMessage, bool), done func()) {
+	key, err := id.MarshalJSON()
+	if err != nil {
+		return func() (json.RawMessage, bool) { return nil, false }, func() {}
+	}
+	slot := &awaitedResult{}
+	s.awaitMu.Lock()
+	if s.awaited == nil {
+		s.awaited = map[string]*awaitedResult{}
+	}
+	s.awaited[string(key)] = slot
+	s.awaitMu.Unlock()
+	take = func() (json.RawMessage, bool) {
+		s.awaitMu.Lock()
+		defer s.awaitMu.Unlock()
+		return slot.raw, slot.set
+	}
+	done = func() {
+		s.awaitMu.Lock()
+		if s.awaited[string(key)] == slot {
+			delete(s.awaited, string(key))
+		}
+		s.awaitMu.Unlock()
+	}
+	return take, done
+}
+
+// keepAwaited keeps result for the caller awaiting id, if one does.
+func (s *Stream) keepAwaited(id, result json.RawMessage) bool {
+	s.awaitMu.Lock()
+	defer s.awaitMu.Unlock()
+	slot := s.awaited[string(id)]
+	if slot == nil || slot.set {
+		return false
+	}
+	slot.raw, slot.set = result, true
+	return true
 }
 
 // validID reports whether raw is an id this server can echo: a string or a

@@ -493,3 +493,71 @@ func (badJSON) WriteJSON(w io.Writer) error {
 	}
 	return errors.New("cannot encode")
 }
+
+// TestAwaitedResultKeptForItsCaller: the result of a response whose id is
+// awaited reaches jsonrpc2 as a placeholder and its caller whole, byte for
+// byte; a response nobody awaits (or awaits no more), and an error, pass
+// as they came.
+func TestAwaitedResultKeptForItsCaller(t *testing.T) {
+	big := `{"blocks":[` + strings.Repeat(`{"text":"line \"x\"\n"},`, 2000) + `{"text":"é"}]}`
+	var in strings.Builder
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":` + big + `}`,
+		`{"jsonrpc":"2.0","id":2,"result":{"small":true}}`,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"bad"}}`,
+		`{"jsonrpc":"2.0","id":4,"result":[1,2]}`,
+		`{"jsonrpc":"2.0","id":"s","result":null}`,
+	} {
+		fmt.Fprintf(&in, "Content-Length: %d\r\n\r\n%s", len(body), body)
+	}
+	s := New(strings.NewReader(in.String()), io.Discard, nil, protocol.FramingContentLength, 0)
+	take1, done1 := s.Await(jsonrpc2.ID{Num: 1})
+	take3, done3 := s.Await(jsonrpc2.ID{Num: 3})
+	take4, done4 := s.Await(jsonrpc2.ID{Num: 4})
+	done4() // its caller gave up (a cancelled call)
+	takeS, doneS := s.Await(jsonrpc2.ID{Str: "s", IsString: true})
+
+	for _, tc := range []struct {
+		id         jsonrpc2.ID
+		take       func() (json.RawMessage, bool)
+		wantResult string // what jsonrpc2 decodes
+		wantKept   string // what the caller takes; "" when nothing is kept
+	}{
+		{jsonrpc2.ID{Num: 1}, take1, "0", big},
+		{jsonrpc2.ID{Num: 2}, nil, `{"small":true}`, ""},
+		{jsonrpc2.ID{Num: 3}, take3, "", ""},
+		{jsonrpc2.ID{Num: 4}, take4, "[1,2]", ""},
+		{jsonrpc2.ID{Str: "s", IsString: true}, takeS, "0", "null"},
+	} {
+		var resp jsonrpc2.Response
+		if err := s.ReadObject(&resp); err != nil {
+			t.Fatalf("%v: %v", tc.id, err)
+		}
+		if resp.ID != tc.id {
+			t.Fatalf("read %v, want %v", resp.ID, tc.id)
+		}
+		got := ""
+		if resp.Result != nil {
+			got = string(*resp.Result)
+		}
+		if got != tc.wantResult {
+			t.Errorf("%v: jsonrpc2 decoded result %.40q, want %.40q", tc.id, got, tc.wantResult)
+		}
+		if tc.take == nil {
+			continue
+		}
+		kept, ok := tc.take()
+		if ok != (tc.wantKept != "") || string(kept) != tc.wantKept {
+			t.Errorf("%v: kept %.40q (%v), want %.40q", tc.id, kept, ok, tc.wantKept)
+		}
+	}
+	if resp := (jsonrpc2.Response{}); s.ReadObject(&resp) != io.EOF {
+		t.Error("more than the five responses read")
+	}
+	done1()
+	done3()
+	doneS()
+	if len(s.awaited) != 0 {
+		t.Errorf("%d ids still awaited after every caller was done", len(s.awaited))
+	}
+}
