@@ -29,10 +29,10 @@ type Client struct {
 	cmd    *exec.Cmd
 	conn   *jsonrpc2.Conn
 	stream *frame.Stream // keeps results for Call (Await)
-	stdin *os.File // the write end of the child's stdin
-	out   *os.File // the read end of the child's stdout
-	tail  *tailWriter
-	grace time.Duration
+	stdin  *os.File      // the write end of the child's stdin
+	out    *os.File      // the read end of the child's stdout
+	tail   *tailWriter
+	grace  time.Duration
 
 	mu       sync.Mutex
 	onBlocks func(protocol.BlocksChangedParams)
