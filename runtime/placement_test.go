@@ -407,3 +407,80 @@ func TestErrataInsertionVsReplacement(t *testing.T) {
 		}
 	}
 }
+
+// TestPreparedHunkUsedWhileCurrent: a hunk made before the lock is used
+// only while its link still has the text and lines it was made of; after
+// any change (or when none was made) the hunk is made from the link.
+func TestPreparedHunkUsedWhileCurrent(t *testing.T) {
+	newLink := func() *link {
+		return &link{rng: Range{Start: 3, End: 4}, text: "b2\nc",
+			x: &linkExtra{held: true, shown: "b\nc", shownRng: Range{Start: 3, End: 4}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		change   func(l *link)
+		prepared bool
+	}{
+		{"unchanged", func(*link) {}, true},
+		{"text changed since", func(l *link) { l.text = "b3\nc" }, false},
+		{"lines moved since", func(l *link) { l.rng = Range{Start: 4, End: 5} }, false},
+		{"copy in place changed since", func(l *link) { l.x.shown = "a\nc" }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLink()
+			pre := hunks{l: {in: hunkInputOf(l), text: "prepared", ok: true}}
+			tc.change(l)
+			got, ok := pre.of(l)
+			want, wantOK := "prepared", true
+			if !tc.prepared {
+				want, wantOK = hunk(hunkInputOf(l))
+			}
+			if got != want || ok != wantOK {
+				t.Errorf("of = %q %v, want %q %v", got, ok, want, wantOK)
+			}
+			var none hunks // nothing prepared: made now
+			made, madeOK := hunk(hunkInputOf(l))
+			if got, ok := none.of(l); got != made || ok != madeOK || made == "" {
+				t.Errorf("with none prepared: %q %v, want %q %v (not empty)", got, ok, made, madeOK)
+			}
+		})
+	}
+}
+
+// TestSyncPreparesItsHunks: the hunks a sync's errata show were made
+// before its projection took the lock (the link's entry in prepareHunks),
+// not again under it.
+func TestSyncPreparesItsHunks(t *testing.T) {
+	ls := numbered(30)
+	edited := slices.Clone(ls)
+	edited[9] = "Line 10 edited"
+	for _, p := range []string{PlacementTail, PlacementAuto, PlacementInplace} {
+		t.Run(p, func(t *testing.T) {
+			h := newHarness(t, Config{Options: protocol.InitializeParams{Placement: p}})
+			h.mem.set(fid, text(ls))
+			h.observe("main", 1, "call_1", protocol.Source{URI: fid, Range: &protocol.Range{Start: 5, End: 15}, Text: strings.Join(ls[4:15], "\n")})
+			h.sync("main", 1)
+			h.mem.set(fid, text(edited))
+			h.changed(fid) // applied now: the block is among the agent's changed ones
+			pre, err := h.m.prepareHunks(h.m.ix.agents["main"], false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := placedOf(t, h.sync("main", 2))
+			if p == PlacementInplace {
+				if len(pre) != 0 || len(got.errata) != 0 {
+					t.Fatalf("in place: %d hunks prepared, errata %q; want none", len(pre), got.errata)
+				}
+				return
+			}
+			if len(pre) != 1 || len(got.errata) != 1 {
+				t.Fatalf("%d hunks prepared, errata %q; want one of each", len(pre), got.errata)
+			}
+			for _, made := range pre {
+				if !made.ok || !strings.HasSuffix(got.errata[0], "\n"+made.text) {
+					t.Errorf("erratum %q does not end with the prepared hunk %q", got.errata[0], made.text)
+				}
+			}
+		})
+	}
+}
