@@ -505,7 +505,12 @@ func (e *trustEnv) sync() protocol.SyncResult {
 // cache (an observe's events may still move a mark once).
 func (e *trustEnv) settle() {
 	e.t.Helper()
-	for range 5 {
+	// Syncs until one reads nothing and takes every stamp from the cache:
+	// the watches of directories just made are set up by the watcher's
+	// goroutine, which a loaded machine (the whole suite at once) can keep
+	// waiting for a while; a few seconds, not a few syncs, bound it.
+	deadline := time.Now().Add(5 * time.Second)
+	for try := 0; try < 5 || time.Now().Before(deadline); try++ {
 		n, h := e.a.reads.Load(), e.a.cacheHits.Load()
 		if r := e.sync(); len(r.Blocks) != 0 {
 			e.t.Fatalf("settling: %+v", r.Blocks)
@@ -513,6 +518,7 @@ func (e *trustEnv) settle() {
 		if e.a.reads.Load() == n && e.a.cacheHits.Load()-h == int64(e.sources) {
 			return
 		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	e.t.Fatal("every sync reads or stats: the stamps never settle")
 }
