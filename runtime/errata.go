@@ -59,7 +59,7 @@ func newClause(anchor string, l *link) clause {
 // erratum returns the clauses that correct b's in-place copy (none when the
 // in-place copy needs no correction), and how long they stay true. Caller
 // holds m.mu.
-func erratum(b *block, pre hunks) ([]clause, holds) {
+func erratum(b *block) ([]clause, holds) {
 	if b.pl.inplace.status() == protocol.Invalid {
 		return nil, holdsNow // in place it shows a notice only: nothing there can look current
 	}
@@ -73,7 +73,7 @@ func erratum(b *block, pre hunks) ([]clause, holds) {
 		if l.text == l.shownText() && (l.whole || l.rng == l.shownRange()) {
 			continue
 		}
-		c, lh := linkErratum(b.anchor, l, b.pl.note != noteNone, pre)
+		c, lh := linkErratum(b.anchor, l, b.pl.note != noteNone)
 		cs = append(cs, c)
 		h = min(h, lh)
 	}
@@ -128,9 +128,8 @@ func thatRead(notice string) string {
 
 // linkErratum corrects one link whose text or lines differ from the copy in
 // place, and says how long that stays true. noted: an erratum for the call
-// was delivered before (since its copy in place); pre, the hunks made
-// before the lock was taken.
-func linkErratum(anchor string, l *link, noted bool, pre hunks) (clause, holds) {
+// was delivered before (since its copy in place).
+func linkErratum(anchor string, l *link, noted bool) (clause, holds) {
 	c := newClause(anchor, l)
 	now := ""
 	switch {
@@ -170,7 +169,7 @@ func linkErratum(anchor string, l *link, noted bool, pre hunks) (clause, holds) 
 		c.pred = "changed again by your edit in " + lp.edits[len(lp.edits)-1]
 		return c, holdsAlways
 	}
-	if h, ok := pre.of(l); ok {
+	if h, ok := hunk(l); ok {
 		c.pred, c.body, c.alone = "changed"+now+":", h, true
 		return c, holdsNow
 	}
@@ -280,55 +279,20 @@ func hunkLine(b *strings.Builder, sign byte, n int, text string) {
 	b.WriteByte('\n')
 }
 
-// hunkInput is what a link's hunk is made of: the copy in place and the
-// current text, with their lines.
-type hunkInput struct {
-	shown, text   string
-	shownRng, rng Range
-	whole         bool
-}
-
-func hunkInputOf(l *link) hunkInput {
-	return hunkInput{shown: l.shownText(), text: l.text, shownRng: l.shownRange(), rng: l.rng, whole: l.whole}
-}
-
-// hunks are links' hunks made before the manager's lock was taken (see
-// Manager.prepareHunks): a line diff per changed link of the syncing
-// agent, which under load was an eighth of the server's CPU spent while
-// every other request waited for the lock. A hunk is used only while its
-// link still has the text and lines it was made of.
-type hunks map[*link]madeHunk
-
-type madeHunk struct {
-	in   hunkInput
-	text string
-	ok   bool
-}
-
-// of is l's hunk: the one made before the lock when l has not changed
-// since, else made now. Caller holds m.mu.
-func (pre hunks) of(l *link) (string, bool) {
-	in := hunkInputOf(l)
-	if h, found := pre[l]; found && h.in == in {
-		return h.text, h.ok
-	}
-	return hunk(in)
-}
-
 // hunk lists the lines that differ between the copy in place and the
 // current text, change by change: "+N: new" at the new line numbers, and
 // "-N: old" at the old ones unless each old line of that change has a new
 // one in its place (the copy in place shows them); a pure insertion is
 // headed "(inserted after line N)" in the copy's numbering. It fails
-// beyond MaxHunkBytes. It reads only in (no lock needed).
-func hunk(in hunkInput) (string, bool) {
+// beyond MaxHunkBytes.
+func hunk(l *link) (string, bool) {
 	var old, cur []string
 	oldStart, curStart := 1, 1
-	if in.whole {
-		old, cur = locator.SplitLines(in.shown), locator.SplitLines(in.text)
+	if l.whole {
+		old, cur = locator.SplitLines(l.shownText()), locator.SplitLines(l.text)
 	} else {
-		old, cur = spanLines(in.shown, in.shownRng), spanLines(in.text, in.rng)
-		oldStart, curStart = in.shownRng.Start, in.rng.Start
+		old, cur = spanLines(l.shownText(), l.shownRange()), spanLines(l.text, l.rng)
+		oldStart, curStart = l.shownRange().Start, l.rng.Start
 	}
 	var b strings.Builder
 	for _, h := range locator.Hunks(old, cur, locator.DefaultParams()) {

@@ -81,7 +81,6 @@ type Manager struct {
 	fallback Adapter
 	bySource map[string]protocol.Policy // BySource keys normalised to canonical ids
 	ix       index                      // guarded by mu
-	prehunks hunks                      // guarded by mu: set while a sync projects (prepareHunks)
 
 	// reads numbers the source reads as they begin (source.readAt): a read
 	// that began after a sync did serves that sync as well as its own.

@@ -295,7 +295,7 @@ func (m *Manager) place(ag *agentState, bs []*block, req protocol.SyncParams) ([
 			out = append(out, placeInPlace(b))
 		case atTail:
 			b.pl.deferred = true
-			cs, h := erratum(b, m.prehunks)
+			cs, h := erratum(b)
 			if len(cs) == 0 {
 				continue
 			}

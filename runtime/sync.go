@@ -231,73 +231,12 @@ func (m *Manager) Sync(ctx context.Context, req protocol.SyncParams) (protocol.S
 	if err := m.verifyAll(ctx, plan.own, since); err != nil {
 		return protocol.SyncResult{}, err
 	}
-	pre, err := m.prepareHunks(plan.agent, req.Full)
-	if err != nil {
-		return protocol.SyncResult{}, err
-	}
-	res, err := locked(m, func(ix *index) (protocol.SyncResult, error) {
-		m.prehunks = pre
-		defer func() { m.prehunks = nil }()
-		return m.project(plan.agent, req), nil
-	})
+	res, err := locked(m, func(ix *index) (protocol.SyncResult, error) { return m.project(plan.agent, req), nil })
 	if err != nil {
 		return protocol.SyncResult{}, err
 	}
 	m.flushNotify(req.Agent)
 	return res, nil
-}
-
-// prepareHunks makes, outside the lock, the hunks the agent's projection
-// is likely to need (hunks): one for each link of its changed blocks (all
-// its blocks when full) whose text differs from its copy in place. The
-// inputs are read under the lock, the line diffs made after it; what the
-// projection needs that is not here, or has changed since, it makes under
-// the lock as before. Placement in place writes no errata: nothing to make.
-func (m *Manager) prepareHunks(ag *agentState, full bool) (hunks, error) {
-	if m.placement == PlacementInplace {
-		return nil, nil
-	}
-	type job struct {
-		l  *link
-		in hunkInput
-	}
-	jobs, err := locked(m, func(ix *index) ([]job, error) {
-		var jobs []job
-		add := func(b *block) {
-			switch b.status() {
-			case protocol.Valid, protocol.Patched:
-			default:
-				return // its erratum is a notice, no hunk
-			}
-			for _, l := range b.links {
-				// Changed by the agent's own edits only: the erratum points
-				// to the edit (linkErratum), no hunk.
-				lp := l.placed()
-				if l.text != l.shownText() && !(len(lp.edits) > 0 && lp.outside == 0) {
-					jobs = append(jobs, job{l, hunkInputOf(l)})
-				}
-			}
-		}
-		if full {
-			for b := range ag.all() {
-				add(b)
-			}
-		} else {
-			for b := range ag.dirty {
-				add(b)
-			}
-		}
-		return jobs, nil
-	})
-	if err != nil || len(jobs) == 0 {
-		return nil, err
-	}
-	pre := make(hunks, len(jobs))
-	for _, j := range jobs {
-		text, ok := hunk(j.in)
-		pre[j.l] = madeHunk{in: j.in, text: text, ok: ok}
-	}
-	return pre, nil
 }
 
 // syncPlan is what a sync verifies before it projects.
