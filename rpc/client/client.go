@@ -201,13 +201,13 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	// The result is decoded here, once, from the bytes the stream kept
 	// (frame.Stream.Await), not by jsonrpc2; raw is the placeholder, or the
 	// result itself when the response came the other way.
-	take, done := c.stream.Await(id)
-	defer done()
+	kept := c.stream.Await(id)
+	defer kept.Done()
 	var raw json.RawMessage
 	err := c.conn.Call(ctx, method, params, &raw, jsonrpc2.PickID(id))
 	if err == nil && result != nil {
-		if kept, ok := take(); ok {
-			raw = kept
+		if full, ok := kept.Take(); ok {
+			raw = full
 		}
 		if err := json.Unmarshal(raw, result); err != nil {
 			return fmt.Errorf("%s: decode result: %w", method, err)

@@ -315,38 +315,55 @@ func (s *Stream) decodeMessage(frame []byte) (message, *protocol.Error) {
 }
 
 // Await has the result of the response to id kept for its caller, who
-// takes it (take) once jsonrpc2's Call returned, instead of jsonrpc2
+// takes it (Awaited.Take) once jsonrpc2's Call returned, instead of jsonrpc2
 // decoding it: jsonrpc2 (v0.2.3) decodes every message it reads whole,
 // several times, once into interface{} values, and for syncs of hundreds
 // of kilobytes that was most of a client's CPU under load
 // (docs/reliability.md). jsonrpc2 gets the response with a placeholder
-// result (0). take reports false when the response came otherwise (an
-// error, or none); done forgets id.
-func (s *Stream) Await(id jsonrpc2.ID) (take func() (json.RawMessage, bool), done func()) {
+// result (0). Done forgets id.
+func (s *Stream) Await(id jsonrpc2.ID) Awaited {
 	key, err := id.MarshalJSON()
 	if err != nil {
-		return func() (json.RawMessage, bool) { return nil, false }, func() {}
+		return Awaited{}
 	}
-	slot := &awaitedResult{}
+	a := Awaited{s: s, key: string(key), slot: &awaitedResult{}}
 	s.awaitMu.Lock()
 	if s.awaited == nil {
 		s.awaited = map[string]*awaitedResult{}
 	}
-	s.awaited[string(key)] = slot
+	s.awaited[a.key] = a.slot
 	s.awaitMu.Unlock()
-	take = func() (json.RawMessage, bool) {
-		s.awaitMu.Lock()
-		defer s.awaitMu.Unlock()
-		return slot.raw, slot.set
+	return a
+}
+
+// Awaited is one caller's claim on a response's result (Stream.Await).
+type Awaited struct {
+	s    *Stream
+	key  string
+	slot *awaitedResult
+}
+
+// Take is the kept result; false when the response came otherwise (an
+// error, or none yet).
+func (a Awaited) Take() (json.RawMessage, bool) {
+	if a.slot == nil {
+		return nil, false
 	}
-	done = func() {
-		s.awaitMu.Lock()
-		if s.awaited[string(key)] == slot {
-			delete(s.awaited, string(key))
-		}
-		s.awaitMu.Unlock()
+	a.s.awaitMu.Lock()
+	defer a.s.awaitMu.Unlock()
+	return a.slot.raw, a.slot.set
+}
+
+// Done forgets the id: a response that comes later passes to jsonrpc2 whole.
+func (a Awaited) Done() {
+	if a.slot == nil {
+		return
 	}
-	return take, done
+	a.s.awaitMu.Lock()
+	if a.s.awaited[a.key] == a.slot {
+		delete(a.s.awaited, a.key)
+	}
+	a.s.awaitMu.Unlock()
 }
 
 // keepAwaited keeps result for the caller awaiting id, if one does.

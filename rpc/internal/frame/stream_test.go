@@ -511,23 +511,23 @@ func TestAwaitedResultKeptForItsCaller(t *testing.T) {
 		fmt.Fprintf(&in, "Content-Length: %d\r\n\r\n%s", len(body), body)
 	}
 	s := New(strings.NewReader(in.String()), io.Discard, nil, protocol.FramingContentLength, 0)
-	take1, done1 := s.Await(jsonrpc2.ID{Num: 1})
-	take3, done3 := s.Await(jsonrpc2.ID{Num: 3})
-	take4, done4 := s.Await(jsonrpc2.ID{Num: 4})
-	done4() // its caller gave up (a cancelled call)
-	takeS, doneS := s.Await(jsonrpc2.ID{Str: "s", IsString: true})
+	a1 := s.Await(jsonrpc2.ID{Num: 1})
+	a3 := s.Await(jsonrpc2.ID{Num: 3})
+	a4 := s.Await(jsonrpc2.ID{Num: 4})
+	a4.Done() // its caller gave up (a cancelled call)
+	aS := s.Await(jsonrpc2.ID{Str: "s", IsString: true})
 
 	for _, tc := range []struct {
 		id         jsonrpc2.ID
-		take       func() (json.RawMessage, bool)
+		kept       *Awaited
 		wantResult string // what jsonrpc2 decodes
 		wantKept   string // what the caller takes; "" when nothing is kept
 	}{
-		{jsonrpc2.ID{Num: 1}, take1, "0", big},
+		{jsonrpc2.ID{Num: 1}, &a1, "0", big},
 		{jsonrpc2.ID{Num: 2}, nil, `{"small":true}`, ""},
-		{jsonrpc2.ID{Num: 3}, take3, "", ""},
-		{jsonrpc2.ID{Num: 4}, take4, "[1,2]", ""},
-		{jsonrpc2.ID{Str: "s", IsString: true}, takeS, "0", "null"},
+		{jsonrpc2.ID{Num: 3}, &a3, "", ""},
+		{jsonrpc2.ID{Num: 4}, &a4, "[1,2]", ""},
+		{jsonrpc2.ID{Str: "s", IsString: true}, &aS, "0", "null"},
 	} {
 		var resp jsonrpc2.Response
 		if err := s.ReadObject(&resp); err != nil {
@@ -543,10 +543,10 @@ func TestAwaitedResultKeptForItsCaller(t *testing.T) {
 		if got != tc.wantResult {
 			t.Errorf("%v: jsonrpc2 decoded result %.40q, want %.40q", tc.id, got, tc.wantResult)
 		}
-		if tc.take == nil {
+		if tc.kept == nil {
 			continue
 		}
-		kept, ok := tc.take()
+		kept, ok := tc.kept.Take()
 		if ok != (tc.wantKept != "") || string(kept) != tc.wantKept {
 			t.Errorf("%v: kept %.40q (%v), want %.40q", tc.id, kept, ok, tc.wantKept)
 		}
@@ -554,9 +554,9 @@ func TestAwaitedResultKeptForItsCaller(t *testing.T) {
 	if resp := (jsonrpc2.Response{}); s.ReadObject(&resp) != io.EOF {
 		t.Error("more than the five responses read")
 	}
-	done1()
-	done3()
-	doneS()
+	a1.Done()
+	a3.Done()
+	aS.Done()
 	if len(s.awaited) != 0 {
 		t.Errorf("%d ids still awaited after every caller was done", len(s.awaited))
 	}
