@@ -203,14 +203,29 @@ func TestStreamWriteRoundTrip(t *testing.T) {
 // every answer written is a well-formed JSON-RPC error.
 func FuzzStreamRead(f *testing.F) {
 	req := `{"jsonrpc":"2.0","id":1,"method":"stats"}`
-	addStreamSeeds(f, cl(req), cl("{")+cl(req), "Content-Length: 5\r\n\r\n[1,2]", "Content-Length: -1\r\n\r\n", "\r\n\r\n", req+"\n{\n", "Content-Length: 99999999999999999999\r\n\r\n")
+	resp := `{"jsonrpc":"2.0","id":2,"result":{"blocks":[{"text":"a\nb"}]}}`
+	addStreamSeeds(f, cl(req), cl("{")+cl(req), cl(resp)+cl(req), "Content-Length: 5\r\n\r\n[1,2]", "Content-Length: -1\r\n\r\n", "\r\n\r\n", req+"\n{\n", "Content-Length: 99999999999999999999\r\n\r\n")
 	f.Fuzz(func(t *testing.T, in []byte, newline bool) {
 		s, out, framing := fuzzStream(in, newline)
+		// Responses to these ids keep their result for a caller (Await).
+		var kept []Awaited
+		for _, id := range []jsonrpc2.ID{{Num: 1}, {Num: 2}, {Str: "a", IsString: true}} {
+			kept = append(kept, s.Await(id))
+		}
 		readToEnd(t, s, len(in), func(m msg) {
 			if m == nil {
 				t.Fatalf("nil message without error")
 			}
 		})
+		for _, a := range kept {
+			if raw, ok := a.Take(); ok && !json.Valid(raw) {
+				t.Fatalf("kept result %q is not JSON", raw)
+			}
+			a.Done()
+		}
+		if len(s.awaited) != 0 {
+			t.Fatalf("%d ids still awaited after every caller was done", len(s.awaited))
+		}
 		checkAnswers(t, out, framing)
 	})
 }
