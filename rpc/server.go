@@ -306,6 +306,8 @@ func (s *Server) call(ctx context.Context, req *jsonrpc2.Request, m method, in *
 	return m.run(s, ctx, in)
 }
 
+// reply answers req with res or err; n is the bytes of a result written
+// (0 for an error, a notification, or a reply that failed).
 func (s *Server) reply(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request, res any, err error) (n int) {
 	if req.Notif {
 		if err != nil {

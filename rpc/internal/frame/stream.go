@@ -731,8 +731,8 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 	return c.buf.Write(p)
 }
 
-// maxKeptResult bounds the encoding buffer a stream keeps for the next
-// result (resultBufs); a larger one is left to the collector. Syncs,
+// maxKeptResult bounds an encoding buffer kept for later results
+// (resultBufs); a larger one is left to the collector. Syncs,
 // the results that reach megabytes, are streamed (jsonWriter).
 const maxKeptResult = 1 << 20
 
