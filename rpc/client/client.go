@@ -197,6 +197,11 @@ func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 // If ctx ends first, Call tells the server ($/cancelRequest) and returns
 // ctx's error.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	if err := ctx.Err(); err != nil {
+		// Ended before it began: nothing is sent. (Sent, its answer could
+		// race the ended context in jsonrpc2's wait and win.)
+		return err
+	}
 	id := jsonrpc2.ID{Num: c.nextID.Add(1)}
 	// The result is decoded here, once, from the bytes the stream kept
 	// (frame.Stream.Await), not by jsonrpc2; raw is the placeholder, or the
