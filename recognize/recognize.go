@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
+	"strings"
 )
 
 // Runtimes this package knows the tools of.
@@ -23,9 +25,30 @@ const (
 	OpenCode  = "opencode"
 )
 
+// runtimes is the one list of runtimes whose tools are recognized: the
+// server and the audit accept exactly these names. A new runtime adds its
+// recognizer here.
+var runtimes = map[string]func(*recognizer) Result{
+	OpenHands: (*recognizer).openhands,
+	OpenCode:  (*recognizer).opencode,
+}
+
+// Runtimes lists the runtimes Recognize knows, sorted.
+func Runtimes() []string {
+	names := make([]string, 0, len(runtimes))
+	for n := range runtimes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Known reports whether Recognize knows runtime's tools.
+func Known(runtime string) bool { _, ok := runtimes[runtime]; return ok }
+
 // Call is one finished tool call as the runtime has it.
 type Call struct {
-	Runtime string          `json:"runtime"`             // OpenHands or OpenCode
+	Runtime string          `json:"runtime"`             // one of Runtimes()
 	Tool    string          `json:"tool"`                // the tool's name in that runtime
 	Args    json.RawMessage `json:"arguments,omitempty"` // the call's arguments, as the model sent them
 	Output  string          `json:"output"`              // exactly the text the model was shown
@@ -148,15 +171,11 @@ func Recognize(ctx context.Context, call Call, files Files) (Result, error) {
 		}
 	}
 	r := &recognizer{call: call, args: args, files: files}
-	var res Result
-	switch call.Runtime {
-	case OpenHands:
-		res = r.openhands()
-	case OpenCode:
-		res = r.opencode()
-	default:
-		return Result{}, fmt.Errorf("recognize: unknown runtime %q (want %q or %q)", call.Runtime, OpenHands, OpenCode)
+	recognizeIn, ok := runtimes[call.Runtime]
+	if !ok {
+		return Result{}, fmt.Errorf("recognize: unknown runtime %q (want one of %s)", call.Runtime, strings.Join(Runtimes(), ", "))
 	}
+	res := recognizeIn(r)
 	if res.Kind == "" {
 		res.Kind = KindEvent
 	}

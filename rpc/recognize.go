@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 
 	"github.com/concord-ctx/concord/protocol"
@@ -49,10 +50,8 @@ func (s *Server) recognize(ctx context.Context, raw *params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch p.Call.Runtime {
-	case recognize.OpenHands, recognize.OpenCode:
-	default:
-		return nil, invalidField("call.runtime", "must be %q or %q", recognize.OpenHands, recognize.OpenCode)
+	if !recognize.Known(p.Call.Runtime) {
+		return nil, invalidField("call.runtime", "must be one of %s", strings.Join(recognize.Runtimes(), ", "))
 	}
 	if p.Call.Tool == "" {
 		return nil, invalidField("call.tool", "required")
