@@ -635,9 +635,13 @@ type BlockView struct {
 	Placement string `json:"placement,omitempty"`
 	Erratum   string `json:"erratum,omitempty"`
 	// View (blocks registered by recognize, in place, with Sources): the
-	// tool result as the tool would show the sources now, in its own format;
-	// the binding shows it instead of the old result.
+	// tool result as the tool would show the sources now, in its own format.
 	View string `json:"view,omitempty"`
+	// Show (blocks registered by recognize, in place): exactly the text to
+	// show instead of the tool's original output (the view, the view then
+	// the notice, or the notice alone), composed by the server; absent: the
+	// original output stands (valid again, or released).
+	Show *string `json:"show,omitempty"`
 }
 
 // ToolCall is one finished tool call as the runtime has it (recognize).

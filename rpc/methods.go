@@ -79,8 +79,8 @@ var methods = map[string]method{
 	protocol.MethodInitialize:    {(*Server).initialize, barrier, nil},
 	protocol.MethodObserve:       {onCore(Core.Observe, (*observeWire).params), byAgent, decodeAs[observeWire]},
 	protocol.MethodSourceChanged: {onCore(Core.SourceChanged, same[protocol.SourceChangedParams]), barrier, nil},
-	protocol.MethodSync:          {(*Server).syncViews, byAgent, decodeAs[protocol.SyncParams]},
-	protocol.MethodRecognize:     {(*Server).recognize, byAgent, decodeAs[protocol.RecognizeParams]},
+	protocol.MethodSync:          {onCore(syncNonNil, same[protocol.SyncParams]), byAgent, decodeAs[protocol.SyncParams]},
+	protocol.MethodRecognize:     {onCore(Core.Recognize, same[protocol.RecognizeParams]), byAgent, decodeAs[protocol.RecognizeParams]},
 	protocol.MethodRelease:       {onCore(Core.Release, same[protocol.ReleaseParams]), byAgent, decodeAs[protocol.ReleaseParams]}, // barrier when it names no agent
 	protocol.MethodStats:         {(*Server).stats, barrier, nil},
 	protocol.MethodShutdown:      {(*Server).shutdown, barrier, nil},

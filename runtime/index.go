@@ -400,6 +400,11 @@ type block struct {
 // take the session's), and the texts only a change, supersession or age
 // sets.
 type blockExtra struct {
+	// view renders the block's in-place views (a block registered by the
+	// intake); nil once the block left stageLive: a superseded or released
+	// block is never shown again, so its renderer, and what the renderer
+	// holds of the tool's output, goes with it.
+	view         View
 	policy       *protocol.Policy
 	notice       string
 	reason       string

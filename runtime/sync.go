@@ -231,10 +231,16 @@ func (m *Manager) Sync(ctx context.Context, req protocol.SyncParams) (protocol.S
 	if err := m.verifyAll(ctx, plan.own, since); err != nil {
 		return protocol.SyncResult{}, err
 	}
-	res, err := locked(m, func(ix *index) (protocol.SyncResult, error) { return m.project(plan.agent, req), nil })
+	var rs []rendering
+	res, err := locked(m, func(ix *index) (protocol.SyncResult, error) {
+		res := m.project(plan.agent, req)
+		rs = m.renderings(res.Blocks)
+		return res, nil
+	})
 	if err != nil {
 		return protocol.SyncResult{}, err
 	}
+	render(res.Blocks, rs)
 	m.flushNotify(req.Agent)
 	return res, nil
 }

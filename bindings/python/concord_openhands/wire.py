@@ -67,7 +67,7 @@ class SyncParams(TypedDict, total=False):  # SyncParams ask for an agent's proje
 class BlockView(TypedDict, total=False):  # BlockView is what a binding needs to rewrite one tool result.
     block: Required[str]; anchor: Required[str]; agent: Required[str]; turn: Required[int]
     status: Required[Status]; sources: list[Source]; notice: str; supersededBy: str; reason: str
-    placement: str; erratum: str; view: str
+    placement: str; erratum: str; view: str; show: str
 Feed = Literal["live", "behind"]  # Feed states.
 class FeedStatus(TypedDict, total=False):  # FeedStatus is the change feed's state, in every sync of a session with a feed.
     state: Required[Feed]; since: str; unsent: int; notice: str

@@ -56,7 +56,7 @@ export interface SyncParams { // SyncParams ask for an agent's projection before
 export interface BlockView { // BlockView is what a binding needs to rewrite one tool result.
   block: string; anchor: string; agent: string; turn: number; status: Status; sources?: Source[]
   notice?: string; supersededBy?: string; reason?: string; placement?: string; erratum?: string
-  view?: string
+  view?: string; show?: string
 }
 export type Feed = "live" | "behind" // Feed states.
 export interface FeedStatus { state: Feed; since?: string; unsent?: number; notice?: string } // FeedStatus is the change feed's state, in every sync of a session with a feed.
