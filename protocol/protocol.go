@@ -734,6 +734,10 @@ type StatsResult struct {
 	// Syncs: how long the syncs answered so far took the server (absent
 	// before the first; filled by the server, not the core).
 	Syncs *SyncTimes `json:"syncs,omitempty"`
+	// HeapLiveBytes is the server process's live heap as of its last
+	// garbage collection (filled by the server): what a session keeps,
+	// without the garbage RSS also counts.
+	HeapLiveBytes int64 `json:"heapLiveBytes,omitempty"`
 }
 
 // SyncTimes time the syncs a server answered, in milliseconds at the median

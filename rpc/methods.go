@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/metrics"
 
 	"github.com/concord-ctx/concord/protocol"
 )
@@ -132,7 +133,19 @@ func (s *Server) stats(_ context.Context, raw *params) (any, error) {
 	}
 	res := core.Stats()
 	res.Syncs = s.syncs.snapshot()
+	res.HeapLiveBytes = heapLive()
 	return res, nil
+}
+
+// heapLive is the live heap as the last GC marked it (runtime/metrics: no
+// collection is forced, so stats stays cheap).
+func heapLive() int64 {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(sample[0].Value.Uint64())
 }
 
 // observeWire is observe's params with each source's text as sent (the

@@ -83,7 +83,7 @@ class SyncTimes(TypedDict):  # SyncTimes time the syncs a server answered, in mi
     answeredP99Ms: float
 class StatsResult(TypedDict):  # StatsResult answers stats: counters for operators and benchmarks.
     blocks: dict[Status, int]; reconciliations: dict[str, int]; verifyPasses: int; sources: int
-    agents: int; bytesHeld: int; syncs: NotRequired[SyncTimes]
+    agents: int; bytesHeld: int; syncs: NotRequired[SyncTimes]; heapLiveBytes: NotRequired[int]
 class ToolCall(TypedDict, total=False):  # ToolCall is one finished tool call as the runtime has it (recognize).
     runtime: Required[str]; tool: Required[str]; arguments: Any; output: Required[str]; exitCode: int
     cwd: str; truncated: bool; error: bool; metadata: Any

@@ -72,6 +72,7 @@ export interface SyncTimes { // SyncTimes time the syncs a server answered, in m
 export interface StatsResult { // StatsResult answers stats: counters for operators and benchmarks.
   blocks: Partial<Record<Status, number>>; reconciliations: Record<string, number>
   verifyPasses: number; sources: number; agents: number; bytesHeld: number; syncs?: SyncTimes
+  heapLiveBytes?: number
 }
 export interface ToolCall { // ToolCall is one finished tool call as the runtime has it (recognize).
   runtime: string; tool: string; arguments?: unknown; output: string; exitCode?: number; cwd?: string
