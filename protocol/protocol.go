@@ -646,7 +646,7 @@ type BlockView struct {
 
 // ToolCall is one finished tool call as the runtime has it (recognize).
 type ToolCall struct {
-	Runtime   string          `json:"runtime"`             // "openhands" or "opencode"
+	Runtime   string          `json:"runtime"`             // a runtime whose tools recognize knows (recognize.Runtimes)
 	Tool      string          `json:"tool"`                // the tool's name in that runtime
 	Arguments json.RawMessage `json:"arguments,omitempty"` // the call's arguments object
 	Output    string          `json:"output"`              // exactly the text the model was shown
@@ -674,7 +674,7 @@ const (
 	RecognizedRead    = "read"    // parts of files: a block
 	RecognizedListing = "listing" // a directory listing: a block
 	RecognizedWrite   = "write"   // the tool wrote files: reported as sourceChanged
-	RecognizedQuery   = "query"   // a function of many files (grep -l, find | grep): acknowledged as an event
+	RecognizedQuery   = "query"   // a function of many files (grep -l, find | grep): a block on one query source, re-run when its scope changes
 	RecognizedEvent   = "event"   // an action's result: acknowledged, never tracked
 )
 

@@ -141,17 +141,13 @@ func (m *Manager) load(ctx context.Context, src *source, ref protocol.Source) er
 	if m.settled(src, stamp, serr, ref) {
 		return nil
 	}
-	src.readAt = m.reads.Add(1)
-	c, err := src.adapter.Read(ctx, src.id)
+	_, err, cut := m.readApply(ctx, src, stamp, editBy{})
 	switch {
+	case cut != nil:
+		return cut
 	case err == nil:
-		p := m.prepare(src, c, nil)
-		m.withLock(func() { m.attribute(src, m.applyContent(src, stamp, c, p), "", "") })
 		return nil
-	case ctx.Err() != nil:
-		return ctx.Err()
 	}
-	m.withLock(func() { m.attribute(src, m.applyGone(src, stamp, err), "", "") })
 	if errors.Is(err, ErrTooLarge) && src.reporter == nil {
 		// Over the size cap nothing can tell whether the read is still
 		// true, and "changed" would be a guess that sends the agent into
