@@ -669,6 +669,17 @@ type RecognizeParams struct {
 	Policy *Policy  `json:"policy,omitempty"`
 }
 
+// The binding lifecycle (docs/protocol.md, "Binding lifecycle"), the same
+// in every binding: start the server lazily, restart a server that died
+// after a growing wait, give up after BindingMaxRestarts and pass every
+// tool result through unchanged, saying so once.
+const (
+	BindingMaxRestarts      = 3     // restarts of a server that died, per session, before the binding gives up
+	BindingBackoffMs        = 100   // wait before restart k (k = 1, 2, …): BindingBackoffMs * 4^(k-1) ms
+	BindingRequestTimeoutMs = 5000  // a request unanswered this long counts the server as dead
+	BindingStartTimeoutMs   = 10000 // starting the server and its initialize
+)
+
 // What recognize found a call to be.
 const (
 	RecognizedRead    = "read"    // parts of files: a block

@@ -19,6 +19,10 @@ CODE_METHOD_NOT_FOUND = -32601
 CODE_INTERNAL_ERROR = -32603
 CODE_UNSUPPORTED_PROTO = -32003
 CODE_OUTSIDE_ROOTS = -32010
+BINDING_MAX_RESTARTS = 3  # restarts of a server that died, per session, before the binding gives up
+BINDING_BACKOFF_MS = 100  # wait before restart k (k = 1, 2, …): BindingBackoffMs * 4^(k-1) ms
+BINDING_REQUEST_TIMEOUT_MS = 5000  # a request unanswered this long counts the server as dead
+BINDING_START_TIMEOUT_MS = 10000  # starting the server and its initialize
 class Info(TypedDict):  # Info names a client or server program.
     name: str; version: NotRequired[str]
 Watch = Literal["auto", "fsnotify", "poll", "hooks"]  # Watch modes of initialize.

@@ -14,6 +14,10 @@ export const CodeMethodNotFound = -32601
 export const CodeInternalError = -32603
 export const CodeUnsupportedProto = -32003
 export const CodeOutsideRoots = -32010
+export const BindingMaxRestarts = 3 // restarts of a server that died, per session, before the binding gives up
+export const BindingBackoffMs = 100 // wait before restart k (k = 1, 2, …): BindingBackoffMs * 4^(k-1) ms
+export const BindingRequestTimeoutMs = 5000 // a request unanswered this long counts the server as dead
+export const BindingStartTimeoutMs = 10000 // starting the server and its initialize
 export interface Info { name: string; version?: string } // Info names a client or server program.
 export type Watch = "auto" | "fsnotify" | "poll" | "hooks" // Watch modes of initialize.
 export type Action = "patch" | "refresh" | "annotate" | "suppress" // Action is what a policy does to a block whose source changed.
