@@ -73,10 +73,25 @@ type replayer struct {
 	errata int // erratum chars now at the tail
 	// rebuilt: the runtime condensed its history since the last call.
 	rebuilt bool
+	// record, when set (tests), sees each request the replay made of the
+	// core and its answer, to hold a replay against a server's.
+	record func(method string, params, result any, err error)
 }
 
 // Replay replays one session.
 func Replay(ctx context.Context, s *Session, opt Options) (*SessionReport, error) {
+	r := newReplayer(ctx, s, opt)
+	defer r.m.Close()
+	for i := range s.Steps {
+		if err := r.take(&s.Steps[i]); err != nil {
+			return nil, fmt.Errorf("%s: step %d: %w", s.File, i+1, err)
+		}
+	}
+	r.finish()
+	return r.rep, nil
+}
+
+func newReplayer(ctx context.Context, s *Session, opt Options) *replayer {
 	r := &replayer{ctx: ctx, opt: opt, v: newVFS(), blocks: map[string]*blockRec{},
 		rep: newSessionReport(s)}
 	if opt.Price != nil {
@@ -88,36 +103,33 @@ func Replay(ctx context.Context, s *Session, opt Options) (*SessionReport, error
 		Now:    func() time.Time { return r.now },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	defer r.m.Close()
 	r.m.AddAdapter(adapter{r.v})
 	r.in = intake.New(r.m, r.v, r.seen)
 	r.now = time.Unix(0, 0).UTC()
-	for i := range s.Steps {
-		st := &s.Steps[i]
-		if !st.Time.IsZero() {
-			if st.Time.After(r.now) {
-				r.now = st.Time
-			}
-		} else {
-			// No times in the log: a call a second, the cache always warm.
-			r.now = r.now.Add(time.Second)
+	return r
+}
+
+// take replays one step: a model call, a tool result or a condensation.
+func (r *replayer) take(st *Step) error {
+	if !st.Time.IsZero() {
+		if st.Time.After(r.now) {
+			r.now = st.Time
 		}
-		var err error
-		switch {
-		case st.Model:
-			err = r.call()
-		case st.Tool != nil:
-			err = r.tool(st)
-		case st.Forget != nil:
-			err = r.forget(st)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: step %d: %w", s.File, i+1, err)
-		}
-		r.chars += st.Chars
+	} else {
+		// No times in the log: a call a second, the cache always warm.
+		r.now = r.now.Add(time.Second)
 	}
-	r.finish()
-	return r.rep, nil
+	var err error
+	switch {
+	case st.Model:
+		err = r.call()
+	case st.Tool != nil:
+		err = r.tool(st)
+	case st.Forget != nil:
+		err = r.forget(st)
+	}
+	r.chars += st.Chars
+	return err
 }
 
 // tool takes one tool result in through the intake, as a server would,
@@ -125,7 +137,11 @@ func Replay(ctx context.Context, s *Session, opt Options) (*SessionReport, error
 func (r *replayer) tool(st *Step) error {
 	r.rep.ToolResults++
 	r.step, r.res = st, nil
-	out, err := r.in.Recognize(r.ctx, protocol.RecognizeParams{Agent: agent, Turn: r.calls + 1, Anchor: st.Anchor, Call: wireCall(*st.Tool)})
+	params := protocol.RecognizeParams{Agent: agent, Turn: r.calls + 1, Anchor: st.Anchor, Call: wireCall(*st.Tool)}
+	out, err := r.in.Recognize(r.ctx, params)
+	if r.record != nil {
+		r.record(protocol.MethodRecognize, params, out, err)
+	}
 	res := r.res
 	switch {
 	case res == nil:
@@ -228,7 +244,12 @@ func (r *replayer) forget(st *Step) error {
 	if len(st.Forget) == 0 {
 		return nil
 	}
-	if _, err := r.m.Release(r.ctx, protocol.ReleaseParams{Agent: agent, Anchors: st.Forget}); err != nil {
+	rel := protocol.ReleaseParams{Agent: agent, Anchors: st.Forget}
+	res, err := r.m.Release(r.ctx, rel)
+	if r.record != nil {
+		r.record(protocol.MethodRelease, rel, res, err)
+	}
+	if err != nil {
 		return fmt.Errorf("release of condensed results: %w", err)
 	}
 	return nil
@@ -240,7 +261,11 @@ func (r *replayer) call() error {
 	r.calls++
 	r.rep.Calls++
 	r.rep.PromptTokens += tokens(r.chars)
-	sr, err := r.m.Sync(r.ctx, protocol.SyncParams{Agent: agent, Turn: r.calls, PromptChars: r.chars, PrefixRebuilt: r.rebuilt})
+	sp := protocol.SyncParams{Agent: agent, Turn: r.calls, PromptChars: r.chars, PrefixRebuilt: r.rebuilt}
+	sr, err := r.m.Sync(r.ctx, sp)
+	if r.record != nil {
+		r.record(protocol.MethodSync, sp, sr, err)
+	}
 	r.rebuilt = false
 	if err != nil {
 		return fmt.Errorf("sync before call %d: %w", r.calls, err)

@@ -305,11 +305,23 @@ func (a adapter) Stamp(_ context.Context, id string) (string, error) {
 	return a.version(uriPath(id)), nil
 }
 
+// Display is the plain path, as the server's file adapter names files in
+// notices and errata.
+func (adapter) Display(id string) string {
+	if p := uriPath(id); p != "" {
+		return p
+	}
+	return id
+}
+
 func (adapter) Watch(string) error { return nil }
 func (adapter) Unwatch(string)     {}
 func (adapter) Close() error       { return nil }
 
-var _ runtime.Adapter = adapter{}
+var (
+	_ runtime.Adapter   = adapter{}
+	_ runtime.Displayer = adapter{}
+)
 
 func fileURI(p string) string { return (&url.URL{Scheme: "file", Path: p}).String() }
 

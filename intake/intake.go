@@ -148,4 +148,3 @@ func (v viewOf) Render(srcs []protocol.Source) (string, bool) {
 	}
 	return v.r.Render(parts)
 }
-

@@ -29,4 +29,4 @@ func withFeed(_ context.Context, m *runtime.Manager, o FeedOptions, _ feed.OpenF
 type feedHint struct{ m *runtime.Manager }
 
 func (h *feedHint) notify(id string) { h.m.Hint(id) }
-func (h *feedHint) attach(manager)  {}
+func (h *feedHint) attach(manager)   {}
