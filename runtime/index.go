@@ -404,9 +404,10 @@ type block struct {
 // sets.
 type blockExtra struct {
 	// view renders the block's in-place views (a block registered by the
-	// intake); nil once the block left stageLive: a superseded or released
-	// block is never shown again, so its renderer, and what the renderer
-	// holds of the tool's output, goes with it.
+	// intake); retired{} once the block left stageLive: a superseded or
+	// released block is never rendered again, so its renderer, and what the
+	// renderer holds of the tool's output, goes with it (a superseded one
+	// still shows its notice).
 	view         View
 	policy       *protocol.Policy
 	notice       string

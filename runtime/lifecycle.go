@@ -43,8 +43,8 @@ func (ix *index) enter(b *block, to stage) {
 		return
 	}
 	b.stage = to
-	if b.x != nil {
-		b.x.view = nil // never shown in place again (blockExtra.view)
+	if b.x != nil && b.x.view != nil {
+		b.x.view = retired{} // never rendered again (blockExtra.view), still shown: its notice
 	}
 	switch to {
 	case stageSuperseded:

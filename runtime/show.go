@@ -18,6 +18,13 @@ type rendering struct {
 	names string // the block's sources as a notice names them, for a fallback
 }
 
+// retired is the View of a block that left stageLive: it renders nothing,
+// so the block's Show is its notice (superseded, orphaned), and it holds
+// nothing of the tool's output.
+type retired struct{}
+
+func (retired) Render([]protocol.Source) (string, bool) { return "", false }
+
 // renderings lists the in-place views of blocks that have a View. Caller
 // holds m.mu.
 func (m *Manager) renderings(views []protocol.BlockView) []rendering {

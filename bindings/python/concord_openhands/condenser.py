@@ -3,8 +3,9 @@
     agent = Agent(llm=llm, tools=tools, condenser=ConcordCondenser(roots=[workspace]))
 
 Before every model call it forwards each new tool result (`recognize`), releases results condensed
-away, and applies what `sync` returns: a stale result is replaced (same ids) by the server's `view`
-or a re-read notice, or under tail/auto placement an erratum follows the newest message (errata.py).
+away, and applies what `sync` returns: a changed result is replaced (same ids) by the server's `show`
+(the text it composed: the re-rendered read, a re-read notice, or both), or under tail/auto placement
+an erratum follows the newest message (errata.py).
 The event log is never modified; replacements are memoized so the prompt prefix stays byte-stable;
 on any failure the view passes through (README: "How it works"). Import this module before resuming
 a persisted conversation: the SDK resolves the condenser's `kind` while loading the agent.
@@ -32,7 +33,7 @@ from openhands.sdk.llm import LLM, TextContent
 
 from . import wire
 from .errata import Notes, PrefixTracker, join_errata
-from .session import DEFAULT_PLACEMENT, ENV_PRICE, BlockView, ConcordSession, uri_to_path
+from .session import DEFAULT_PLACEMENT, ENV_PRICE, BlockView, ConcordSession
 
 log = logging.getLogger("concord_openhands")
 # Counters for stats(): tool results seen; registered as a block; acknowledged as an event or query;
@@ -59,8 +60,8 @@ class _State:
         self.full, self.epoch = self.epoch != -1, epoch
         self.seen: set[str] = set()  # observation event ids already forwarded
         self.registered: set[str] = set()  # anchors with a live block
-        self.views: dict[str, BlockView] = {}  # anchor -> latest non-valid block view
-        self.cache: dict[str, tuple[Any, ObservationEvent, int]] = {}  # obs id -> (key, replacement, size)
+        self.views: dict[str, BlockView] = {}  # anchor -> latest view with a `show`
+        self.cache: dict[str, tuple[str, ObservationEvent, int]] = {}  # obs id -> (shown text, replacement, size)
         self.sizes: dict[str, int] = {}  # event id -> its size in the prompt (promptChars)
         self.notes = Notes()  # tail placement: sticky until a flush
 
@@ -88,7 +89,7 @@ class ConcordCondenser(CondenserBase):
         "Prompt-cache prices (`cache.price`): `anthropic` (write 1.25, read 0.1), `openai` (1, 0.5), `WRITE,READ` "
         "or {write, read} in input prices; `off` for none. With it, `auto` also rewrites in place when that costs "
         f"less than a note. Default: ${ENV_PRICE}, else off. A value the server refuses is warned about and left off."))
-    timeout: float = Field(default=5.0, description="Seconds to wait for any one Concord call.")
+    timeout: float = Field(default=wire.BINDING_REQUEST_TIMEOUT_MS / 1000, description="Seconds to wait for any one Concord call.")
 
     _state: _State = PrivateAttr(default_factory=_State)
 
@@ -143,7 +144,7 @@ class ConcordCondenser(CondenserBase):
         session = self.session
         # Messages dropped or condensed since the last call: the cached prefix is gone.
         st.rebuilt = st.prefix.rebuilt([ev.id for ev in view.events]) or st.rebuilt
-        for _ in range(3):  # a restart mid-way means re-registering everything
+        for _ in range(wire.BINDING_MAX_RESTARTS + 1):  # a restart mid-way means re-registering everything
             if not session.ensure():
                 return view
             if st.epoch != session.epoch:
@@ -168,10 +169,10 @@ class ConcordCondenser(CondenserBase):
             in_place = [b for b in result.blocks if not (b.at_tail and tail)]  # else: the message stays, see the note
             self._report(st, in_place)
             for b in in_place:
-                if b.status in ("valid", "released"):
+                if b.status == "released":
+                    st.registered.discard(b.anchor)
+                if b.show is None:  # the original output stands (valid again, released)
                     st.views.pop(b.anchor, None)
-                    if b.status == "released":
-                        st.registered.discard(b.anchor)
                 else:
                     st.views[b.anchor] = b
             if target is not None:
@@ -272,16 +273,15 @@ class ConcordCondenser(CondenserBase):
         return view.model_copy(update={"events": out}) if changed else view
 
     def _replacement(self, st: _State, ev: ObservationEvent, bv: BlockView) -> ObservationEvent | None:
-        key, cached = bv.key(), st.cache.get(ev.id)
-        if cached is not None and cached[0] == key:
+        text, cached = bv.show, st.cache.get(ev.id)
+        if cached is not None and cached[0] == text:
             return cached[1]
-        text = _render(bv)
         if text is None:
             st.cache.pop(ev.id, None)
             return None
         obs = ev.observation.model_copy(update={"content": [TextContent(text=text)], "is_error": False})
         new = ev.model_copy(update={"observation": obs})
-        st.cache[ev.id] = (key, new, _message_chars(new))
+        st.cache[ev.id] = (text, new, _message_chars(new))
         return new
 
 
@@ -310,21 +310,6 @@ def tool_call(ev: ObservationEvent, args: dict[str, Any], root: str) -> wire.Too
     if getattr(meta, "prefix", None) or getattr(obs, "is_truncated", False):
         call["truncated"] = True
     return call
-
-
-def _render(bv: BlockView) -> str | None:
-    """The text shown instead of a tool result, or None to keep it (docs/protocol.md,
-    "How a binding renders a block view")."""
-    if bv.status in ("valid", "released", ""):
-        return None
-    out = bv.view
-    if out is not None and bv.status in ("patched", "stale"):
-        return out + ("\n" if out and not out.endswith("\n") else "") + bv.notice if bv.status == "stale" and bv.notice else out
-    if bv.notice:
-        return bv.notice
-    # A state the binding cannot show faithfully: say so rather than show stale text.
-    paths = ", ".join(uri_to_path(str(s.get("uri", ""))) for s in bv.sources) or "the file"
-    return f"[concord] {paths} changed since this read; the content shown earlier is no longer accurate. Re-read it before relying on it."
 
 
 def _message_chars(ev: Any) -> int:

@@ -4,8 +4,9 @@ Sessions with the same configuration share ONE `concord serve` per process,
 each under its own agent name; a closed (or collected) session releases its
 blocks and the last one out stops the server. A missing binary makes every
 call return None after ONE warning naming where it looked; a dead or hung
-server is restarted (bounded retries with backoff) and `epoch` changes so
-each session re-registers what the model was shown; past that, pass-through.
+server is restarted (wire.BINDING_MAX_RESTARTS times, with backoff) and
+`epoch` changes so each session re-registers what the model was shown; past
+that, pass-through (docs/protocol.md, "Binding lifecycle").
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
-from urllib.parse import unquote, urlparse
 
 from . import wire
 from .rpc import RpcClient, RpcError, ServerUnavailable
@@ -31,7 +31,6 @@ log = logging.getLogger("concord_openhands")
 PROTOCOL_VERSION = wire.VERSION
 CLIENT_NAME, CLIENT_VERSION, ENV_BIN = "concord-openhands", "0.1.0", "CONCORD_BIN"
 WARNING_PREFIX = "concord: context repair unavailable"
-RESTART_BACKOFF = 0.05  # seconds before restart attempt k: 0.05 * 4**(k-1)
 # Where a repair of a message the model has seen goes (docs/protocol.md, "Placement").
 PLACEMENTS: tuple[str, ...] = get_args(wire.Placement)
 DEFAULT_PLACEMENT = "auto"
@@ -87,11 +86,6 @@ def path_to_uri(path: str) -> str:
     return Path(os.path.abspath(path)).as_uri()
 
 
-def uri_to_path(uri: str) -> str:
-    parsed = urlparse(uri)
-    return unquote(parsed.path) if parsed.scheme == "file" else uri
-
-
 @dataclass
 class Source:
     """One source link of an observation; range None is the whole file, uri a listing source."""
@@ -121,21 +115,18 @@ class BlockView:
     placement: str = ""
     erratum: str = ""
     view: str | None = None  # recognized blocks: the result re-rendered in its tool's format
+    show: str | None = None  # in place: the text to show instead of the result (None: the original stands)
 
     @staticmethod
     def from_wire(raw: wire.BlockView) -> BlockView:
         s = {k: str(raw.get(k) or "") for k in ("block", "anchor", "status", "notice", "reason", "placement", "erratum")}
-        view = raw.get("view")
-        return BlockView(**s, sources=list(raw.get("sources") or []), view=view if isinstance(view, str) else None)
+        view, show = raw.get("view"), raw.get("show")
+        return BlockView(**s, sources=list(raw.get("sources") or []), view=view if isinstance(view, str) else None,
+                         show=show if isinstance(show, str) else None)
 
     @property
     def at_tail(self) -> bool:
         return self.placement == "tail"
-
-    def key(self) -> tuple[Any, ...]:
-        """What the model would see; equal keys render equal text."""
-        srcs = [{k: s.get(k) for k in ("uri", "range", "text", "totalLines")} for s in self.sources]
-        return (self.status, json.dumps(srcs, sort_keys=True), self.notice, self.view)
 
 
 @dataclass
@@ -177,7 +168,8 @@ class _Server:
         if self.starts > cfg["max_restarts"]:
             what = "started" if self.epoch == 0 else "restarted"
             return self.give_up(f"concord serve could not be {what} after {self.starts} attempts (last: {self.last_error})")
-        time.sleep(RESTART_BACKOFF * (4 ** (self.starts - 1)) if self.starts else 0)
+        if self.starts:  # restart k = starts waits BINDING_BACKOFF_MS * 4**(k-1) ms
+            time.sleep(wire.BINDING_BACKOFF_MS * 4 ** (self.starts - 1) / 1000)
         self.starts += 1
         binary = find_binary(cfg["binary"])
         if binary is None:
@@ -310,7 +302,8 @@ class ConcordSession:
     def __init__(self, roots: list[str], *, binary: str | None = None, agent: str = "main", watch: str = "auto",
                  policy: wire.PolicyConfig | None = None, locator: wire.LocatorParams | None = None,
                  placement: str = DEFAULT_PLACEMENT, cache_ttl: float | None = None, cache_price: Any = None,
-                 timeout: float = 5.0, init_timeout: float = 10.0, max_restarts: int = 3,
+                 timeout: float = wire.BINDING_REQUEST_TIMEOUT_MS / 1000,
+                 init_timeout: float = wire.BINDING_START_TIMEOUT_MS / 1000, max_restarts: int = wire.BINDING_MAX_RESTARTS,
                  extra_args: list[str] | None = None) -> None:
         if placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, not {placement!r}")

@@ -1,13 +1,13 @@
 // The OpenCode side of Concord: one `concord serve` per OpenCode session, every tool result forwarded
 // to it (`recognize`: the server decides what each showed or wrote), and before every model request
-// the results whose lines changed rewritten with the server's views (or a re-read notice).
+// the results whose lines changed replaced by the text the server composed for them (`show`).
 // OpenCode aborts the run when a hook throws: every hook is guarded, every request has a timeout, and
 // a missing or dead binary makes the plugin a pass-through with one warning.
 import path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { findConcord } from "./binary.js"
 import { ConcordClient, PROTOCOL_VERSION, RpcError, TransportError } from "./client.js"
-import { CodeOutsideRoots, CodeUnsupportedProto, type BlockView, type CachePrice, type InitializeParams, type LocatorParams, type Placement, type PolicyConfig, type RecognizeResult } from "./wire.js"
+import { BindingBackoffMs, BindingMaxRestarts, BindingRequestTimeoutMs, BindingStartTimeoutMs, CodeOutsideRoots, CodeUnsupportedProto, type BlockView, type CachePrice, type InitializeParams, type LocatorParams, type Placement, type PolicyConfig, type RecognizeResult } from "./wire.js"
 
 export const CLIENT_NAME = "concord-opencode"
 export const CLIENT_VERSION = "0.1.0"
@@ -31,9 +31,9 @@ export interface ConcordOptions {
   policy?: PolicyConfig
   /** initialize.locator thresholds. */
   locator?: LocatorParams
-  /** Per-request timeout in ms (default 3000). */
+  /** Per-request timeout in ms (default BindingRequestTimeoutMs, 5000). */
   timeoutMs?: number
-  /** Timeout for starting concord and its initialize (default 5000). */
+  /** Timeout for starting concord and its initialize (default BindingStartTimeoutMs, 10000). */
   startTimeoutMs?: number
   /** Agent name reported to Concord (default "main"). */
   agent?: string
@@ -69,10 +69,6 @@ export interface BindingInit {
   stderr?: (text: string) => void
 }
 
-/** Restarts of a dead concord per session before giving up, and the first backoff. */
-const MAX_RESTARTS = 3
-const BACKOFF_MS = 200
-
 /** One tool result (or @file attachment) as found in the history or in tool.execute.after. */
 interface Candidate {
   anchor: string
@@ -89,9 +85,6 @@ interface Tracked {
   outside?: string
 }
 
-/** Shown when a repaired result has neither a view nor a notice (never expected from the server). */
-const FALLBACK = "[concord] the content this result showed changed since; it is no longer accurate. Run the tool again before relying on it."
-
 /** Concord's state for one OpenCode session. */
 class SessionLink {
   client?: ConcordClient
@@ -99,12 +92,11 @@ class SessionLink {
   down = false // the child is gone or must be replaced; the next hook restarts it
   closing = false
   restarts = 0
-  nextStartAt = 0
   turn = 0
   readonly extraRoots = new Set<string>() // added for reads outside the project (external_directory)
   readonly tracked = new Map<string, Tracked>()
   readonly skipped = new Set<string>() // results left alone (events, cut lines, …)
-  readonly views = new Map<string, string>() // the latest replacement per anchor, re-applied on every request
+  readonly views = new Map<string, string>() // the latest `show` per anchor, re-applied on every request
   note?: { anchor: string; text: string } // a one-time note on one result Concord could not track
   needsRootRestart = false // a read outside the roots: restart with them extended before the next sync
   fullSyncNext = false // after a restart the deltas start over
@@ -153,7 +145,7 @@ export class ConcordBinding {
     this.options = init.options ?? {}
     this.env = init.env ?? process.env
     this.agent = this.options.agent ?? "main"
-    this.timeoutMs = this.options.timeoutMs ?? 3000
+    this.timeoutMs = this.options.timeoutMs ?? BindingRequestTimeoutMs
     this.debugOn = !!this.env.CONCORD_OPENCODE_DEBUG
     const placement = this.options.placement ?? (this.env.CONCORD_PLACEMENT || undefined)
     this.placement = PLACEMENTS.includes(placement as Placement) ? (placement as Placement) : DEFAULT_PLACEMENT
@@ -315,18 +307,17 @@ export class ConcordBinding {
     return link
   }
 
-  /** A live concord for the link: a dead child is restarted (bounded retries with backoff) and what is still in the context registered again, then a full sync; false while there is none. */
+  /** A live concord for the link: a dead child is restarted (docs/protocol.md, "Binding lifecycle": restart k after BindingBackoffMs * 4^(k-1) ms, at most BindingMaxRestarts) and what is still in the context registered again, then a full sync; false while there is none. `force`: a restart of our own (extended roots), not counted. */
   private async ensureUp(link: SessionLink, force = false): Promise<boolean> {
     if (link.dead) return false
     if (!link.down && link.client?.alive) return true
-    if (!force && Date.now() < link.nextStartAt) return false
-    if (link.restarts >= MAX_RESTARTS) {
+    if (!force && link.restarts >= BindingMaxRestarts) {
       link.dead = true
-      this.warn(`concord stopped and could not be restarted after ${MAX_RESTARTS} tries`)
+      this.warn(`concord stopped and could not be restarted after ${BindingMaxRestarts} tries`)
       return false
     }
-    if (!force) link.restarts++
-    link.nextStartAt = Date.now() + BACKOFF_MS * 2 ** link.restarts
+    if (!force) await new Promise((r) => setTimeout(r, BindingBackoffMs * 4 ** link.restarts++))
+    if (link.dead) return false // disposed while waiting
     this.stats.restarts++
     if (!(await this.start(link))) return false
     link.down = false
@@ -370,7 +361,7 @@ export class ConcordBinding {
       if (policy !== undefined) params.policy = policy
       if (locator !== undefined) params.locator = locator
       if (Object.keys(cache).length > 0) params.cache = cache
-      const res = await client.initialize(params, this.options.startTimeoutMs ?? Math.max(5000, this.timeoutMs))
+      const res = await client.initialize(params, this.options.startTimeoutMs ?? BindingStartTimeoutMs)
       if (res?.protocolVersion !== PROTOCOL_VERSION) {
         throw new RpcError("initialize", UNSUPPORTED_VERSION, "answered another protocol version", { supported: [res?.protocolVersion] })
       }
@@ -470,34 +461,16 @@ export class ConcordBinding {
     }
   }
 
-  /** Keeps the block's latest view; says whether this sync repaired it or put a notice in. */
+  /** Keeps the text the server composed for the block (`show`; absent: the original output stands); says whether this sync repaired it or put a notice in. */
   private updateView(link: SessionLink, b: BlockView, full: boolean): "repaired" | "notice" | undefined {
     if (!b || typeof b.anchor !== "string" || !link.tracked.has(b.anchor)) return undefined
-    // The server renders a tracked result in its tool's format (absent for listings and notices).
-    const view = typeof b.view === "string" ? b.view : undefined
+    if (b.status === "released") link.tracked.delete(b.anchor)
     const before = link.views.get(b.anchor)
-    const set = (v: string | undefined) => void (v === undefined ? link.views.delete(b.anchor) : link.views.set(b.anchor, v))
-    switch (b.status) {
-      case "released":
-        link.tracked.delete(b.anchor)
-        link.views.delete(b.anchor)
-        return undefined
-      case "valid":
-        // Only a result that was rewritten before needs its (now current) lines shown again.
-        set(before !== undefined ? view : undefined)
-        return undefined
-      case "patched":
-        set(view ?? b.notice ?? FALLBACK)
-        if (full && link.views.get(b.anchor) === before) return undefined
-        return view !== undefined ? "repaired" : "notice"
-      case "stale":
-        set(view !== undefined ? `${view}\n\n${b.notice ?? FALLBACK}` : (b.notice ?? FALLBACK))
-        break
-      default:
-        // invalid, superseded, and anything newer: the notice replaces the output.
-        set(b.notice ?? view ?? FALLBACK)
-    }
-    return full && link.views.get(b.anchor) === before ? undefined : "notice"
+    if (typeof b.show === "string") link.views.set(b.anchor, b.show)
+    else link.views.delete(b.anchor)
+    if (b.status === "valid" || b.status === "released" || (full && link.views.get(b.anchor) === before)) return undefined
+    // A re-rendered read (patched with a view) is a repair; anything else shown is a notice.
+    return b.status === "patched" && typeof b.view === "string" ? "repaired" : "notice"
   }
 
   /** One line per sync that changed something: OpenCode's log and a toast in the TUI. */

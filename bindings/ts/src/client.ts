@@ -4,7 +4,7 @@
 // pending requests at once and never throws later.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process"
 import {
-  CodeInternalError, CodeMethodNotFound, MethodExit, MethodInitialize, MethodObserve, MethodRecognize, MethodRelease, MethodShutdown,
+  BindingRequestTimeoutMs, CodeInternalError, CodeMethodNotFound, MethodExit, MethodInitialize, MethodObserve, MethodRecognize, MethodRelease, MethodShutdown,
   MethodSourceChanged, MethodStats, MethodSync, Version, type ErrorObject, type InitializeParams, type InitializeResult, type ObserveParams,
   type ObserveResult, type RecognizeParams, type RecognizeResult, type ReleaseParams, type ReleaseResult, type SourceChangedParams,
   type SourceChangedResult, type StatsResult, type SyncParams, type SyncResult,
@@ -100,7 +100,7 @@ export class ConcordClient {
   private readonly timeoutMs: number
 
   constructor(private readonly opts: ClientOptions) {
-    this.timeoutMs = opts.timeoutMs ?? 3000
+    this.timeoutMs = opts.timeoutMs ?? BindingRequestTimeoutMs
     this.child = spawn(opts.bin, opts.args ?? ["serve"], { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["pipe", "pipe", "pipe"], windowsHide: true })
     let settle!: (info: ExitInfo) => void
     this.exited = new Promise<ExitInfo>((resolve) => (settle = resolve))

@@ -7,6 +7,7 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { ConcordBinding, rebuiltSince, type BindingInit } from "../../src/binding.js"
+import { BindingBackoffMs, BindingMaxRestarts } from "../../src/wire.js"
 import { concordBin, skipWithoutConcord } from "../support/concordbin.js"
 import { openCodeRead } from "../support/expected.js"
 
@@ -281,6 +282,24 @@ describe("with the real concord binary", () => {
     assert.doesNotMatch(out, /8080/)
   })
 
+  test("annotate: the server's show is applied as given (the read, a blank line, the notice); valid again, the original output is back", { skip }, async (t) => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, config)
+    const h = harness(dir, { options: { policy: { global: { local: "annotate", drift: "annotate" } } } })
+    t.after(() => h.hooks.dispose())
+    await h.read("call_1", file, 2, 3)
+    const original = h.parts[0].state.output as string
+    fs.writeFileSync(file, config.replace("debug: false", "debug: true"))
+    const out = (await h.modelCall()).get("call_1")!
+    // The view's trailing newlines trimmed, then "\n\n" and the notice: composed by the server alone.
+    assert.ok(out.startsWith(original.trimEnd() + "\n\n[concord] "), out)
+    assert.match(out, /config\.yaml/)
+    assert.equal(h.binding.stats.notices, 1)
+    fs.writeFileSync(file, config)
+    assert.equal((await h.modelCall()).get("call_1"), original, "valid again: no show, the original output stands")
+  })
+
   test("the agent's own edit (tool.execute.after on edit) repairs its earlier read", { skip }, async () => {
     const dir = tmpdir()
     const file = path.join(dir, "config.yaml")
@@ -403,13 +422,18 @@ describe("with the real concord binary", () => {
     const pid = h.binding.childPids().get(h.sessionID)!
     process.kill(pid, "SIGKILL")
     assert.ok(await waitGone(pid))
-    const until = Date.now() + 10_000
+    const killed = Date.now()
+    const until = killed + 10_000
+    let calls = 0
     while (h.warnings.length === 0 && Date.now() < until) {
       assert.equal((await h.modelCall()).get("call_1"), repaired, "the last view is still applied")
-      await new Promise((r) => setTimeout(r, 100))
+      calls++
     }
     assert.equal(h.warnings.length, 1, h.warnings.join("\n"))
-    assert.match(h.warnings[0]!, /could not be restarted after 3 tries/)
+    assert.match(h.warnings[0]!, new RegExp(`could not be restarted after ${BindingMaxRestarts} tries`))
+    // One restart per model call, restart k after BindingBackoffMs * 4^(k-1): 100 + 400 + 1600 ms.
+    assert.equal(calls, BindingMaxRestarts + 1, "each call tries one restart; the one after the last gives up")
+    assert.ok(Date.now() - killed >= BindingBackoffMs * (1 + 4 + 16), `gave up after ${Date.now() - killed} ms`)
     for (let i = 0; i < 3; i++) assert.equal((await h.modelCall()).get("call_1"), repaired)
     assert.equal(h.warnings.length, 1, "said once")
     assert.deepEqual(h.stderr, [])
