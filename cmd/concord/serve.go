@@ -119,7 +119,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		NewSession: session.New(session.Options{PollInterval: o.pollInterval, Debounce: o.debounce, MaxSource: int64(o.maxSource),
 			Feed: o.feed, OpenFeed: openFeed}),
 		Name:       "concord",
-		Version:    version,
+		Version:    buildStamp().version,
 		Framing:    o.framing,
 		MaxMessage: int64(o.maxMessage),
 		Policy:     policy,
