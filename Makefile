@@ -134,7 +134,8 @@ DIST_ARCH ?= $(shell $(GO) env GOARCH)
 DIST      := $(CURDIR)/dist
 STAGE     := $(DIST)/.stage
 SHA256    := $(shell command -v sha256sum >/dev/null 2>&1 && echo sha256sum || echo shasum -a 256)
-# Any Python 3.9+ with pip builds the wheel; the user-path test needs 3.12+ (the OpenHands SDK).
+# Any Python 3.9+ with pip builds the wheel (--ignore-requires-python: the wheel is for 3.12+, where
+# the OpenHands SDK runs, but building it needs no SDK); the user-path test needs 3.12+.
 PYTHON3   ?= python3
 # npm's names for the platform (package.json "os"/"cpu"), and the edit of the packed package.json.
 NPM_CPU    = $(if $(filter amd64,$(1)),x64,$(1))
@@ -175,7 +176,7 @@ dist-wheel: dist-bin
 	find $(STAGE)/python -name __pycache__ -prune -exec rm -rf {} +
 	rm -f $(DIST)/concord_openhands-*.whl
 	SOURCE_DATE_EPOCH=$(EPOCH) CONCORD_WHEEL_BINARY=$(HOST_BIN) CONCORD_WHEEL_GOOS=$(DIST_OS) CONCORD_WHEEL_GOARCH=$(DIST_ARCH) \
-	  $(PYTHON3) -m pip wheel --no-deps --disable-pip-version-check -w $(DIST) $(STAGE)/python
+	  $(PYTHON3) -m pip wheel --no-deps --ignore-requires-python --disable-pip-version-check -w $(DIST) $(STAGE)/python
 
 # One tarball for the build platform with the binary at bin/concord (where the plugin looks),
 # "os"/"cpu" set so npm refuses it elsewhere. Built by the binding's own Makefile (npm ci, tsc,
