@@ -31,13 +31,21 @@ def test_agent_server_command_is_what_pip_installs():
                    if e.group == "console_scripts"}
     except md.PackageNotFoundError:
         pytest.skip("openhands-agent-server is not installed (make test installs it on Python 3.12+)")
+    commands = 0
     for name, line in doc_lines(r"--import-modules concord_openhands"):
-        words = shlex.split(line.strip().strip("`"))
-        i = words.index("--import-modules")
-        before = [w for w in words[:i] if "=" not in w]  # VAR=value prefixes
-        ok = before[-1:] == ["openhands.agent_server"] and before[-2:-1] == ["-m"] or (
-            before and before[-1] in scripts and scripts[before[-1]].startswith("openhands.agent_server"))
-        assert ok, f"{name}: {line.strip()!r} does not run a command of openhands-agent-server {list(scripts)}"
+        # The command itself: a code-block line, or a `span` in prose.
+        spans = re.findall(r"`([^`]*--import-modules concord_openhands[^`]*)`", line) or [line]
+        for span in spans:
+            words = shlex.split(span.strip())
+            i = words.index("--import-modules")
+            before = [w for w in words[:i] if not re.match(r"^[A-Z_]+=", w)]  # VAR=value prefixes
+            if not before:
+                continue  # the flag named alone, not a command
+            commands += 1
+            ok = before[-2:] == ["-m", "openhands.agent_server"] or (
+                before[-1] in scripts and scripts[before[-1]].startswith("openhands.agent_server"))
+            assert ok, f"{name}: {span.strip()!r} does not run a command of openhands-agent-server {list(scripts)}"
+    assert commands >= 2, "both READMEs show the agent-server command"
 
 
 def test_pip_installs_pin_the_tested_versions():
