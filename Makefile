@@ -49,11 +49,11 @@ go-test-feed:
 	$(GO) test -race -count=1 -tags $(FEED_TAGS) -run 'Feed' ./cmd/concord
 
 # The Python terminal tests run rg as agents do; the pinned ripgrep comes with the TypeScript
-# binding's npm packages (@vscode/ripgrep), so it is installed first and put on PATH.
-RG_DIR = $(CURDIR)/bindings/ts/node_modules/@vscode/ripgrep-$(shell node -p 'process.platform + "-" + process.arch' 2>/dev/null)/bin
+# binding's e2e npm packages (@vscode/ripgrep), so it is installed first and put on PATH.
+RG_DIR = $(CURDIR)/bindings/ts/e2e-deps/node_modules/@vscode/ripgrep-$(shell node -p 'process.platform + "-" + process.arch' 2>/dev/null)/bin
 
 py-test: build
-	$(MAKE) -C bindings/ts deps
+	$(MAKE) -C bindings/ts e2e-deps
 	PATH="$(RG_DIR):$$PATH" $(MAKE) -C bindings/python test CONCORD_BIN=$(BIN)
 
 ts-test: build
@@ -134,7 +134,8 @@ DIST_ARCH ?= $(shell $(GO) env GOARCH)
 DIST      := $(CURDIR)/dist
 STAGE     := $(DIST)/.stage
 SHA256    := $(shell command -v sha256sum >/dev/null 2>&1 && echo sha256sum || echo shasum -a 256)
-# Any Python 3.9+ with pip builds the wheel; the user-path test needs 3.12+ (the OpenHands SDK).
+# Any Python 3.9+ with pip builds the wheel (--ignore-requires-python: the wheel is for 3.12+, where
+# the OpenHands SDK runs, but building it needs no SDK); the user-path test needs 3.12+.
 PYTHON3   ?= python3
 # npm's names for the platform (package.json "os"/"cpu"), and the edit of the packed package.json.
 NPM_CPU    = $(if $(filter amd64,$(1)),x64,$(1))
@@ -151,7 +152,8 @@ dist: dist-bin dist-wheel dist-npm
 # LICENSE,README.md} with fixed owner and times, so the same commit gives the same bytes.
 dist-bin:
 	@test -n "$(VERSION)" || { echo "no version in bindings/python/pyproject.toml"; exit 1; }
-	@node -e 'const v=require("./bindings/ts/package.json").version; if (v !== "$(VERSION)") { console.error("version mismatch: pyproject.toml $(VERSION), package.json " + v); process.exit(1) }'
+	@v="$$(sed -n 's/^  "version": "\(.*\)",$$/\1/p' bindings/ts/package.json)"; \
+	  [ "$$v" = "$(VERSION)" ] || { echo "version mismatch: pyproject.toml $(VERSION), package.json $${v:-?}"; exit 1; }
 	@set -e; for p in $(PLATFORMS); do \
 	  os=$${p%/*}; arch=$${p#*/}; name=concord_$(VERSION)_$${os}_$${arch}; dir=$(STAGE)/bin/$$name; \
 	  echo "go build $$os/$$arch"; rm -rf $$dir; mkdir -p $$dir; \
@@ -174,7 +176,7 @@ dist-wheel: dist-bin
 	find $(STAGE)/python -name __pycache__ -prune -exec rm -rf {} +
 	rm -f $(DIST)/concord_openhands-*.whl
 	SOURCE_DATE_EPOCH=$(EPOCH) CONCORD_WHEEL_BINARY=$(HOST_BIN) CONCORD_WHEEL_GOOS=$(DIST_OS) CONCORD_WHEEL_GOARCH=$(DIST_ARCH) \
-	  $(PYTHON3) -m pip wheel --no-deps --disable-pip-version-check -w $(DIST) $(STAGE)/python
+	  $(PYTHON3) -m pip wheel --no-deps --ignore-requires-python --disable-pip-version-check -w $(DIST) $(STAGE)/python
 
 # One tarball for the build platform with the binary at bin/concord (where the plugin looks),
 # "os"/"cpu" set so npm refuses it elsewhere. Built by the binding's own Makefile (npm ci, tsc,
@@ -216,6 +218,6 @@ dist-test-wheel:
 	  $(DIST_VENV)/bin/python -m pytest -p no:cacheprovider $(CURDIR)/bindings/python/tests/test_wheel_install.py
 
 dist-test-npm:
-	$(MAKE) -C bindings/ts build
+	$(MAKE) -C bindings/ts build e2e-deps
 	cd bindings/ts && env -u CONCORD_BIN CONCORD_NPM_TARBALL="$$(ls $(DIST)/concord-opencode-$(VERSION)-*.tgz)" \
 	  node --test --test-reporter=spec --test-concurrency=1 dist/test/e2e/tarball.test.js

@@ -25,7 +25,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
-.stale{fill:#d33}.errata{fill:#36c}.axis{stroke:#999}svg text{font-size:10px;fill:#555}
+.stale{fill:#d33}.errata{fill:#36c}.axis{stroke:#999}svg text{font-size:10px;fill:#555}svg .axis-label{font-style:italic}
 .legend span{display:inline-block;width:.9em;height:.9em;margin:0 .3em 0 1em;vertical-align:middle}
 </style></head><body>
 <h1>How much stale context the agents worked from</h1>
@@ -79,7 +79,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 // timeline draws one session's calls: per call, a red bar for the stale
 // tokens it carried and a blue one for the errata Concord had at its tail.
 func timeline(b *strings.Builder, s *SessionReport) {
-	const h, top, bottom, left = 120, 10, 20, 40
+	const h, top, bottom, left = 132, 10, 32, 52
 	pts := s.Timeline
 	if len(pts) == 0 {
 		b.WriteString("<p>(no model calls)</p>\n")
@@ -95,24 +95,35 @@ func timeline(b *strings.Builder, s *SessionReport) {
 	base := h - bottom
 	fmt.Fprintf(b, `<svg class="timeline" role="img" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`+"\n", width, h, width, h)
 	fmt.Fprintf(b, `<title>%s: stale tokens per model call</title>`+"\n", escape(s.Session))
-	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/><text x="2" y="%d">%d</text><text x="2" y="%d">0</text>`+"\n",
+	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/><text x="16" y="%d">%d</text><text x="16" y="%d">0</text>`+"\n",
 		left, base, width-5, base, top+8, peak, base)
+	// Axis labels: what the bars measure (up) and what they are counted by (across).
+	fmt.Fprintf(b, `<text class="axis-label" transform="translate(10 %d) rotate(-90)" text-anchor="middle">tokens</text>`+"\n", top+(base-top)/2)
+	fmt.Fprintf(b, `<text class="axis-label" x="%d" y="%d" text-anchor="middle">model call</text>`+"\n", left+(width-left)/2, h-2)
 	bar := float64(step) / 2 * 0.9
 	for i, p := range pts {
 		x := float64(left + i*step)
 		if hs := float64(p.StaleTokens) * scale; p.StaleTokens > 0 {
-			fmt.Fprintf(b, `<rect class="stale" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>call %d: %d stale views, ~%d stale tokens</title></rect>`+"\n",
-				x, float64(base)-hs, bar, hs, p.Call, p.StaleViews, p.StaleTokens)
+			fmt.Fprintf(b, `<rect class="stale" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>call %d: %s, ~%d stale tokens</title></rect>`+"\n",
+				x, float64(base)-hs, bar, hs, p.Call, plural(p.StaleViews, "stale view", "stale views"), p.StaleTokens)
 		}
 		if he := float64(p.ErrataTokens) * scale; p.ErrataTokens > 0 {
 			fmt.Fprintf(b, `<rect class="errata" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>call %d: ~%d tokens of errata</title></rect>`+"\n",
 				x+bar, float64(base)-he, bar, he, p.Call, p.ErrataTokens)
 		}
 		if len(pts) <= 40 || (i+1)%10 == 0 {
-			fmt.Fprintf(b, `<text x="%.1f" y="%d">%d</text>`+"\n", x, h-6, p.Call)
+			fmt.Fprintf(b, `<text x="%.1f" y="%d">%d</text>`+"\n", x, base+12, p.Call)
 		}
 	}
 	b.WriteString("</svg>\n")
+}
+
+// plural is "1 stale view", "2 stale views".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // escaper is html.EscapeString's replacements; the html package itself

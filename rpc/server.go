@@ -130,6 +130,10 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 	st.AnswerBad = true
 	s.stream = st
 	st.OnBad = func(e *Error) { log.Warn("bad message", "code", e.Code, "error", e.Message) }
+	st.OnSkip = func(n, max int64) {
+		log.Warn("oversized message: skipping its body before answering it", "contentLength", n, "limit", max,
+			"note", fmt.Sprintf("the next %d bytes of input are dropped; a message sent within them is lost", n))
+	}
 	st.AtEnd = func() {
 		s.endInput()
 		s.waitHandlers(endGrace)
@@ -169,6 +173,14 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) (int, e
 	s.closing = true // no new handlers while waiting for the running ones
 	s.mu.Unlock()
 	s.waitHandlers(endGrace)
+	if err := st.Err(); err != nil {
+		// Input that ended inside a frame (or failed): the peer went away
+		// mid-message or speaks another framing. Say so, and fail.
+		log.Error("the input cannot be read on; the session ends", "error", err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	s.mu.Lock()
 	core := s.core
 	s.core = nil

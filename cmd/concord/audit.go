@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -71,6 +72,17 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	opt := audit.Options{Price: price, PriceName: *o.price, Timeline: *o.html != ""}
 	ins, errs := audit.Find(fs.Args())
+	for _, p := range holdingNothing(fs.Args(), ins, errs) {
+		fmt.Fprintf(stderr, "concord audit: %s: no sessions found here. %s\n", p, lookedFor)
+	}
+	if len(ins) == 0 {
+		// Nothing to audit: a report of zeros would read as "no stale
+		// context", which nobody measured.
+		for _, e := range errs {
+			fmt.Fprintf(stderr, "concord audit: %s: %s\n", e.File, e.Error)
+		}
+		return exitStatus(1)
+	}
 	var progress audit.Progress
 	if audit.IsTerminal(stderr) && len(ins) > 1 {
 		progress = audit.ProgressBar(stderr)
@@ -91,7 +103,15 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
 	} else {
-		err = rep.WriteText(stdout)
+		text := *rep
+		if *o.html != "" && !*o.each {
+			// The page has every session; the terminal keeps the summary
+			// (500 sessions were 2,000 lines).
+			text.Sessions = nil
+		}
+		if err = text.WriteText(stdout); err == nil && *o.html != "" {
+			_, err = fmt.Fprintf(stdout, "  Each session, call by call: %s\n", *o.html)
+		}
 	}
 	if err != nil {
 		return err
@@ -103,6 +123,35 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return exitStatus(1)
 	}
 	return nil
+}
+
+// lookedFor says what the audit reads, for a path where it found nothing.
+const lookedFor = "The audit reads OpenHands conversations (a directory with events/event-*.json: " +
+	"a conversation's persistence_dir; an agent server keeps them under workspace/conversations), " +
+	"`opencode export <sessionID>` JSON files, " +
+	"and OpenAI-format message lists (.json, .jsonl); directories are searched recursively (docs/audit.md, \"Inputs\")."
+
+// holdingNothing are the paths of args under which Find found no input and
+// no error: an empty directory, or one of other files.
+func holdingNothing(args []string, ins []audit.Input, errs []audit.InputError) []string {
+	var out []string
+	for _, a := range args {
+		under := func(p string) bool {
+			rel, err := filepath.Rel(filepath.Clean(a), filepath.Clean(p))
+			return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+		}
+		found := false
+		for _, in := range ins {
+			found = found || under(in.Path)
+		}
+		for _, e := range errs {
+			found = found || under(e.File)
+		}
+		if !found {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func writeFile(path string, write func(io.Writer) error) error {

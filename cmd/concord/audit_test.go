@@ -169,3 +169,65 @@ func TestAuditProgressOnTerminal(t *testing.T) {
 		t.Errorf("no progress bar on the terminal: %q", out)
 	}
 }
+
+// TestAuditNothingToAudit: a path with nothing the audit reads says what it
+// looks for and fails, and no report of zeros is printed (issue 37: status 0
+// and a zero report for an empty directory, the zero report with status 1
+// for a missing one); --html keeps the terminal to the summary.
+func TestAuditNothingToAudit(t *testing.T) {
+	empty := t.TempDir()
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "notes.txt"), []byte("no session"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(t.TempDir(), "audit.html")
+	tests := []struct {
+		name      string
+		args      []string
+		status    int
+		stdout    []string // substrings; nil: stdout must be empty
+		notStdout []string
+		stderr    []string
+	}{
+		{"empty directory", []string{"audit", empty}, 1, nil, nil, []string{empty + ": no sessions found here", "events/event-*.json", "opencode export", "OpenAI-format"}},
+		{"a directory of other files", []string{"audit", other}, 1, nil, nil, []string{other + ": no sessions found here"}},
+		{"missing path", []string{"audit", "/nonexistent/sessions"}, 1, nil, nil, []string{"/nonexistent/sessions: stat /nonexistent/sessions: no such file or directory"}},
+		{"one empty among real ones is named, the rest audited", []string{"audit", auditStores, empty}, 0, []string{"Audited 8 sessions"}, nil, []string{empty + ": no sessions found here"}},
+		{"--html: the summary alone on the terminal", []string{"audit", "--html", page, auditStores}, 0,
+			[]string{"Audited 8 sessions", "Each session, call by call: " + page}, []string{"(openhands, ", "(opencode, "}, nil},
+		{"--html --sessions lists them too", []string{"audit", "--html", page, "--sessions", auditStores}, 0,
+			[]string{"(openhands, ", "(opencode, ", "Audited 8 sessions"}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, stderr, code := runBin(t, tt.args...)
+			if code != tt.status {
+				t.Errorf("status %d, want %d\nstdout: %s\nstderr: %s", code, tt.status, out, stderr)
+			}
+			if tt.stdout == nil && out != "" {
+				t.Errorf("stdout not empty:\n%s", out)
+			}
+			for _, w := range tt.stdout {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tt.notStdout {
+				if strings.Contains(out, w) {
+					t.Errorf("stdout has %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tt.stderr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+			if tt.stderr == nil && stderr != "" {
+				t.Errorf("stderr not empty:\n%s", stderr)
+			}
+		})
+	}
+	if html, err := os.ReadFile(page); err != nil || !bytes.Contains(html, []byte("0f709932-76f4-54b8-8faa-740cf601b85e")) {
+		t.Errorf("the page lacks the sessions (%v)", err)
+	}
+}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/rpc/client"
+
+	"github.com/spf13/pflag"
 )
 
 // TestServeFeedNotBuilt: a build without -tags feed refuses a feed, from
@@ -43,5 +45,31 @@ func TestServeFeedNotBuilt(t *testing.T) {
 	}
 	if err := c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: "main"}, &res); err != nil || res.Feed != nil {
 		t.Fatalf("sync without a feed: %+v, %v", res, err)
+	}
+}
+
+// TestHelpServeWithoutFeed: a build without the feed does not list the seven
+// --feed* flags it cannot use (issue 37), says how to get them, and still
+// takes --feed to refuse it with that hint (TestServeFeedNotBuilt).
+func TestHelpServeWithoutFeed(t *testing.T) {
+	var out bytes.Buffer
+	if got := run(context.Background(), []string{"help", "serve"}, strings.NewReader(""), &out, &out); got != 0 {
+		t.Fatalf("help serve: status %d", got)
+	}
+	if _, flags, _ := strings.Cut(out.String(), "\nFlags:\n"); strings.Contains(flags, "  --feed") {
+		t.Errorf("help serve lists --feed flags in a build without the feed:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "-tags feed (make build-feed)") {
+		t.Errorf("help serve does not say how to get the feed:\n%s", out.String())
+	}
+	hidden := 0
+	fs, _ := serveFlags()
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			hidden++
+		}
+	})
+	if hidden != 7 {
+		t.Errorf("%d hidden flags, want the 7 --feed* flags", hidden)
 	}
 }

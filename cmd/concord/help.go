@@ -31,6 +31,7 @@ func commands() []command {
 			name:    "serve",
 			summary: "speak the Concord protocol (JSON-RPC 2.0) on stdin/stdout",
 			usage:   "concord serve [flags]",
+			long:    serveLong(),
 			examples: `  # what an agent runtime runs, once per session (stdin/stdout are the protocol):
   concord serve
   # one JSON message per line, every message traced to a log file:
@@ -93,6 +94,15 @@ Nothing is written to the input. Status 1 when some input could not be read.`,
 			run:      noStdin(runHelp),
 		},
 	}
+}
+
+// serveLong is serve's description: in a build without the change feed,
+// where its flags are hidden, how to get them.
+func serveLong() string {
+	if openFeed != nil {
+		return ""
+	}
+	return "This build has no change feed between hosts: --feed and its flags need a build\nwith -tags feed (make build-feed)."
 }
 
 func noStdin(f func(ctx context.Context, args []string, stdout, stderr io.Writer) error) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {

@@ -194,3 +194,24 @@ func TestLocateBinary(t *testing.T) {
 		t.Errorf("usage error: err %v, stderr %q", err, stderr.String())
 	}
 }
+
+// TestLocateREADMEExample: the README's locator example shows what the
+// command prints (issue 37: it left out the method: and text: lines).
+func TestLocateREADMEExample(t *testing.T) {
+	out, stderr, code := runBinIn(t, "../..", "locate", "--old", "testdata/locator/example/old.yaml",
+		"--new", "testdata/locator/example/new.yaml", "--lines", "10-14")
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "    " + l
+	}
+	if !strings.Contains(string(readme), strings.Join(lines, "\n")+"\n") {
+		t.Errorf("README.md (\"The locator on its own\") does not show this output:\n%s", out)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -66,9 +67,11 @@ func TestCommandTable(t *testing.T) {
 			t.Errorf("help %s: status %d\n%s", c.name, got, out.String())
 		}
 		if c.flags != nil {
+			_, listed, _ := strings.Cut(out.String(), "\nFlags:\n")
+			listed, _, _ = strings.Cut(listed, "\nExamples:")
 			c.flags().VisitAll(func(f *pflag.Flag) {
-				if !strings.Contains(out.String(), "--"+f.Name) {
-					t.Errorf("help %s lacks --%s", c.name, f.Name)
+				if shown := regexp.MustCompile(`(?m)^\s+(-\w, )?--` + regexp.QuoteMeta(f.Name) + `\b[^-]`).MatchString(listed); shown == f.Hidden {
+					t.Errorf("help %s: --%s shown %v, hidden %v", c.name, f.Name, shown, f.Hidden)
 				}
 			})
 		}

@@ -53,6 +53,15 @@ func serveFlags() (*pflag.FlagSet, *serveOptions) {
 	flags.StringVar(&o.feed.CredsFile, "feed-creds", "", "NATS credentials file (JWT and NKey seed) for the feed")
 	flags.StringVar(&o.feed.NKeyFile, "feed-nkey", "", "NATS NKey seed file for the feed")
 	flags.IntVar(&o.feed.Replicas, "feed-replicas", 1, "replicas of the feed's JetStream stream when this instance creates it (3 on a 3-node cluster)")
+	if openFeed == nil {
+		// Not in this build: help does not list them (serve's help says how to
+		// get them); given anyway, --feed is refused with the same hint.
+		flags.VisitAll(func(f *pflag.Flag) {
+			if strings.HasPrefix(f.Name, "feed") {
+				f.Hidden = true
+			}
+		})
+	}
 	return flags, o
 }
 
@@ -119,7 +128,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		NewSession: sessions(session.Options{PollInterval: o.pollInterval, Debounce: o.debounce, MaxSource: int64(o.maxSource),
 			Feed: o.feed, OpenFeed: openFeed}),
 		Name:       "concord",
-		Version:    version,
+		Version:    buildStamp().version,
 		Framing:    o.framing,
 		MaxMessage: int64(o.maxMessage),
 		Policy:     policy,

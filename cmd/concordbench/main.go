@@ -57,8 +57,10 @@ const benchUsage = `Usage: concordbench [flags]
 ConcordBench, the race benchmark: files change under an agent after it has
 read them, and every mode runs on the same tasks: naive, resend (Aider),
 mask (OpenHands), reminder (Claude Code), alert, diff, concord and oracle.
-Prints one Markdown table per workload (one row per mode) on stdout; the
-rules and sources are in docs/bench.md.
+Prints one Markdown table per workload (one row per mode) on stdout, then
+a legend of the columns and a one-line verdict per workload (who recovered
+what oracle recovers, at what input cost against oracle's); the rules and
+sources are in docs/bench.md.
 
 Workloads: hotpot, repeated, edits, concurrent and inflight are HotpotQA-
 format questions with different race schedules (by default synthetic tasks

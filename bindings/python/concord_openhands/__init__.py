@@ -19,15 +19,38 @@ __version__ = "0.1.0"
 __all__ = ["ConcordCondenser", "ConcordNotOnServer", "ConcordSession", "RpcClient", "RpcError",
            "ServerUnavailable", "Source", "find_binary"]
 
+# The OpenHands SDK this binding is tested with (requirements-test.txt), for the hint below.
+SDK_PINS = "openhands-sdk==1.58.2 openhands-tools==1.58.2"
+_SDK_MODULES = ("openhands", "httpx", "pydantic")  # what the condenser imports of the SDK's
+
+
+def _condenser() -> Any:
+    """The condenser module; an ImportError that says what to install when the SDK or the
+    Python it needs is missing (it surfaced as `No module named 'httpx'`)."""
+    if sys.version_info < (3, 12):
+        raise ImportError(
+            f"concord_openhands.ConcordCondenser needs Python 3.12 or newer (the OpenHands SDK does); "
+            f"this is Python {sys.version_info.major}.{sys.version_info.minor} ({sys.executable}). "
+            f"In a Python 3.12+ environment: pip install <the concord_openhands wheel> {SDK_PINS}")
+    try:
+        from . import condenser
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in _SDK_MODULES:
+            raise
+        raise ImportError(
+            f"concord_openhands.ConcordCondenser needs the OpenHands SDK ({exc}): pip install {SDK_PINS}",
+            name=exc.name) from exc
+    return condenser
+
+
 if "openhands.sdk" in sys.modules:
     # An agent server run with `--import-modules concord_openhands`: define the condenser now,
     # so its `kind` resolves when the server validates an agent that names it.
-    from .condenser import ConcordCondenser, ConcordNotOnServer  # noqa: E402
+    ConcordCondenser = _condenser().ConcordCondenser
+    ConcordNotOnServer = _condenser().ConcordNotOnServer
 
 
 def __getattr__(name: str) -> Any:
     if name in ("ConcordCondenser", "ConcordNotOnServer"):
-        from . import condenser
-
-        return getattr(condenser, name)
+        return getattr(_condenser(), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

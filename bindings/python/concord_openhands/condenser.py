@@ -106,7 +106,10 @@ class ConcordCondenser(CondenserBase):
             if self._state.session is None:
                 self._state.session = ConcordSession(
                     self.roots or [os.getcwd()], binary=self.binary, agent=self.agent_name, watch=self.watch, policy=self.policy,
-                    placement=self.placement, cache_ttl=self.cache_ttl, cache_price=self.cache_price, timeout=self.timeout)
+                    placement=self.placement, cache_ttl=self.cache_ttl, cache_price=self.cache_price, timeout=self.timeout,
+                    # Never stop the agent over a root: the server refuses a bad one at start
+                    # and the one pass-through warning carries its message.
+                    check_roots=False)
             return self._state.session
 
     def close(self) -> None:

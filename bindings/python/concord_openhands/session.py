@@ -178,7 +178,9 @@ class _Server:
                 "no `concord` binary; looked at " + ", ".join(binary_candidates())
                 + f" (set ${ENV_BIN}, install it next to the package, or put it on PATH)"))
         try:
-            client = RpcClient([binary, "serve", "--framing=newline", *cfg["extra_args"]], cwd=cfg["roots"][0])
+            # No cwd: the roots go absolute in initialize, and a root that is missing then gets
+            # the server's own answer (`root "...": file does not exist`), not Popen's error on it.
+            client = RpcClient([binary, "serve", "--framing=newline", *cfg["extra_args"]])
         except ServerUnavailable as exc:
             return self.give_up(str(exc))
         params: wire.InitializeParams = {
@@ -304,7 +306,15 @@ class ConcordSession:
                  placement: str = DEFAULT_PLACEMENT, cache_ttl: float | None = None, cache_price: Any = None,
                  timeout: float = wire.BINDING_REQUEST_TIMEOUT_MS / 1000,
                  init_timeout: float = wire.BINDING_START_TIMEOUT_MS / 1000, max_restarts: int = wire.BINDING_MAX_RESTARTS,
-                 extra_args: list[str] | None = None) -> None:
+                 extra_args: list[str] | None = None, check_roots: bool = True) -> None:
+        """`check_roots`: refuse a root that is not a directory here (ValueError); off, the
+        server refuses it at start and the session passes through with its message, said once."""
+        if check_roots:
+            for r in roots:
+                if not os.path.isdir(r):
+                    what = "is not a directory" if os.path.exists(r) else "does not exist"
+                    raise ValueError(f"root {os.fspath(r)!r} {what} (roots are the directories Concord "
+                                     "keeps track of, as paths on the machine where the agent runs)")
         if placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, not {placement!r}")
         if cache_ttl is not None and not cache_ttl > 0:

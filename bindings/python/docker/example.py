@@ -1,5 +1,6 @@
 """Run an OpenHands agent with Concord in the sandbox image of this directory.
 
+    pip install openhands-sdk==1.58.2 openhands-tools==1.58.2 openhands-workspace==1.58.2 <the concord_openhands wheel>
     make -C bindings/python docker-context
     docker build --platform linux/amd64 -t agent-server-concord:1.58.2 bindings/python/docker
     LLM_MODEL=... LLM_API_KEY=... python bindings/python/docker/example.py /path/to/project

@@ -8,7 +8,7 @@ import fs from "node:fs"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 
-const file = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "package-lock.json")
+const file = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "e2e-deps", "package-lock.json")
 const lock = JSON.parse(fs.readFileSync(file, "utf8"))
 const wrapper = lock.packages["node_modules/opencode-ai"]
 let added = 0

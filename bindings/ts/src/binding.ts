@@ -526,8 +526,11 @@ export class ConcordBinding {
   /** Debug lines (CONCORD_OPENCODE_DEBUG=1) go to stderr: asked for explicitly, for a terminal that is not the TUI. */
   private debug(message: string): void {
     if (!this.debugOn) return
+    // What tell() passes on already names concord ("concord: 1 read repaired", "[concord] WARNING"):
+    // one prefix per line.
+    const line = message.replace(/^(\[concord\] |concord: )/, "")
     try {
-      ;(this.init.stderr ?? ((t: string) => process.stderr.write(t)))(`[concord] ${message}\n`)
+      ;(this.init.stderr ?? ((t: string) => process.stderr.write(t)))(`[concord] ${line}\n`)
     } catch {} // never fail a hook over a debug line
   }
 

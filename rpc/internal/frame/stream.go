@@ -59,6 +59,15 @@ type Stream struct {
 	// it (which closes the connection): the server finishes and answers the
 	// requests it already read.
 	AtEnd func()
+	// OnSkip, when set, is told at once when a Content-Length header asks
+	// for more than the cap: every byte it counts is read and dropped before
+	// the refusal can be answered (with the id found in them), so a bogus
+	// length would otherwise swallow the messages after it without a word.
+	OnSkip func(length, max int64)
+
+	// endErr is the error that ended the input (nil: a clean end), set
+	// before AtEnd runs.
+	endErr error
 
 	// strayErr describes bytes found before a Content-Length header (the
 	// tail of a short frame); pending is the frame read after them, served
@@ -125,7 +134,8 @@ type frameError struct {
 func (e *frameError) Error() string { return e.err.Message }
 
 // ReadObject implements jsonrpc2.ObjectStream. It returns only errors of the
-// underlying reader (io.EOF when the peer closed); bad frames are skipped.
+// underlying reader (io.EOF when the peer closed, io.ErrUnexpectedEOF when
+// it closed inside a frame: Err says where); bad frames are skipped.
 // With OnRequest set, the stream reads on its own goroutines (readLoop) and
 // ReadObject takes the responses they pass on.
 func (s *Stream) ReadObject(v any) error {
@@ -141,6 +151,39 @@ func (s *Stream) ReadObject(v any) error {
 			return nil
 		}
 	}
+}
+
+// Err is the error that ended the input, once it ended: nil for a clean end
+// (io.EOF between frames), a *CutError for input that ended inside a frame.
+// Read it after ReadObject reported the end (or in AtEnd).
+func (s *Stream) Err() error { return s.endErr }
+
+// CutError is input that ended inside a frame (its header block, or before
+// the body's Content-Length bytes came): the peer went away mid-message, or
+// is not speaking this framing at all. The stream cannot go on. It is an
+// io.ErrUnexpectedEOF (errors.Is).
+type CutError struct {
+	What string // where it ended, for the log: "12 bytes into a body of 100 (Content-Length: 100)"
+	Hint string // what to do about it, when known
+}
+
+func (e *CutError) Error() string {
+	msg := "input ended " + e.What
+	if e.Hint != "" {
+		msg += ": " + e.Hint
+	}
+	return msg
+}
+
+func (e *CutError) Unwrap() error { return io.ErrUnexpectedEOF }
+
+// cut is the error of a read that ended at n of want bytes (io.ReadFull,
+// io.CopyN): a *CutError for the input's end, else the read error.
+func cut(err error, what string) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return &CutError{What: what}
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // message is one usable frame: a request already decoded (OnRequest set),
@@ -166,8 +209,17 @@ func (s *Stream) next() (message, error) {
 				s.bad(fe.id, fe.err)
 				continue
 			}
+			if err != io.EOF {
+				s.endErr = err
+			}
 			if s.AtEnd != nil {
 				s.AtEnd()
+			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				// The detail is in Err(); jsonrpc2 takes this plain value
+				// for an end of input, as it does io.EOF, not a protocol
+				// error to log again.
+				err = io.ErrUnexpectedEOF
 			}
 			return message{}, err
 		}
@@ -473,15 +525,18 @@ func (s *Stream) readContentLengthFrame() ([]byte, error) {
 		return nil, &frameError{err: &protocol.Error{Code: protocol.CodeParseError, Message: "parse error: " + headerErr}}
 	}
 	if length > s.max {
+		if s.OnSkip != nil {
+			s.OnSkip(length, s.max)
+		}
 		var scan idScanner // for the id to answer, in constant memory
-		if _, err := io.CopyN(&scan, s.r, length); err != nil {
-			return nil, io.ErrUnexpectedEOF
+		if n, err := io.CopyN(&scan, s.r, length); err != nil {
+			return nil, cut(err, fmt.Sprintf("%d bytes into the body of an oversized message (Content-Length: %d, over the limit of %d bytes), which was being skipped", n, length, s.max))
 		}
 		return nil, &frameError{err: tooLarge(length, s.max), id: scan.requestID(), respID: scan.responseID()}
 	}
 	body := make([]byte, length)
-	if _, err := io.ReadFull(s.r, body); err != nil {
-		return nil, io.ErrUnexpectedEOF
+	if n, err := io.ReadFull(s.r, body); err != nil {
+		return nil, cut(err, fmt.Sprintf("%d bytes into a message body of %d (Content-Length: %d)", n, length, length))
 	}
 	if headerErr != "" {
 		return nil, &frameError{err: &protocol.Error{Code: protocol.CodeParseError, Message: "parse error: " + headerErr}}
@@ -505,10 +560,13 @@ func (s *Stream) readHeaders() (length int64, headerErr string, err error) {
 	started := false
 	for {
 		line, tooLong, rerr := readLine(s.r, maxHeaderLine)
+		if rerr == io.ErrUnexpectedEOF && !started && strings.TrimSpace(line) == "" {
+			rerr = io.EOF // trailing blanks after the last frame: a clean end
+		}
+		if rerr == io.EOF && started || rerr == io.ErrUnexpectedEOF {
+			return length, headerErr, headersCut(line, rerr, length, headerErr)
+		}
 		if rerr != nil {
-			if started && rerr == io.EOF {
-				return length, headerErr, io.ErrUnexpectedEOF
-			}
 			return length, headerErr, rerr
 		}
 		if !started && strings.TrimSpace(line) == "" && !tooLong {
@@ -550,6 +608,27 @@ func (s *Stream) readHeaders() (length int64, headerErr string, err error) {
 			length = n
 		}
 	}
+}
+
+// headersCut is the error of input that ended inside a header block: after
+// the last header line (rerr io.EOF), or inside line. Without a
+// Content-Length header it is likely not this framing at all: say so.
+func headersCut(line string, rerr error, length int64, headerErr string) error {
+	e := &CutError{What: "inside a message's headers, before the blank line that ends them"}
+	if rerr == io.ErrUnexpectedEOF {
+		e.What = fmt.Sprintf("inside a header line (%q)", Clip(line, 40))
+		if strings.HasPrefix(strings.TrimSpace(line), "{") {
+			e.Hint = newlineHint
+			return e
+		}
+	}
+	if headerErr != "" {
+		e.What += " (" + headerErr + ")"
+	}
+	if length < 0 {
+		e.Hint = "this server reads LSP-style frames (Content-Length: N, a blank line, then N bytes of JSON); for one JSON message per line, start it with --framing=newline"
+	}
+	return e
 }
 
 func (s *Stream) readLineFrame() ([]byte, error) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -26,12 +27,18 @@ func (m *msg) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	if _, ok := v["method"]; !ok {
-		if _, ok := v["result"]; !ok {
-			if _, ok := v["error"]; !ok {
-				return fmt.Errorf("unable to determine message type")
-			}
-		}
+	// As jsonrpc2 tells the two apart: by a struct, so field names match
+	// in any case, and a message must be a request or a response, not both.
+	var probe struct {
+		Method *string         `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  any             `json:"error"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return err
+	}
+	if isReq, isResp := probe.Method != nil, probe.Result != nil || probe.Error != nil; isReq == isResp {
+		return fmt.Errorf("unable to determine message type")
 	}
 	*m = v
 	return nil
@@ -175,6 +182,88 @@ func TestStreamTruncatedFrameEndsStream(t *testing.T) {
 	}
 }
 
+// TestStreamCutInput: input that ends inside a frame is io.ErrUnexpectedEOF
+// for jsonrpc2 and, in Err, a *CutError that says where it ended and what
+// to do; input that ends between frames is a clean end (Err nil).
+func TestStreamCutInput(t *testing.T) {
+	req := `{"jsonrpc":"2.0","id":1,"method":"stats"}`
+	tests := []struct {
+		name string
+		in   string
+		want []string // substrings of Err(); none: a clean end
+	}{
+		{"not a frame at all", "garbage\n", []string{`inside a message's headers`, `malformed header "garbage"`, "--framing=newline"}},
+		{"a word without a newline", "garbage", []string{`inside a header line ("garbage")`, "--framing=newline"}},
+		{"a JSON line without a newline", req, []string{"inside a header line", "got a JSON message", "--framing=newline"}},
+		{"headers without the blank line", "Content-Length: 10\r\n", []string{"inside a message's headers"}},
+		{"body cut short", "Content-Length: 100\r\n\r\n0123456789", []string{"10 bytes into a message body of 100 (Content-Length: 100)"}},
+		{"oversized body cut short", "Content-Length: 999999999999\r\n\r\n" + cl(req), []string{"bytes into the body of an oversized message (Content-Length: 999999999999, over the limit of 1024 bytes)"}},
+		{"a frame after a good one", cl(req) + "Content-Length: 5\r\n\r\n{", []string{"1 bytes into a message body of 5"}},
+		{"complete frames", cl(req) + cl(req), nil},
+		{"blank lines after the last frame", cl(req) + "\r\n\r\n  ", nil},
+		{"nothing", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(strings.NewReader(tt.in), io.Discard, nil, protocol.FramingContentLength, 1<<10)
+			var err error
+			for err == nil {
+				var m msg
+				err = s.ReadObject(&m)
+			}
+			if tt.want == nil {
+				if err != io.EOF || s.Err() != nil {
+					t.Fatalf("ReadObject: %v, Err: %v; want io.EOF and nil", err, s.Err())
+				}
+				return
+			}
+			var ce *CutError
+			if err != io.ErrUnexpectedEOF || !errors.As(s.Err(), &ce) || !errors.Is(s.Err(), io.ErrUnexpectedEOF) {
+				t.Fatalf("ReadObject: %v, Err: %#v; want io.ErrUnexpectedEOF and a *CutError", err, s.Err())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(s.Err().Error(), w) {
+					t.Errorf("Err() = %q, want it to contain %q", s.Err(), w)
+				}
+			}
+		})
+	}
+}
+
+// TestStreamOversizedSaidAtOnce: a Content-Length over the cap is reported
+// (OnSkip) as soon as its header is read, while the input stays open and
+// its body has not come: the bytes it swallows are not swallowed unsaid.
+func TestStreamOversizedSaidAtOnce(t *testing.T) {
+	pr, pw := io.Pipe()
+	s := New(pr, io.Discard, nil, protocol.FramingContentLength, 1<<10)
+	said := make(chan [2]int64, 1)
+	s.OnSkip = func(n, max int64) { said <- [2]int64{n, max} }
+	ended := make(chan error, 1)
+	go func() {
+		var m msg
+		ended <- s.ReadObject(&m)
+	}()
+	if _, err := io.WriteString(pw, "Content-Length: 999999999999\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-said:
+		if got != [2]int64{999999999999, 1 << 10} {
+			t.Errorf("OnSkip(%d, %d), want (999999999999, 1024)", got[0], got[1])
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnSkip not called 10s after the oversized header, input still open")
+	}
+	io.WriteString(pw, cl(`{"jsonrpc":"2.0","id":1,"method":"stats"}`))
+	pw.Close()
+	if err := <-ended; err != io.ErrUnexpectedEOF {
+		t.Errorf("ReadObject: %v, want io.ErrUnexpectedEOF", err)
+	}
+	if !strings.Contains(fmt.Sprint(s.Err()), "oversized") {
+		t.Errorf("Err() = %v, want the oversized body named", s.Err())
+	}
+}
+
 func TestStreamWriteRoundTrip(t *testing.T) {
 	for _, framing := range []string{protocol.FramingContentLength, protocol.FramingNewline} {
 		var buf bytes.Buffer
@@ -262,6 +351,10 @@ func readToEnd(t *testing.T, s *Stream, n int, check func(m msg)) {
 		var m msg
 		err := s.ReadObject(&m)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			var ce *CutError
+			if cutShort := err == io.ErrUnexpectedEOF; cutShort != errors.As(s.Err(), &ce) || !cutShort && s.Err() != nil {
+				t.Fatalf("ReadObject ended with %v but Err() is %v", err, s.Err())
+			}
 			return
 		}
 		if err != nil {

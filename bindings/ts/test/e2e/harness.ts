@@ -7,7 +7,12 @@ import path from "node:path"
 import { fileURLToPath } from "node:url"
 
 export const PKG_ROOT = findPackageRoot(path.dirname(fileURLToPath(import.meta.url)))
-export const OPENCODE_VERSION = readJson(path.join(PKG_ROOT, "node_modules/opencode-ai/package.json"))?.version as
+/**
+ * What the e2e tests run, apart from what the plugin is built from: opencode-ai and ripgrep are
+ * installed into e2e-deps/ (`make e2e-deps`), so `make build` (and `make dist`) never fetch them.
+ */
+export const E2E_DEPS = path.join(PKG_ROOT, "e2e-deps", "node_modules")
+export const OPENCODE_VERSION = readJson(path.join(E2E_DEPS, "opencode-ai/package.json"))?.version as
   | string
   | undefined
 const E2E_ROOT = path.join(PKG_ROOT, ".e2e")
@@ -27,19 +32,19 @@ function readJson(file: string): Record<string, any> | undefined {
   }
 }
 
-/** The opencode executable from node_modules, or undefined when it is not installed. */
+/** The opencode executable from e2e-deps/node_modules, or undefined when it is not installed. */
 export function opencodeBinary(): string | undefined {
   // opencode-ai's postinstall hardlinks the build that suits this CPU (baseline without AVX2) to
   // bin/opencode.exe; before that runs the file is a small placeholder.
-  const wrapper = path.join(PKG_ROOT, "node_modules/opencode-ai/bin/opencode.exe")
+  const wrapper = path.join(E2E_DEPS, "opencode-ai/bin/opencode.exe")
   try {
     if (isExecutable(wrapper) && fs.statSync(wrapper).size > 10 << 20) return wrapper
   } catch {
     // fall through to the platform packages
   }
   const candidates = [
-    path.join(PKG_ROOT, `node_modules/opencode-${process.platform}-${process.arch}/bin/opencode`),
-    path.join(PKG_ROOT, `node_modules/opencode-${process.platform}-${process.arch}-baseline/bin/opencode`),
+    path.join(E2E_DEPS, `opencode-${process.platform}-${process.arch}/bin/opencode`),
+    path.join(E2E_DEPS, `opencode-${process.platform}-${process.arch}-baseline/bin/opencode`),
   ]
   return candidates.find((c) => isExecutable(c))
 }
@@ -50,7 +55,7 @@ export function opencodeBinary(): string | undefined {
  * download it), so the e2e runs put this directory first on PATH; nothing is installed system-wide.
  */
 export function ripgrepDir(): string | undefined {
-  const dir = path.join(PKG_ROOT, `node_modules/@vscode/ripgrep-${process.platform}-${process.arch}/bin`)
+  const dir = path.join(E2E_DEPS, `@vscode/ripgrep-${process.platform}-${process.arch}/bin`)
   return isExecutable(path.join(dir, process.platform === "win32" ? "rg.exe" : "rg")) ? dir : undefined
 }
 
@@ -58,7 +63,7 @@ export function ripgrepDir(): string | undefined {
 export function skipWithoutRipgrep(): false | string {
   return ripgrepDir()
     ? false
-    : `SKIPPED: no pinned ripgrep for ${process.platform}-${process.arch} in node_modules/@vscode/ripgrep-* (npm ci installs it; OpenCode's grep/glob would download rg otherwise)`
+    : `SKIPPED: no pinned ripgrep for ${process.platform}-${process.arch} in e2e-deps/node_modules/@vscode/ripgrep-* (make e2e-deps installs it; OpenCode's grep/glob would download rg otherwise)`
 }
 
 export function isExecutable(file: string): boolean {
@@ -198,7 +203,7 @@ export function writeConfig(ws: Workspace, opts: RunOptions): void {
 
 export async function runOpencode(ws: Workspace, opts: RunOptions): Promise<RunResult> {
   const bin = opencodeBinary()
-  if (!bin) throw new Error("opencode is not installed (npm ci in bindings/ts)")
+  if (!bin) throw new Error("opencode is not installed (make -C bindings/ts e2e-deps)")
   // A client of a running server: the server has the config (and the plugins).
   if (!opts.attach) writeConfig(ws, opts)
   const env = opencodeEnv(ws, opts)
@@ -251,7 +256,7 @@ export interface Server {
  */
 export async function serveOpencode(ws: Workspace, opts: RunOptions): Promise<Server> {
   const bin = opencodeBinary()
-  if (!bin) throw new Error("opencode is not installed (npm ci in bindings/ts)")
+  if (!bin) throw new Error("opencode is not installed (make -C bindings/ts e2e-deps)")
   writeConfig(ws, opts)
   const args = ["serve", "--port", "0", "--hostname", "127.0.0.1", "--print-logs", "--log-level", process.env.OPENCODE_E2E_LOG_LEVEL ?? "INFO"]
   const child = spawn(bin, args, { cwd: ws.proj, env: opencodeEnv(ws, opts), stdio: ["ignore", "pipe", "pipe"] })

@@ -48,7 +48,7 @@ const skipPlugin = skipWithoutConcord()
 const text = (req: Parameters<Step>[0], id: string) => FakeModel.toolResult(req, id) ?? "<missing tool message>"
 
 before(() => {
-  assert.ok(opencodeBinary(), "opencode-ai is installed (npm ci)")
+  assert.ok(opencodeBinary(), "opencode-ai is installed (make -C bindings/ts e2e-deps)")
   for (const f of [DROPIN.kind === "dropin" ? DROPIN.file : "", path.join(PKG_ROOT, "dist", "src", "index.js")]) {
     assert.ok(fs.existsSync(f), `${f} is built (npm run build)`)
   }

@@ -15,7 +15,7 @@ const skipPlugin = skipWithoutConcord()
 const text = (req: Parameters<Step>[0], id: string) => FakeModel.toolResult(req, id) ?? "<missing tool message>"
 
 before(() => {
-  assert.ok(opencodeBinary(), "opencode-ai is installed (npm ci)")
+  assert.ok(opencodeBinary(), "opencode-ai is installed (make -C bindings/ts e2e-deps)")
   assert.ok(fs.existsSync(DROPIN.kind === "dropin" ? DROPIN.file : ""), "the drop-in plugin is built (npm run build)")
 })
 

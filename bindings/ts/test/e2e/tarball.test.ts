@@ -32,7 +32,7 @@ function pathWithoutConcord(): string {
 
 describe("the concord-opencode npm tarball in a fresh OpenCode project", { concurrency: 1 }, () => {
   test("npm install <tarball> and one config line: the model sees the repaired read", { skip }, async () => {
-    assert.ok(opencodeBinary(), "opencode-ai is installed (npm ci in bindings/ts)")
+    assert.ok(opencodeBinary(), "opencode-ai is installed (make -C bindings/ts e2e-deps)")
     const tarball = path.resolve(TARBALL)
     assert.ok(fs.existsSync(tarball), `${tarball} exists (make dist)`)
     const pkgVersion = JSON.parse(fs.readFileSync(path.join(PKG_ROOT, "package.json"), "utf8")).version

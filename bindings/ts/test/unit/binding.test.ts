@@ -132,6 +132,30 @@ describe("pass-through without a working concord", () => {
     await h.hooks.dispose()
   })
 
+  test("debug lines carry one [concord] prefix (issue 37: `[concord] concord: 1 erratum at the tail`)", async () => {
+    const dir = tmpdir()
+    const file = path.join(dir, "a.txt")
+    fs.writeFileSync(file, "one\ntwo\n")
+    const missing = harness(dir, { env: { PATH: "", CONCORD_BIN: path.join(dir, "no-such-concord"), CONCORD_OPENCODE_DEBUG: "1" } })
+    await missing.read("call_1", file)
+    await missing.modelCall()
+    await missing.hooks.dispose()
+    const lines = missing.stderr.join("").split("\n").filter(Boolean)
+    assert.ok(lines.some((l) => l.startsWith("[concord] WARNING: ")), lines.join("\n"))
+    if (!skipWithoutConcord()) {
+      const h = harness(dir, { env: { PATH: process.env.PATH, CONCORD_BIN: concordBin(), CONCORD_OPENCODE_DEBUG: "1" } })
+      await h.read("call_2", file)
+      await h.modelCall()
+      fs.writeFileSync(file, "one\nTWO\n")
+      await h.modelCall()
+      await h.hooks.dispose()
+      assert.deepEqual(h.binding.stats.batches, ["concord: 1 read repaired"], "OpenCode's log keeps its form")
+      lines.push(...h.stderr.join("").split("\n").filter(Boolean))
+      assert.ok(lines.includes("[concord] 1 read repaired"), lines.join("\n"))
+    }
+    for (const l of lines) assert.ok(l.startsWith("[concord] ") && !/^\[concord\] (\[concord\]|concord:)/.test(l), `a doubled prefix: ${l}`)
+  })
+
   test("no binary anywhere: the warning says how to provide one", async () => {
     const dir = tmpdir()
     const h = harness(dir, { env: { PATH: dir }, moduleDir: dir })

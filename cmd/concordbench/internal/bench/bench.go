@@ -72,8 +72,11 @@ type Config struct {
 	Counter   *tokens.Counter
 	TempDir   string    // parent of the workspaces ("" = os.TempDir)
 	ServerLog io.Writer // concord serve's stderr (nil: discarded)
-	// Progress, when set, is called after each finished task.
-	Progress func(done, total int)
+	// Progress, when set, is called after each finished task run: runs done
+	// of total, and the share of the work done (taskWork), which moves
+	// evenly in time where the count does not (a long session costs as much
+	// as about sixty questions).
+	Progress func(done, total int, work float64)
 }
 
 // Workload is one workload's tasks.
@@ -176,18 +179,22 @@ func Run(ctx context.Context, cfg Config, wls []Workload) (*Report, error) {
 	rep := &Report{Agent: cfg.Agent.Name(), Encoding: tokens.Encoding, Price: cfg.Price}
 	results := make([][][]TaskResult, len(wls))
 	total := 0
+	totalWork := 0.0
 	for wi, wl := range wls {
 		results[wi] = make([][]TaskResult, len(cfg.Modes))
 		for mi := range cfg.Modes {
 			results[wi][mi] = make([]TaskResult, len(wl.Tasks))
 			total += len(wl.Tasks)
+			for _, t := range wl.Tasks {
+				totalWork += taskWork(t)
+			}
 		}
 	}
 	type job struct{ wi, mi, ti int }
 	jobs := make(chan job)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	done := 0
+	done, work := 0, 0.0
 	for w := 0; w < cfg.Parallel; w++ {
 		wg.Add(1)
 		go func() {
@@ -198,8 +205,9 @@ func Run(ctx context.Context, cfg Config, wls []Workload) (*Report, error) {
 				mu.Lock()
 				results[j.wi][j.mi][j.ti] = r
 				done++
+				work += taskWork(wls[j.wi].Tasks[j.ti])
 				if cfg.Progress != nil {
-					cfg.Progress(done, total)
+					cfg.Progress(done, total, work/totalWork)
 				}
 				mu.Unlock()
 			}
@@ -234,6 +242,22 @@ feed:
 		rep.Workloads = append(rep.Workloads, wr)
 	}
 	return rep, nil
+}
+
+// questionCalls is about how many model calls a question task takes (the
+// tables' avg steps: 6 to 8).
+const questionCalls = 6
+
+// taskWork is a task run's share of the bench's time, for progress: the
+// tokens counted and priced grow with the prompt, which grows with each
+// call, so about calls squared (a long session of 45 calls sends about 60
+// times a question's prompt tokens, and 45²/6² is 56).
+func taskWork(t tasks.Task) float64 {
+	calls := float64(questionCalls)
+	if len(t.Plan) > 0 {
+		calls = float64(len(t.Plan))
+	}
+	return calls * calls
 }
 
 // relativeCosts fills each mode's cost against naive's and oracle's.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -321,22 +322,46 @@ func TestOutputs(t *testing.T) {
 	}
 }
 
+// TestProgress: plain lines at each tenth of the work (not of the runs),
+// and the bar, both by the work's share.
 func TestProgress(t *testing.T) {
 	var buf bytes.Buffer
 	p := NewProgress(&buf, false)
-	for i := 1; i <= 10; i++ {
-		p.Update(i, 10)
+	// 100 quick runs are half the work, then 4 long ones the other half.
+	for i := 1; i <= 100; i++ {
+		p.Update(i, 104, 0.5*float64(i)/100)
 	}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 2 || lines[1] != "bench: 10/10 task runs done" {
-		t.Fatalf("plain progress: %q", buf.String())
+	for i := 1; i <= 4; i++ {
+		p.Update(100+i, 104, 0.5+0.125*float64(i))
+	}
+	want := []string{
+		"bench: 20/104 task runs done (10% of the work)", "bench: 40/104 task runs done (20% of the work)",
+		"bench: 60/104 task runs done (30% of the work)", "bench: 80/104 task runs done (40% of the work)",
+		"bench: 100/104 task runs done (50% of the work)", "bench: 101/104 task runs done (62% of the work)",
+		"bench: 102/104 task runs done (75% of the work)",
+		"bench: 103/104 task runs done (87% of the work)", "bench: 104/104 task runs done (100% of the work)",
+	}
+	if got := strings.Split(strings.TrimSpace(buf.String()), "\n"); !slices.Equal(got, want) {
+		t.Fatalf("plain progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	buf.Reset()
 	p = NewProgress(&buf, true)
-	p.Update(5, 10)
-	p.Update(10, 10)
-	if !strings.Contains(buf.String(), "\r[###############...............] 5/10") || !strings.HasSuffix(buf.String(), "10/10 task runs\n") {
+	p.Update(5, 10, 0.5)
+	p.Update(10, 10, 1)
+	if !strings.Contains(buf.String(), "\r[###############...............]  50% (5/10 task runs)") || !strings.HasSuffix(buf.String(), "100% (10/10 task runs)\n") {
 		t.Fatalf("terminal progress: %q", buf.String())
+	}
+}
+
+// TestTaskWork: a long session weighs what its prompts cost, against a
+// question task's (the default's: 30-60 calls against about 6).
+func TestTaskWork(t *testing.T) {
+	sessions := tasks.Long(1, 10)
+	q := taskWork(tasks.Synthetic(1, 1)[0])
+	for _, s := range sessions {
+		if r := taskWork(s) / q; r < 20 || r > 110 {
+			t.Errorf("session %s (%d calls): %.0fx a question's work", s.ID, len(s.Plan), r)
+		}
 	}
 }
 
@@ -530,5 +555,43 @@ func TestNeutralPaths(t *testing.T) {
 	}
 	if sums[0].CountedPrompt != sums[1].CountedPrompt {
 		t.Fatalf("prompt tokens depend on the temp directory: %d vs %d", sums[0].CountedPrompt, sums[1].CountedPrompt)
+	}
+}
+
+// TestVerdict: the verdict line is computed from the rows: grouped by what
+// each mode recovered against oracle, cheapest first, with its cost against
+// oracle's (naive's without an oracle row); a real model has no first-copy
+// reader.
+func TestVerdict(t *testing.T) {
+	row := func(mode string, rec, first int, vsOracle, vsNaive float64, firstCopy bool) ModeResult {
+		return ModeResult{Mode: mode, Summary: Summary{Tasks: 4, Recovered: rec, RecoveredFirst: first, CostVsOracle: vsOracle, CostVsNaive: vsNaive, FirstCopy: firstCopy}}
+	}
+	tests := []struct {
+		name  string
+		modes []ModeResult
+		want  string
+	}{
+		{"scripted, every group", []ModeResult{
+			row("naive", 0, 0, 1, 1, true), row("resend", 3, 3, 1.2, 1.2, true), row("reminder", 4, 0, 1.05, 1.05, true),
+			row("concord", 4, 4, 1.02, 1.02, true), row("alert", 4, 0, 1.4, 1.4, true), row("oracle", 4, 4, 1, 1, true)},
+			"w: oracle 4/4; recovered (input cost vs oracle) all of it under both readers: concord 1.020x; " +
+				"all under the latest-copy reader only: reminder 1.050x (first-copy 0/4), alert 1.400x (first-copy 0/4); " +
+				"some: resend 1.200x (3/4, first-copy 3/4); none: naive."},
+		{"oracle recovered less than all: the bar is oracle's", []ModeResult{
+			row("concord", 3, 3, 1.01, 1.01, true), row("oracle", 3, 3, 1, 1, true)},
+			"w: oracle 3/4; recovered (input cost vs oracle) all of it under both readers: concord 1.010x."},
+		{"no oracle: against naive and every task", []ModeResult{
+			row("naive", 0, 0, 0, 1, true), row("concord", 4, 4, 0, 1.03, true)},
+			"w: no oracle row: costs against naive, of 4 tasks; recovered (input cost vs naive) all of it under both readers: concord 1.030x; none: naive."},
+		{"a real model: no first-copy reader", []ModeResult{
+			row("naive", 0, 0, 0.99, 1, false), row("concord", 4, 0, 1.02, 1.03, false), row("oracle", 4, 0, 1, 1.01, false)},
+			"w: oracle 4/4; recovered (input cost vs oracle) all of it: concord 1.020x; none: naive."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (WorkloadReport{Name: "w", Tasks: 4, Modes: tt.modes}).verdict(); got != tt.want {
+				t.Errorf("verdict:\n got %s\nwant %s", got, tt.want)
+			}
+		})
 	}
 }

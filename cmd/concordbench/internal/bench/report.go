@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html"
 	"io"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -19,8 +21,112 @@ func (r *Report) WriteTable(w io.Writer) error {
 		wl.writeTable(&b)
 	}
 	fmt.Fprintf(&b, "\nagent %s, tokens %s, input cost priced by %s (units: plain input tokens)\n", r.Agent, r.Encoding, r.Price.describe())
+	b.WriteString("\n" + legend)
+	b.WriteString("\nVerdict: who recovered what oracle (no race) recovers, at what input cost against oracle's:\n")
+	for _, wl := range r.Workloads {
+		b.WriteString("- " + wl.verdict() + "\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// legend says what each column of the tables is (docs/bench.md has the rules).
+const legend = `Columns (per mode, over the workload's tasks; docs/bench.md has every rule):
+- recovered: tasks answered right by the reader that takes the latest copy of each evidence line;
+  first-copy reader: by the reader that takes the first copy it saw, unless that copy was repaired
+  or marked stale (scripted agent only; a mode that appends the truth below a stale copy fails it).
+- raced: tasks where a file the agent had read changed before it answered.
+- avg steps: model calls per task; reads/task: file reads per task, re-reads included.
+- prompt tok/task, completion tok/task: tokens sent and received per task; total tokens: both, over
+  all tasks.
+- prefix reuse tok/task, prefix reuse %: prompt tokens each call shares with the previous call's
+  prompt (what a prompt cache can keep); rewrite calls %: calls whose prompt rewrote an earlier
+  message.
+- cache hit %: prompt tokens read from the provider's cache under --price (0 under its minimum
+  prompt); input cost/task: every prompt priced with that cache, in plain input tokens.
+- vs naive, vs oracle: input cost against naive's (nothing done) and oracle's (no race at all).
+`
+
+// verdict is one line on a workload, computed from its rows: which modes
+// recovered every task oracle recovered, under both readers or the
+// latest-copy one only, which some and which none, each with its input cost
+// against oracle's (naive's when oracle did not run).
+func (wl WorkloadReport) verdict() string {
+	var ref *Summary
+	base, baseName := func(s Summary) float64 { return s.CostVsOracle }, "oracle"
+	for i := range wl.Modes {
+		if wl.Modes[i].Mode == ModeOracle {
+			ref = &wl.Modes[i].Summary
+		}
+	}
+	want, wantFirst := wl.Tasks, wl.Tasks
+	if ref != nil {
+		want, wantFirst = ref.Recovered, ref.RecoveredFirst
+	} else {
+		base, baseName = func(s Summary) float64 { return s.CostVsNaive }, "naive"
+	}
+	cost := func(s Summary) string {
+		if base(s) == 0 {
+			return ""
+		}
+		return fmt.Sprintf(" %.3fx", base(s))
+	}
+	// Each group lists its modes cheapest first.
+	type entry struct {
+		text string
+		cost float64
+	}
+	var both, latest, some, none []entry
+	for _, m := range wl.Modes {
+		s := m.Summary
+		first := ""
+		if s.FirstCopy {
+			first = fmt.Sprintf(", first-copy %d/%d", s.RecoveredFirst, s.Tasks)
+		}
+		switch {
+		case m.Mode == ModeOracle:
+		case s.Tasks == 0:
+		case s.Recovered == 0 && (!s.FirstCopy || s.RecoveredFirst == 0):
+			none = append(none, entry{m.Mode, base(s)})
+		case s.Recovered >= want && (!s.FirstCopy || s.RecoveredFirst >= wantFirst):
+			both = append(both, entry{m.Mode + cost(s), base(s)})
+		case s.Recovered >= want:
+			latest = append(latest, entry{fmt.Sprintf("%s%s (first-copy %d/%d)", m.Mode, cost(s), s.RecoveredFirst, s.Tasks), base(s)})
+		default:
+			some = append(some, entry{fmt.Sprintf("%s%s (%d/%d%s)", m.Mode, cost(s), s.Recovered, s.Tasks, first), base(s)})
+		}
+	}
+	texts := func(es []entry) []string {
+		slices.SortStableFunc(es, func(a, b entry) int { return cmp.Compare(a.cost, b.cost) })
+		var out []string
+		for _, e := range es {
+			out = append(out, e.text)
+		}
+		return out
+	}
+	line := fmt.Sprintf("%s: ", wl.Name)
+	if ref != nil {
+		line += fmt.Sprintf("oracle %d/%d", ref.Recovered, ref.Tasks)
+	} else {
+		line += fmt.Sprintf("no oracle row: costs against %s, of %d tasks", baseName, wl.Tasks)
+	}
+	var parts []string
+	readers := "all of it"
+	if len(wl.Modes) > 0 && wl.Modes[0].Summary.FirstCopy {
+		readers = "all of it under both readers"
+	}
+	for _, g := range []struct {
+		what  string
+		modes []entry
+	}{{readers, both}, {"all under the latest-copy reader only", latest}, {"some", some}, {"none", none}} {
+		if len(g.modes) > 0 {
+			parts = append(parts, g.what+": "+strings.Join(texts(g.modes), ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return line + "."
+	}
+	return line + fmt.Sprintf("; recovered (input cost vs %s) ", baseName) + strings.Join(parts, "; ") + "."
 }
 
 func (p Price) describe() string {
