@@ -2,6 +2,7 @@ package recognize
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -28,6 +29,9 @@ func (r *recognizer) terminal(command, cwd, out string, screen bool) Result {
 		case "ls":
 			return t.orQuery(r.ls(first[1:], out, p.cwd))
 		case "find":
+			if findExec(first) {
+				return t.query(findExecFormat, findExecWhy)
+			}
 			return t.orQuery(r.find(first[1:], out, p.cwd))
 		}
 		return event("terminal/"+prog, "a program whose output is not file content")
@@ -35,6 +39,9 @@ func (r *recognizer) terminal(command, cwd, out string, screen bool) Result {
 	var fs []filter
 	for _, st := range p.stages[1:] {
 		f, ok := parseFilter(st)
+		if !ok && filepath.Base(st[0]) == "xargs" {
+			return t.query(xargsFormat, xargsWhy)
+		}
 		if !ok {
 			return t.query("terminal/pipeline", "a stage that is not a read-only line filter: "+st[0])
 		}
@@ -51,9 +58,26 @@ func (r *recognizer) terminal(command, cwd, out string, screen bool) Result {
 		}
 		return t.orQuery(t.grep(prog, first[1:], fs))
 	case "ls", "find":
+		if findExec(first) {
+			return t.query(findExecFormat, findExecWhy)
+		}
 		return t.query("terminal/"+prog+"-filtered", "a listing filtered by a pipeline")
 	}
 	return event("terminal/pipeline", "a pipeline that does not start with a file read")
+}
+
+// find -exec grep and xargs grep print what grep finds in the files another
+// program names: never one file's lines, a query source when allowlisted.
+const (
+	findExecFormat = "terminal/find-exec"
+	findExecWhy    = "grep over the files find names"
+	xargsFormat    = "terminal/xargs"
+	xargsWhy       = "grep over the file names a stage printed"
+)
+
+// findExec reports a find that runs a program.
+func findExec(argv []string) bool {
+	return filepath.Base(argv[0]) == "find" && slices.Contains(argv, "-exec")
 }
 
 // term is one terminal output being recognized.
