@@ -80,6 +80,27 @@ func findExec(argv []string) bool {
 	return filepath.Base(argv[0]) == "find" && slices.Contains(argv, "-exec")
 }
 
+// terminalCut recognizes a command whose output the runtime cut in the
+// middle: head is what it showed before the cut, tail what it showed after
+// (either may be empty), each exactly as the command printed it. Only an
+// ls -R can still say what it showed in full (its sections, each with its
+// header); anything else is an event.
+func (r *recognizer) terminalCut(command, cwd, head, tail string) Result {
+	const why = "the output was cut"
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		return event("terminal", why)
+	}
+	p, bad := r.parseShell(command, cwd)
+	if bad != "" || len(p.stages) != 1 || filepath.Base(p.stages[0][0]) != "ls" {
+		return event("terminal", why)
+	}
+	a, bad := r.lsArgs(p.stages[0][1:], p.cwd)
+	if bad != "" || !strings.Contains(a.flags, "R") {
+		return event("terminal/ls", why)
+	}
+	return r.lsRecursiveCut(a.dir, a.dirArg, a.flags, head, tail, a.hidden)
+}
+
 // term is one terminal output being recognized.
 type term struct {
 	r      *recognizer
