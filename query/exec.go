@@ -2,6 +2,7 @@ package query
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -120,30 +121,41 @@ func checkStdinGrep(what string, args []string) error {
 	return nil
 }
 
-// grepNames reports whether grep with these (allowlisted) options prints
-// only file names: -l or -L.
-func grepNames(args []string) bool {
-	names := false
+// grepFlags lists grep's (allowlisted) options: the letters of its short
+// options and the names of its long ones, values left out (-e -A is a
+// pattern, not context).
+func grepFlags(args []string) (letters string, long []string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "--":
-			return names
-		case a == "--files-with-matches" || a == "--files-without-match":
-			names = true
+			return letters, long
 		case strings.HasPrefix(a, "--"):
+			name, _, has := strings.Cut(a, "=")
+			long = append(long, name)
+			if grepLongValued[name] && !has {
+				i++
+			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			for j := 1; j < len(a); j++ {
+				letters += string(a[j])
 				if grepValued["-"+string(a[j])] {
-					break // the rest of the word is a value (-e PAT)
-				}
-				if a[j] == 'l' || a[j] == 'L' {
-					names = true
+					if j+1 == len(a) {
+						i++ // the value is the next argument
+					}
+					break // or the rest of the word
 				}
 			}
 		}
 	}
-	return names
+	return letters, long
+}
+
+// grepNames reports whether grep with these (allowlisted) options prints
+// only file names: -l or -L.
+func grepNames(args []string) bool {
+	letters, long := grepFlags(args)
+	return strings.ContainsAny(letters, "lL") || slices.Contains(long, "--files-with-matches") || slices.Contains(long, "--files-without-match")
 }
 
 // keepsNames reports whether a filter stage passes on lines of names
@@ -161,15 +173,15 @@ func keepsNames(st []string) bool {
 		}
 		return true
 	case "grep":
-		for _, a := range st[1:] {
-			if a == "--" {
-				break
-			}
-			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "cnobHTZzAC") && !strings.HasPrefix(a, "-e") {
-				return false // counts, numbers, parts of lines, prefixes, context
-			}
-			if strings.HasPrefix(a, "--") && a != "--invert-match" && a != "--ignore-case" && a != "--fixed-strings" &&
-				a != "--extended-regexp" && a != "--word-regexp" && a != "--line-regexp" && !strings.HasPrefix(a, "--regexp") {
+		letters, long := grepFlags(st[1:])
+		if strings.ContainsAny(letters, "cnobHTZzlLABC0123456789") {
+			return false // counts, numbers, parts of lines, prefixes, context
+		}
+		for _, l := range long {
+			switch l {
+			case "--invert-match", "--ignore-case", "--no-ignore-case", "--fixed-strings", "--extended-regexp",
+				"--basic-regexp", "--perl-regexp", "--word-regexp", "--line-regexp", "--regexp", "--no-messages", "--max-count":
+			default:
 				return false
 			}
 		}
@@ -255,52 +267,16 @@ func (g GrepRun) Batches(names []string) [][]string {
 // grepContext reports context options (-A, -B, -C, -NUM and their long
 // forms): grep separates groups with "--", across files too.
 func grepContext(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		if strings.HasPrefix(a, "--after-context") || strings.HasPrefix(a, "--before-context") || strings.HasPrefix(a, "--context") {
-			return true
-		}
-		if !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "--") {
-			continue
-		}
-		for j := 1; j < len(a); j++ {
-			c := a[j]
-			if c == 'A' || c == 'B' || c == 'C' || c >= '0' && c <= '9' {
-				return true
-			}
-			if grepValued["-"+string(c)] {
-				break
-			}
-		}
-	}
-	return false
+	letters, long := grepFlags(args)
+	return strings.ContainsAny(letters, "ABC0123456789") || slices.Contains(long, "--after-context") ||
+		slices.Contains(long, "--before-context") || slices.Contains(long, "--context")
 }
 
 // grepWithNames reports -H (--with-filename): grep names each line's file
 // even when it reads one, so batching changes nothing.
 func grepWithNames(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		if a == "--with-filename" {
-			return true
-		}
-		if !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "--") {
-			continue
-		}
-		for j := 1; j < len(a); j++ {
-			if grepValued["-"+string(a[j])] {
-				break
-			}
-			if a[j] == 'H' {
-				return true
-			}
-		}
-	}
-	return false
+	letters, long := grepFlags(args)
+	return strings.Contains(letters, "H") || slices.Contains(long, "--with-filename")
 }
 
 // SplitNames splits xargs's input into names: NUL-ended with -0, else
