@@ -63,7 +63,7 @@ func classify(command, cwd string) intent {
 			return c.orQuery(c.ls(first[1:]))
 		case "find":
 			if findExec(first) {
-				return c.query(findExecFormat, findExecWhy)
+				return c.query(findExecFormat, findExecWhy(first))
 			}
 			return c.orQuery(c.find(first[1:]))
 		}
@@ -94,7 +94,7 @@ func classify(command, cwd string) intent {
 		return c.orQuery(c.grep(prog, first[1:], true))
 	case "ls", "find":
 		if findExec(first) {
-			return c.query(findExecFormat, findExecWhy)
+			return c.query(findExecFormat, findExecWhy(first))
 		}
 		return c.query("terminal/"+prog+"-filtered", "a listing filtered by a pipeline")
 	}

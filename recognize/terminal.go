@@ -30,7 +30,7 @@ func (r *recognizer) terminal(command, cwd, out string, screen bool) Result {
 			return t.orQuery(r.ls(first[1:], out, p.cwd))
 		case "find":
 			if findExec(first) {
-				return t.query(findExecFormat, findExecWhy)
+				return t.query(findExecFormat, findExecWhy(first))
 			}
 			return t.orQuery(r.find(first[1:], out, p.cwd))
 		}
@@ -59,7 +59,7 @@ func (r *recognizer) terminal(command, cwd, out string, screen bool) Result {
 		return t.orQuery(t.grep(prog, first[1:], fs))
 	case "ls", "find":
 		if findExec(first) {
-			return t.query(findExecFormat, findExecWhy)
+			return t.query(findExecFormat, findExecWhy(first))
 		}
 		return t.query("terminal/"+prog+"-filtered", "a listing filtered by a pipeline")
 	}
@@ -70,10 +70,18 @@ func (r *recognizer) terminal(command, cwd, out string, screen bool) Result {
 // program names: never one file's lines, a query source when allowlisted.
 const (
 	findExecFormat = "terminal/find-exec"
-	findExecWhy    = "grep over the files find names"
 	xargsFormat    = "terminal/xargs"
 	xargsWhy       = "grep over the file names a stage printed"
 )
+
+// findExecWhy says what a find -exec does: grep over its files (a query
+// source when allowlisted), or another program.
+func findExecWhy(argv []string) string {
+	if i := slices.Index(argv, "-exec"); i+1 < len(argv) && argv[i+1] != "grep" {
+		return "find -exec runs " + argv[i+1]
+	}
+	return "grep over the files find names"
+}
 
 // findExec reports a find that runs a program.
 func findExec(argv []string) bool {
