@@ -16,6 +16,10 @@ func FuzzParse(f *testing.F) {
 		"query:///w?run=ls&arg=-1&arg=a%26b",
 		"query:///w?run=grep&arg=-e",
 		"query:///w?run=head&arg=-n",
+		"query:///w?run=find&arg=.&arg=-exec&arg=grep&arg=-l&arg=x&arg={}&arg=;",
+		"query:///w?run=find&arg=src&arg=-exec&arg=grep&arg=-c&arg=x&arg={}&arg=%2B&run=head&arg=-5",
+		"query:///w?run=find&arg=src&arg=-print0&run=xargs&arg=-0&arg=grep&arg=-L&arg=x",
+		"query:///w?run=grep&arg=-rl&arg=x&run=xargs&arg=-r&arg=grep&arg=-l&arg=y&screen=1",
 	} {
 		f.Add(s)
 	}

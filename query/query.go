@@ -277,7 +277,7 @@ func (s Spec) Check() (Scope, error) {
 	case "rg":
 		sc, err = checkGrep(first[1:], true)
 	case "find":
-		sc, err = checkFind(first[1:])
+		sc, err = checkFindStage(first)
 	case "ls":
 		sc, err = checkLs(first[1:])
 	case "cat", "head", "tail":
@@ -288,9 +288,15 @@ func (s Spec) Check() (Scope, error) {
 	if err != nil {
 		return Scope{}, err
 	}
+	names := firstNames(first)
 	for _, st := range s.Stages[1:] {
-		if err := checkFilter(st); err != nil {
+		if err := checkFilter(st, names); err != nil {
 			return Scope{}, err
+		}
+		if g, ok := Xargs(st); ok {
+			names = g.Names
+		} else {
+			names = names && keepsNames(st)
 		}
 	}
 	for i, p := range sc.Paths {
@@ -462,6 +468,28 @@ var (
 	findValued = map[string]bool{"-name": true, "-iname": true, "-path": true, "-ipath": true, "-wholename": true, "-iwholename": true, "-regex": true, "-iregex": true, "-type": true, "-xtype": true, "-maxdepth": true, "-mindepth": true, "-size": true, "-perm": true, "-regextype": true, "-links": true, "-user": true, "-group": true, "-uid": true, "-gid": true, "-inum": true, "-lname": true, "-ilname": true, "-samefile": false}
 )
 
+// checkFindStage accepts a find whose expression is allowlisted and, at
+// its end only, one `-exec grep … {} ;` or `{} +` (the server runs the
+// grep itself: FindExec). With -exec, find prints nothing else.
+func checkFindStage(argv []string) (Scope, error) {
+	if !slices.Contains(argv, "-exec") {
+		return checkFind(argv[1:])
+	}
+	find, g, ok := FindExec(argv)
+	if !ok {
+		return Scope{}, fmt.Errorf("%w: find -exec other than `-exec grep … {} ;` or `{} +` at the end", ErrRefused)
+	}
+	for _, a := range find[1 : len(find)-1] {
+		if a == "-print" || a == "-print0" || a == "-ls" || a == "-exec" {
+			return Scope{}, fmt.Errorf("%w: find %s with -exec (two outputs)", ErrRefused, a)
+		}
+	}
+	if err := checkExecGrep("find -exec", g.Argv); err != nil {
+		return Scope{}, err
+	}
+	return checkFind(find[1:])
+}
+
 func checkFind(args []string) (Scope, error) {
 	sc := Scope{Recursive: true}
 	i := 0
@@ -554,24 +582,23 @@ func checkRead(prog string, args []string) (Scope, error) {
 	return sc, nil
 }
 
-// checkFilter accepts a line filter that reads only its standard input.
-func checkFilter(st []string) error {
+// checkFilter accepts a line filter that reads only its standard input,
+// or an xargs grep over the file names the stages before it printed
+// (names: the first stage prints names and every filter since kept them).
+func checkFilter(st []string, names bool) error {
 	args := st[1:]
 	switch st[0] {
 	case "grep":
-		for _, a := range args {
-			if strings.HasPrefix(a, "-") && (strings.ContainsAny(a, "rR") && !strings.HasPrefix(a, "--") || a == "--recursive") {
-				return fmt.Errorf("%w: grep filter %q", ErrRefused, a)
-			}
+		return checkStdinGrep("grep filter", args)
+	case "xargs":
+		g, ok := Xargs(st)
+		if !ok {
+			return fmt.Errorf("%w: xargs %q (want xargs [-0] [-r] grep …)", ErrRefused, args)
 		}
-		sc, err := checkGrep(args, false)
-		if err == nil {
-			return fmt.Errorf("%w: a grep filter with file operands %q", ErrRefused, sc.Paths)
+		if !names {
+			return fmt.Errorf("%w: xargs over lines that are not the file names of the first stage", ErrRefused)
 		}
-		if !strings.Contains(err.Error(), "standard input") {
-			return err
-		}
-		return nil
+		return checkExecGrep("xargs", g.Argv)
 	case "head", "tail":
 		switch {
 		case len(args) == 0:

@@ -52,6 +52,28 @@ func TestCheck(t *testing.T) {
 		{[][]string{{"grep", "--color=always", "x", "f"}}, false, nil, false},           // escape codes
 		{[][]string{{"grep", "-d", "recurse", "x", "."}}, false, nil, false},            // directory action
 		{[][]string{{"grep", "-l", "x", "f"}, {"head", "-n", "-5"}}, false, nil, false}, // negative count
+		// find -exec grep and xargs grep: the server runs grep itself.
+		{[][]string{{"find", "src", "-name", "*.py", "-exec", "grep", "-l", "x", "{}", ";"}}, true, []string{"/w/src"}, true},
+		{[][]string{{"find", ".", "-type", "f", "-exec", "grep", "-c", "x", "{}", "+"}, {"head", "-5"}}, true, []string{"/w"}, true},
+		{[][]string{{"find", "src", "-name", "*.py"}, {"xargs", "grep", "-l", "x"}, {"head", "-n", "3"}}, true, []string{"/w/src"}, true},
+		{[][]string{{"find", "src", "-print0"}, {"xargs", "-0", "grep", "-L", "x"}}, true, []string{"/w/src"}, true},
+		{[][]string{{"grep", "-rl", "x", "src"}, {"grep", "-v", "test"}, {"xargs", "-r", "grep", "-l", "y"}}, true, []string{"/w/src"}, true},
+		{[][]string{{"find", ".", "-exec", "grep", "-l", "x", "{}", ";"}, {"xargs", "grep", "-c", "y"}}, true, []string{"/w"}, true},
+		{[][]string{{"find", ".", "-exec", "cat", "{}", ";"}}, false, nil, false},                                       // runs a program other than grep
+		{[][]string{{"find", ".", "-exec", "grep", "-l", "x", "{}", ";", "-print"}}, false, nil, false},                 // two outputs, -exec not last
+		{[][]string{{"find", ".", "-print", "-exec", "grep", "-l", "x", "{}", "+"}}, false, nil, false},                 // two outputs
+		{[][]string{{"find", ".", "-exec", "grep", "-l", "x", "{}", "/etc/passwd", ";"}}, false, nil, false},            // {} not last
+		{[][]string{{"find", ".", "-exec", "grep", "-l", "-f", "/etc/passwd", "{}", "+"}}, false, nil, false},           // grep reads another file
+		{[][]string{{"find", ".", "-exec", "grep", "-rl", "x", "{}", "+"}}, false, nil, false},                          // recursion: find names the files
+		{[][]string{{"find", ".", "-execdir", "grep", "-l", "x", "{}", "+"}}, false, nil, false},                        // -execdir
+		{[][]string{{"find", ".", "-exec", "grep", "-l", "x", "{}", ";", "-exec", "rm", "{}", ";"}}, false, nil, false}, // a second program
+		{[][]string{{"find", "."}, {"xargs", "rm"}}, false, nil, false},                                                 // runs
+		{[][]string{{"find", "."}, {"xargs", "-I", "{}", "grep", "x", "{}"}}, false, nil, false},                        // an xargs option
+		{[][]string{{"find", "."}, {"xargs", "grep", "-l", "x", "/etc/passwd"}}, false, nil, false},                     // a file of its own
+		{[][]string{{"cat", "list"}, {"xargs", "grep", "-l", "x"}}, false, nil, false},                                  // names from a file's text
+		{[][]string{{"find", "."}, {"uniq", "-c"}, {"xargs", "grep", "-l", "x"}}, false, nil, false},                    // counts, not names
+		{[][]string{{"grep", "-rn", "x", "."}, {"xargs", "grep", "-l", "y"}}, false, nil, false},                        // lines, not names
+		{[][]string{{"find", "."}, {"xargs", "grep", "-c", "x"}, {"xargs", "grep", "-l", "y"}}, false, nil, false},      // counts, not names
 	} {
 		sc, err := Spec{Cwd: "/w", Stages: tc.stages}.Check()
 		if (err == nil) != tc.ok {

@@ -162,28 +162,96 @@ func (a *Adapter) Read(ctx context.Context, id string) (runtime.Content, error) 
 }
 
 // run runs the stages one after another, each reading the previous one's
-// output, none through a shell.
+// output, none through a shell. A find's -exec grep and an xargs grep are
+// run by the adapter itself (runGrep): find and xargs never start a
+// program.
 func (a *Adapter) run(ctx context.Context, s query.Spec) ([]byte, error) {
 	var in []byte
 	for i, st := range s.Stages {
-		bin, err := a.cfg.LookPath(st[0])
+		var out []byte
+		var err error
+		if find, g, ok := query.FindExec(st); ok && i == 0 {
+			if out, err = a.stage(ctx, s.Cwd, i, find, nil); err == nil {
+				out, err = a.runGrep(ctx, s.Cwd, g, out)
+			}
+		} else if g, ok := query.Xargs(st); ok && i > 0 {
+			out, err = a.runGrep(ctx, s.Cwd, g, in)
+		} else {
+			out, err = a.stage(ctx, s.Cwd, i, st, in)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v: %w", st[0], err, runtime.ErrUnreadable)
+			return nil, err
 		}
-		pr, err := runProc(ctx, bin, st, s.Cwd, in, a.cfg.MaxBytes, stderrCap)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("%s: %v: %w", st[0], err, runtime.ErrUnreadable)
-		case pr.capped:
-			return nil, fmt.Errorf("%s: more than %d bytes of output: %w", st[0], a.cfg.MaxBytes, runtime.ErrTooLarge)
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("%s: %v: %w", st[0], ctx.Err(), runtime.ErrUnreadable)
-		case pr.code != 0 && !acceptExit(st[0], i, pr.code, len(pr.out)):
-			return nil, fmt.Errorf("%s exited %d: %s: %w", st[0], pr.code, strings.TrimSpace(string(pr.errOut)), runtime.ErrUnreadable)
-		}
-		in = pr.out
+		in = out
 	}
 	return in, nil
+}
+
+// stage runs one program of the pipeline.
+func (a *Adapter) stage(ctx context.Context, cwd string, i int, st []string, in []byte) ([]byte, error) {
+	bin, err := a.cfg.LookPath(st[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v: %w", st[0], err, runtime.ErrUnreadable)
+	}
+	pr, err := runProc(ctx, bin, st, cwd, in, a.cfg.MaxBytes, stderrCap)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %v: %w", st[0], err, runtime.ErrUnreadable)
+	case pr.capped:
+		return nil, fmt.Errorf("%s: more than %d bytes of output: %w", st[0], a.cfg.MaxBytes, runtime.ErrTooLarge)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%s: %v: %w", st[0], ctx.Err(), runtime.ErrUnreadable)
+	case pr.code != 0 && !acceptExit(st[0], i, pr.code, len(pr.out)):
+		return nil, fmt.Errorf("%s exited %d: %s: %w", st[0], pr.code, strings.TrimSpace(string(pr.errOut)), runtime.ErrUnreadable)
+	}
+	return pr.out, nil
+}
+
+// runGrep runs g over the names in (find's -print0 output, or an xargs
+// stage's input), as find -exec or xargs would have: the same command
+// lines (query.GrepRun.Batches), one after another, their outputs joined.
+// Each name must resolve inside the roots (a name with a blank would make
+// xargs split it into others, and grep follows a symlink it is given) and
+// must not start with "-" (grep would take it for an option). grep's
+// status 1 (no match) and 2 (a name it could not read) are answers, as
+// they were when find or xargs ran it.
+func (a *Adapter) runGrep(ctx context.Context, cwd string, g query.GrepRun, in []byte) ([]byte, error) {
+	names, err := g.SplitNames(in)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", err, runtime.ErrUnreadable)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "-") {
+			return nil, fmt.Errorf("file name %q would be a grep option: %w", n, runtime.ErrUnreadable)
+		}
+		p := n
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		if _, err := a.cfg.Confine(filepath.Clean(p)); err != nil {
+			return nil, fmt.Errorf("query operand %s: %w", p, err)
+		}
+	}
+	bin, err := a.cfg.LookPath("grep")
+	if err != nil {
+		return nil, fmt.Errorf("grep: %v: %w", err, runtime.ErrUnreadable)
+	}
+	var out []byte
+	for _, argv := range g.Batches(names) {
+		pr, err := runProc(ctx, bin, argv, cwd, nil, a.cfg.MaxBytes-len(out), stderrCap)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("grep: %v: %w", err, runtime.ErrUnreadable)
+		case pr.capped:
+			return nil, fmt.Errorf("grep: more than %d bytes of output: %w", a.cfg.MaxBytes, runtime.ErrTooLarge)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("grep: %v: %w", ctx.Err(), runtime.ErrUnreadable)
+		case pr.code < 0 || pr.code > 2:
+			return nil, fmt.Errorf("grep exited %d: %s: %w", pr.code, strings.TrimSpace(string(pr.errOut)), runtime.ErrUnreadable)
+		}
+		out = append(out, pr.out...)
+	}
+	return out, nil
 }
 
 // acceptExit: grep's 1 is "no lines" (an answer); a search or listing

@@ -62,6 +62,9 @@ func classify(command, cwd string) intent {
 		case "ls":
 			return c.orQuery(c.ls(first[1:]))
 		case "find":
+			if findExec(first) {
+				return c.query(findExecFormat, findExecWhy(first))
+			}
 			return c.orQuery(c.find(first[1:]))
 		}
 		return intent{Kind: KindEvent, Format: "terminal/" + prog, Reason: "a program whose output is not file content"}
@@ -69,6 +72,9 @@ func classify(command, cwd string) intent {
 	var numbers bool
 	for _, st := range p.stages[1:] {
 		f, ok := parseFilter(st)
+		if !ok && filepath.Base(st[0]) == "xargs" {
+			return c.query(xargsFormat, xargsWhy)
+		}
 		if !ok {
 			return c.query("terminal/pipeline", "a stage that is not a read-only line filter: "+st[0])
 		}
@@ -87,6 +93,9 @@ func classify(command, cwd string) intent {
 		}
 		return c.orQuery(c.grep(prog, first[1:], true))
 	case "ls", "find":
+		if findExec(first) {
+			return c.query(findExecFormat, findExecWhy(first))
+		}
 		return c.query("terminal/"+prog+"-filtered", "a listing filtered by a pipeline")
 	}
 	return intent{Kind: KindEvent, Format: "terminal/pipeline", Reason: "a pipeline that does not start with a file read"}

@@ -74,6 +74,11 @@ func FuzzRecognize(f *testing.F) {
 	seedFromCorpus(f)
 	seedFromPublic(f)
 	f.Add(uint8(0), "grep -n \"a\\|b\" a.txt", "1:alpha\n2:beta", 0)
+	// An ls -R that OpenHands' terminal cut in the middle (clip: lscut_test.go).
+	f.Add(uint8(0), "ls -R", ".:\na.txt  noeol  src\n\n./src:\nb-1:2.txt"+clip+"o\n\n./src:\nb-1:2.txt  main.go", 0)
+	f.Add(uint8(0), "ls -R src", clip+"main.go\n\nsrc:\nb-1:2.txt  main.go", 0)
+	f.Add(uint8(0), "find . -exec grep -l alpha {} +", "./a.txt", 0)
+	f.Add(uint8(1), "find src -type f | xargs grep -c x", "src/main.go:1\nsrc/b-1:2.txt:1\n", 0)
 	f.Add(uint8(1), "cd src && grep -rn TODO .", "./main.go:4:\t// TODO: x\n", 0)
 	f.Add(uint8(0), "cat a.txt | grep -A1 beta", "beta\n\tgamma\n--\nbeta\n", 0)
 	f.Add(uint8(2), "", "Here's the result of running `cat -n` on /ws/a.txt:\n     1\talpha\n     2\tbeta\n", 0)

@@ -1,6 +1,7 @@
 package recognize
 
 import (
+	"fmt"
 	"io/fs"
 	"net/url"
 	"path/filepath"
@@ -55,30 +56,11 @@ func resolve(cwd, arg string) string {
 // ls [-aA1lpFhR] [DIR]: a listing of DIR (depth 1, or every depth with -R).
 func (r *recognizer) ls(args []string, out, cwd string) Result {
 	const format = "terminal/ls"
-	flags := ""
-	var ops []string
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") && len(a) > 1 {
-			if strings.Trim(a[1:], "aA1lpFhR") != "" {
-				return event(format, "an ls option that changes the listing: "+a)
-			}
-			flags += a[1:]
-			continue
-		}
-		ops = append(ops, a)
+	a, why := r.lsArgs(args, cwd)
+	if why != "" {
+		return event(format, why)
 	}
-	if len(ops) > 1 {
-		return event(format, "several directories")
-	}
-	dirArg := "."
-	if len(ops) == 1 {
-		dirArg = ops[0]
-	}
-	dir, ok := r.dirOf(dirArg, cwd)
-	if !ok {
-		return event(format, "not a directory")
-	}
-	hidden := strings.ContainsAny(flags, "aA")
+	dir, flags, hidden := a.dir, a.flags, a.hidden
 	if strings.Contains(flags, "R") {
 		return r.lsRecursive(dir, flags, out, hidden)
 	}
@@ -91,6 +73,41 @@ func (r *recognizer) ls(args []string, out, cwd string) Result {
 		return event(format, why)
 	}
 	return listingResult(format, dir, listQuery{depth: 1, hidden: hidden}, rel)
+}
+
+// lsCall is an ls command line read by lsArgs.
+type lsCall struct {
+	dir, dirArg, flags string // the directory (absolute), as written, the letters
+	hidden             bool
+}
+
+// lsArgs reads ls [-aA1lpFhR] [DIR] run in cwd.
+func (r *recognizer) lsArgs(args []string, cwd string) (lsCall, string) {
+	var c lsCall
+	var ops []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			if strings.Trim(a[1:], "aA1lpFhR") != "" {
+				return c, "an ls option that changes the listing: " + a
+			}
+			c.flags += a[1:]
+			continue
+		}
+		ops = append(ops, a)
+	}
+	if len(ops) > 1 {
+		return c, "several directories"
+	}
+	c.dirArg = "."
+	if len(ops) == 1 {
+		c.dirArg = ops[0]
+	}
+	dir, ok := r.dirOf(c.dirArg, cwd)
+	if !ok {
+		return c, "not a directory"
+	}
+	c.dir, c.hidden = dir, strings.ContainsAny(c.flags, "aA")
+	return c, ""
 }
 
 // lsNames are the names of one ls section (one per line, columns, or -l).
@@ -185,30 +202,13 @@ func listingResult(format, dir string, q listQuery, rel []string) Result {
 func (r *recognizer) lsRecursive(dir, flags, out string, hidden bool) Result {
 	const format = "terminal/ls-R"
 	sections := strings.Split(strings.TrimSpace(out), "\n\n")
+	top := ""
+	if head, _, _ := strings.Cut(sections[0], "\n"); strings.HasSuffix(head, ":") {
+		top = strings.TrimSuffix(head, ":")
+	}
 	var rel []string
-	var top string
-	for i, sec := range sections {
-		head, body, _ := strings.Cut(sec, "\n")
-		if !strings.HasSuffix(head, ":") {
-			return event(format, "a section without its directory header")
-		}
-		head = strings.TrimSuffix(head, ":")
-		if i == 0 {
-			top = head
-		}
-		sub := ""
-		if head != top {
-			s, ok := strings.CutPrefix(head, strings.TrimSuffix(top, "/")+"/")
-			if !ok {
-				return event(format, "a section outside the listed directory")
-			}
-			sub = s + "/"
-		}
-		names, why := lsNames(body, flags)
-		if why != "" {
-			return event(format, why)
-		}
-		got, why := r.entries(filepath.Join(dir, sub), names)
+	for _, sec := range sections {
+		sub, got, why := r.lsSection(dir, top, flags, sec)
 		if why != "" {
 			return event(format, why)
 		}
@@ -217,6 +217,72 @@ func (r *recognizer) lsRecursive(dir, flags, out string, hidden bool) Result {
 		}
 	}
 	return listingResult(format, dir, listQuery{depth: 0, hidden: hidden}, rel)
+}
+
+// lsSection reads one section of ls -R under the header top: the
+// directory's path below dir ("" or "sub/") and its entries.
+func (r *recognizer) lsSection(dir, top, flags, sec string) (string, []string, string) {
+	head, body, _ := strings.Cut(sec, "\n")
+	if !strings.HasSuffix(head, ":") {
+		return "", nil, "a section without its directory header"
+	}
+	head = strings.TrimSuffix(head, ":")
+	sub := ""
+	if head != top {
+		s, ok := strings.CutPrefix(head, strings.TrimSuffix(top, "/")+"/")
+		if !ok || s == "" {
+			return "", nil, "a section outside the listed directory"
+		}
+		sub = s + "/"
+	}
+	names, why := lsNames(body, flags)
+	if why != "" {
+		return "", nil, why
+	}
+	got, why := r.entries(filepath.Join(dir, sub), names)
+	return sub, got, why
+}
+
+// lsRecursiveCut: an ls -R whose middle the runtime cut (head and tail
+// are the text shown before and after the cut; either may be empty). A
+// section is shown in full when the next section's header follows it
+// whole in the same piece, or when it ends the output (ls had finished):
+// each such section is its directory's listing (depth 1), tracked; the
+// sections the cut touched are not.
+func (r *recognizer) lsRecursiveCut(dir, dirArg, flags, head, tail string, hidden bool) Result {
+	const format = "terminal/ls-R-cut"
+	// ls prints the operand as given in the first header (".", "src/").
+	top := dirArg
+	if h, _, ok := strings.Cut(head, "\n"); ok && strings.HasSuffix(h, ":") {
+		top = strings.TrimSuffix(h, ":")
+	}
+	var secs []string
+	if head != "" {
+		hs := strings.Split(head, "\n\n")
+		for i := 0; i+1 < len(hs); i++ {
+			if next, _, ok := strings.Cut(hs[i+1], "\n"); ok && strings.HasSuffix(next, ":") {
+				secs = append(secs, hs[i])
+			}
+		}
+	}
+	if ts := strings.Split(tail, "\n\n"); len(ts) > 1 {
+		secs = append(secs, ts[1:]...) // the first piece lost its start
+	}
+	q := listQuery{depth: 1, hidden: hidden}
+	var parts []Part
+	for _, sec := range secs {
+		sub, got, why := r.lsSection(dir, top, flags, strings.Trim(sec, "\n"))
+		if why != "" {
+			return event(format, "the output was cut; a section shown in full: "+why)
+		}
+		d := strings.TrimSuffix(filepath.Join(dir, sub), "/")
+		parts = append(parts, Part{Path: d, URI: listingURI(d, q), Text: canonical(got)})
+	}
+	if len(parts) == 0 {
+		return event(format, "the output was cut before any section ended")
+	}
+	return Result{Kind: KindListing, Format: format, Parts: parts,
+		Reason: fmt.Sprintf("the output was cut: the %d sections shown in full", len(parts))}
 }
 
 var pruneRE = regexp.MustCompile(`^\*/([^/*?\[\]]+)/\*$`)

@@ -11,8 +11,11 @@ import (
 
 // OpenHands tools (openhands-tools 1.58.2).
 const (
-	catNHeader    = "Here's the result of running `cat -n` on "
-	clippedMark   = "<response clipped>"
+	catNHeader  = "Here's the result of running `cat -n` on "
+	clippedMark = "<response clipped>"
+	// terminalClip is what openhands-sdk's maybe_truncate puts where it cut
+	// a terminal output's middle (DEFAULT_TRUNCATE_NOTICE, 1.58.2).
+	terminalClip  = "<response clipped><NOTE>Due to the max output limit, only part of the full response has been shown to you.</NOTE>"
 	dirViewHeader = "Here's the files and directories up to 2 levels deep in "
 	// terminalMax is openhands-tools' MAX_CMD_OUTPUT_SIZE less a margin:
 	// longer output is cut in the middle.
@@ -305,7 +308,15 @@ func (r *recognizer) openhandsTerminal() Result {
 	if r.call.ExitCode == nil || *r.call.ExitCode != 0 {
 		return event(format, "the command did not exit 0")
 	}
-	if r.call.Truncated || len(r.call.Output) >= terminalMax {
+	if r.call.Truncated {
+		return event(format, "the output was cut")
+	}
+	if head, tail, ok := strings.Cut(r.call.Output, terminalClip); ok {
+		// The SDK cut the middle (openhands-sdk's maybe_truncate): what
+		// precedes and follows its notice is the command's output.
+		return r.terminalCut(command, r.call.Cwd, head, tail)
+	}
+	if len(r.call.Output) >= terminalMax {
 		return event(format, "the output was cut")
 	}
 	return r.terminal(command, r.call.Cwd, r.call.Output, !strings.Contains(r.call.Output, "\t"))

@@ -20,6 +20,10 @@ func FuzzQuery(f *testing.F) {
 	f.Add(uint8(0), "ls a.txt noeol", "a.txt  noeol", 0)
 	f.Add(uint8(1), "cat a.txt noeol | grep -n a", "1:alpha\n", 0)
 	f.Add(uint8(1), "rg -l beta", "a.txt\n", 0)
+	f.Add(uint8(0), "find . -name '*.txt' -exec grep -l a {} \\;", "./a.txt", 0)
+	f.Add(uint8(1), "find . -type f -exec grep -c a {} + | sort", "./a.txt:1\n", 0)
+	f.Add(uint8(1), "find . -name '*.txt' -print0 | xargs -0 grep -L beta", "./noeol.txt\n", 0)
+	f.Add(uint8(0), "cd /ws && grep -rl a . | xargs grep -l b | head -5", "./a.txt", 0)
 	files := fuzzWorkspace()
 	f.Fuzz(func(t *testing.T, tool uint8, command, output string, exit int) {
 		call := fuzzCall(tool%2, command, output, exit)

@@ -55,7 +55,15 @@ func TestQueryShapes(t *testing.T) {
 		// Without -n, "TODO" matches twice in x.txt and grep prints one
 		// line for it: placed nowhere uniquely, a query of the search.
 		{"grep -r -m1 TODO dup", [][]string{{"grep", "-r", "-m1", "TODO", "dup"}}, ""},
-		{"grep -Rl TODO src", nil, "src/m.py\n"}, // -R follows symlinks: off the allowlist
+		{`find . -name '*.txt' -exec grep -l TODO {} \;`, [][]string{{"find", ".", "-name", "*.txt", "-exec", "grep", "-l", "TODO", "{}", ";"}}, ""},
+		{"find src -type f -exec grep -c TODO {} + | sort", [][]string{{"find", "src", "-type", "f", "-exec", "grep", "-c", "TODO", "{}", "+"}, {"sort"}}, ""},
+		{"find . -name '*.txt' | xargs grep -L two", [][]string{{"find", ".", "-name", "*.txt"}, {"xargs", "grep", "-L", "two"}}, ""},
+		{"find dup -type f -print0 | xargs -0 grep -c TODO | head -n 1", [][]string{{"find", "dup", "-type", "f", "-print0"}, {"xargs", "-0", "grep", "-c", "TODO"}, {"head", "-n", "1"}}, ""},
+		{`find . -name '*.txt' -exec cat {} \;`, nil, "TODO: two\nx\n"},                     // -exec runs a program other than grep
+		{`find . -name '*.txt' -exec grep -l TODO {} \; -print`, nil, "./b.txt\n./b.txt\n"}, // a second output
+		{"ls | xargs grep -l TODO", nil, "a.txt\n"},                           // ls's names are not paths from the directory it lists
+		{"find . -name b.txt | xargs -I{} grep -l TODO {}", nil, "./b.txt\n"}, // an xargs option
+		{"grep -Rl TODO src", nil, "src/m.py\n"},                              // -R follows symlinks: off the allowlist
 		{"grep -l TODO a.txt | xargs cat", nil, "TODO: one\nTODO: one\n"},
 		{"grep TODO a.txt | wc -l", nil, "2\n"},
 		{"find src -name '*.py' -delete", nil, ""},

@@ -269,7 +269,7 @@ func word(w *syntax.Word) (string, bool) {
 }
 
 // unquoted writes an unquoted literal after quote removal; false when the
-// shell would expand it (globs, braces, a leading ~).
+// shell would expand it (globs, braces other than "{}", a leading ~).
 func unquoted(b *strings.Builder, v string, first bool) bool {
 	if first && strings.HasPrefix(v, "~") {
 		return false
@@ -285,8 +285,14 @@ func unquoted(b *strings.Builder, v string, first bool) bool {
 				}
 			}
 			continue
-		case '*', '?', '[', '{':
+		case '*', '?', '[':
 			return false
+		case '{':
+			// Bash expands braces only around a comma or a sequence:
+			// "{}" (find -exec's placeholder) is a literal.
+			if i+1 >= len(v) || v[i+1] != '}' {
+				return false
+			}
 		}
 		b.WriteByte(c)
 	}

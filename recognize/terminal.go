@@ -2,6 +2,7 @@ package recognize
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -28,6 +29,9 @@ func (r *recognizer) terminal(command, cwd, out string, screen bool) Result {
 		case "ls":
 			return t.orQuery(r.ls(first[1:], out, p.cwd))
 		case "find":
+			if findExec(first) {
+				return t.query(findExecFormat, findExecWhy(first))
+			}
 			return t.orQuery(r.find(first[1:], out, p.cwd))
 		}
 		return event("terminal/"+prog, "a program whose output is not file content")
@@ -35,6 +39,9 @@ func (r *recognizer) terminal(command, cwd, out string, screen bool) Result {
 	var fs []filter
 	for _, st := range p.stages[1:] {
 		f, ok := parseFilter(st)
+		if !ok && filepath.Base(st[0]) == "xargs" {
+			return t.query(xargsFormat, xargsWhy)
+		}
 		if !ok {
 			return t.query("terminal/pipeline", "a stage that is not a read-only line filter: "+st[0])
 		}
@@ -51,9 +58,55 @@ func (r *recognizer) terminal(command, cwd, out string, screen bool) Result {
 		}
 		return t.orQuery(t.grep(prog, first[1:], fs))
 	case "ls", "find":
+		if findExec(first) {
+			return t.query(findExecFormat, findExecWhy(first))
+		}
 		return t.query("terminal/"+prog+"-filtered", "a listing filtered by a pipeline")
 	}
 	return event("terminal/pipeline", "a pipeline that does not start with a file read")
+}
+
+// find -exec grep and xargs grep print what grep finds in the files another
+// program names: never one file's lines, a query source when allowlisted.
+const (
+	findExecFormat = "terminal/find-exec"
+	xargsFormat    = "terminal/xargs"
+	xargsWhy       = "grep over the file names a stage printed"
+)
+
+// findExecWhy says what a find -exec does: grep over its files (a query
+// source when allowlisted), or another program.
+func findExecWhy(argv []string) string {
+	if i := slices.Index(argv, "-exec"); i+1 < len(argv) && argv[i+1] != "grep" {
+		return "find -exec runs " + argv[i+1]
+	}
+	return "grep over the files find names"
+}
+
+// findExec reports a find that runs a program.
+func findExec(argv []string) bool {
+	return filepath.Base(argv[0]) == "find" && slices.Contains(argv, "-exec")
+}
+
+// terminalCut recognizes a command whose output the runtime cut in the
+// middle: head is what it showed before the cut, tail what it showed after
+// (either may be empty), each exactly as the command printed it. Only an
+// ls -R can still say what it showed in full (its sections, each with its
+// header); anything else is an event.
+func (r *recognizer) terminalCut(command, cwd, head, tail string) Result {
+	const why = "the output was cut"
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		return event("terminal", why)
+	}
+	p, bad := r.parseShell(command, cwd)
+	if bad != "" || len(p.stages) != 1 || filepath.Base(p.stages[0][0]) != "ls" {
+		return event("terminal", why)
+	}
+	a, bad := r.lsArgs(p.stages[0][1:], p.cwd)
+	if bad != "" || !strings.Contains(a.flags, "R") {
+		return event("terminal/ls", why)
+	}
+	return r.lsRecursiveCut(a.dir, a.dirArg, a.flags, head, tail, a.hidden)
 }
 
 // term is one terminal output being recognized.
