@@ -1,15 +1,52 @@
-// Runs the real `opencode` program (the pinned opencode-ai npm package) non-interactively and
-// offline against a FakeModel: a temp git repo, HOME/XDG dirs of its own, and the switches that
-// stop model-list fetching, auto-update, LSP downloads and the config-dir npm install.
+// Runs the real `opencode` program (the pinned opencode-ai npm package), or Kilo CLI (the pinned
+// @kilocode/cli, an OpenCode fork with the same plugin system), non-interactively and offline
+// against a FakeModel: a temp git repo, HOME/XDG dirs of its own, and the switches that stop
+// model-list fetching, auto-update, LSP downloads and the config-dir npm install.
 import { spawn, execFileSync } from "node:child_process"
 import fs from "node:fs"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 
 export const PKG_ROOT = findPackageRoot(path.dirname(fileURLToPath(import.meta.url)))
-export const OPENCODE_VERSION = readJson(path.join(PKG_ROOT, "node_modules/opencode-ai/package.json"))?.version as
-  | string
-  | undefined
+
+/**
+ * What differs between OpenCode and Kilo CLI for these runs (read from Kilo's binary and its
+ * docs: it reads opencode.json too, but its own env prefix, config dirs and plugin package).
+ */
+export interface Program {
+  /** "opencode" or "kilo": also the name of the global config dir under XDG_CONFIG_HOME. */
+  name: "opencode" | "kilo"
+  version?: string
+  /** The project's config dir whose plugins/ holds drop-in plugin files. */
+  projectDir: string
+  /** The prefix of the program's environment switches (OPENCODE_DISABLE_..., KILO_DISABLE_...). */
+  envPrefix: string
+  /** The plugin package the program npm-installs into each config dir at startup. */
+  pluginPackage: string
+}
+
+export const OPENCODE: Program = {
+  name: "opencode",
+  version: readJson(path.join(PKG_ROOT, "node_modules/opencode-ai/package.json"))?.version,
+  projectDir: ".opencode",
+  envPrefix: "OPENCODE_",
+  pluginPackage: "@opencode-ai/plugin",
+}
+
+export const KILO: Program = {
+  name: "kilo",
+  version: readJson(path.join(PKG_ROOT, "node_modules/@kilocode/cli/package.json"))?.version,
+  projectDir: ".kilo",
+  envPrefix: "KILO_",
+  pluginPackage: "@kilocode/plugin",
+}
+
+/**
+ * The program these e2e runs drive: CONCORD_E2E_PROGRAM=kilo runs the same scenarios in Kilo CLI
+ * (test/e2e/kilo.test.ts sets it), otherwise OpenCode.
+ */
+export const PROGRAM: Program = process.env.CONCORD_E2E_PROGRAM === "kilo" ? KILO : OPENCODE
+export const OPENCODE_VERSION = PROGRAM.version
 const E2E_ROOT = path.join(PKG_ROOT, ".e2e")
 
 function findPackageRoot(dir: string): string {
@@ -27,8 +64,12 @@ function readJson(file: string): Record<string, any> | undefined {
   }
 }
 
-/** The opencode executable from node_modules, or undefined when it is not installed. */
-export function opencodeBinary(): string | undefined {
+/** The program's executable from node_modules, or undefined when it is not installed. */
+export function opencodeBinary(program: Program = PROGRAM): string | undefined {
+  return program.name === "kilo" ? kiloBinary() : openCodeExe()
+}
+
+function openCodeExe(): string | undefined {
   // opencode-ai's postinstall hardlinks the build that suits this CPU (baseline without AVX2) to
   // bin/opencode.exe; before that runs the file is a small placeholder.
   const wrapper = path.join(PKG_ROOT, "node_modules/opencode-ai/bin/opencode.exe")
@@ -40,6 +81,19 @@ export function opencodeBinary(): string | undefined {
   const candidates = [
     path.join(PKG_ROOT, `node_modules/opencode-${process.platform}-${process.arch}/bin/opencode`),
     path.join(PKG_ROOT, `node_modules/opencode-${process.platform}-${process.arch}-baseline/bin/opencode`),
+  ]
+  return candidates.find((c) => isExecutable(c))
+}
+
+/**
+ * Kilo's native build from its platform package (@kilocode/cli's bin/kilo is a node wrapper that
+ * execs the same file; its postinstall copy is not made under npm ci's script policy).
+ */
+function kiloBinary(): string | undefined {
+  const p = `${process.platform === "win32" ? "windows" : process.platform}-${process.arch}`
+  const candidates = [
+    path.join(PKG_ROOT, `node_modules/@kilocode/cli-${p}/bin/kilo`),
+    path.join(PKG_ROOT, `node_modules/@kilocode/cli-${p}-baseline/bin/kilo`),
   ]
   return candidates.find((c) => isExecutable(c))
 }
@@ -144,14 +198,16 @@ export interface RunResult {
 }
 
 /**
- * OpenCode npm-installs @opencode-ai/plugin into every writable config dir at startup and makes
- * plugins wait for it. It skips that when node_modules exists and package-lock.json lists every
- * dependency of package.json, so the dir gets exactly that, pointing at our own pre-installed copy.
+ * OpenCode npm-installs @opencode-ai/plugin (Kilo: @kilocode/plugin) into every writable config
+ * dir at startup and makes plugins wait for it. It skips that when node_modules exists and
+ * package-lock.json lists every dependency of package.json, so the dir gets exactly that, pointing
+ * at our own pre-installed node_modules.
  */
 function satisfyConfigDirInstall(dir: string): void {
   fs.mkdirSync(dir, { recursive: true })
-  const version = readJson(path.join(PKG_ROOT, "node_modules/@opencode-ai/plugin/package.json"))?.version ?? "*"
-  const deps = { "@opencode-ai/plugin": version }
+  const pkg = PROGRAM.pluginPackage
+  const version = readJson(path.join(PKG_ROOT, "node_modules", pkg, "package.json"))?.version ?? PROGRAM.version ?? "*"
+  const deps = { [pkg]: version }
   fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ dependencies: deps }, null, 2))
   fs.writeFileSync(
     path.join(dir, "package-lock.json"),
@@ -184,12 +240,12 @@ export function writeConfig(ws: Workspace, opts: RunOptions): void {
   Object.assign(config, opts.config)
   fs.writeFileSync(path.join(ws.proj, "opencode.json"), JSON.stringify(config, null, 2))
   // OpenCode creates the global config dir at startup and installs into it too.
-  satisfyConfigDirInstall(path.join(ws.home, "config", "opencode"))
+  satisfyConfigDirInstall(path.join(ws.home, "config", PROGRAM.name))
   // Any npm fetch OpenCode still attempted would go to a closed port and fail (and show up in
   // fetchedFromNpm()), instead of quietly reaching the registry.
   fs.writeFileSync(path.join(ws.home, ".npmrc"), "registry=http://127.0.0.1:9/\n")
   if (opts.plugin.kind === "dropin") {
-    const dir = path.join(ws.proj, ".opencode")
+    const dir = path.join(ws.proj, PROGRAM.projectDir)
     satisfyConfigDirInstall(dir)
     fs.mkdirSync(path.join(dir, "plugins"), { recursive: true })
     fs.copyFileSync(opts.plugin.file, path.join(dir, "plugins", path.basename(opts.plugin.file)))
@@ -287,6 +343,17 @@ export async function serveOpencode(ws: Workspace, opts: RunOptions): Promise<Se
 
 function opencodeEnv(ws: Workspace, opts: RunOptions): Record<string, string> {
   const h = ws.home
+  const switches = Object.fromEntries(
+    ["DISABLE_AUTOUPDATE", "DISABLE_MODELS_FETCH", "DISABLE_LSP_DOWNLOAD", "DISABLE_DEFAULT_PLUGINS", "DISABLE_CLAUDE_CODE", "DISABLE_EXTERNAL_SKILLS"].map(
+      (k) => [PROGRAM.envPrefix + k, "1"],
+    ),
+  )
+  // Kilo's own network side jobs (PostHog telemetry, session ingest, codebase indexing): off, so a
+  // run waits on none of them and sends nothing.
+  const kilo: Record<string, string> =
+    PROGRAM.name === "kilo"
+      ? { KILO_TELEMETRY_LEVEL: "off", KILO_DISABLE_SESSION_INGEST: "1", KILO_DISABLE_CODEBASE_INDEXING: "1", KILO_DISABLE_PRESENCE: "1" }
+      : {}
   const env: Record<string, string> = {
     PATH: [ripgrepDir(), process.env.PATH ?? "/usr/bin:/bin"].filter(Boolean).join(path.delimiter),
     HOME: h,
@@ -294,12 +361,8 @@ function opencodeEnv(ws: Workspace, opts: RunOptions): Record<string, string> {
     XDG_DATA_HOME: path.join(h, "data"),
     XDG_CACHE_HOME: path.join(h, "cache"),
     XDG_STATE_HOME: path.join(h, "state"),
-    OPENCODE_DISABLE_AUTOUPDATE: "1",
-    OPENCODE_DISABLE_MODELS_FETCH: "1",
-    OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-    OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
-    OPENCODE_DISABLE_CLAUDE_CODE: "1",
-    OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
+    ...switches,
+    ...kilo,
     // Keep the run deterministic: no terminal, no colours.
     NO_COLOR: "1",
     ...(process.env.CONCORD_OPENCODE_DEBUG ? { CONCORD_OPENCODE_DEBUG: process.env.CONCORD_OPENCODE_DEBUG } : {}),

@@ -12,6 +12,7 @@ import { FakeModel, type Step } from "./fakemodel.js"
 import {
   OPENCODE_VERSION,
   PKG_ROOT,
+  PROGRAM,
   fetchedFromNpm,
   makeWorkspace,
   opencodeBinary,
@@ -48,11 +49,11 @@ const skipPlugin = skipWithoutConcord()
 const text = (req: Parameters<Step>[0], id: string) => FakeModel.toolResult(req, id) ?? "<missing tool message>"
 
 before(() => {
-  assert.ok(opencodeBinary(), "opencode-ai is installed (npm ci)")
+  assert.ok(opencodeBinary(), `${PROGRAM.name} is installed (npm ci)`)
   for (const f of [DROPIN.kind === "dropin" ? DROPIN.file : "", path.join(PKG_ROOT, "dist", "src", "index.js")]) {
     assert.ok(fs.existsSync(f), `${f} is built (npm run build)`)
   }
-  console.log(`# opencode-ai ${OPENCODE_VERSION}, concord ${concordBin() ?? "(absent)"}`)
+  console.log(`# ${PROGRAM.name} ${OPENCODE_VERSION}, concord ${concordBin() ?? "(absent)"}`)
 })
 
 interface Scenario {
@@ -76,7 +77,7 @@ async function play(s: Scenario): Promise<{ ws: Workspace; model: FakeModel; res
     const env: Record<string, string> = { CONCORD_PLACEMENT: "inplace", ...s.run?.env }
     if (concordBin() && !env.CONCORD_BIN) {
       if (s.binNextToPlugin) {
-        const dir = path.join(ws.proj, ".opencode", "plugins")
+        const dir = path.join(ws.proj, PROGRAM.projectDir, "plugins")
         fs.mkdirSync(dir, { recursive: true })
         fs.copyFileSync(concordWrapper(ws, s.concordArgs?.(ws)), path.join(dir, "concord"))
         fs.chmodSync(path.join(dir, "concord"), 0o755)
@@ -179,7 +180,7 @@ async function serverHasListings(): Promise<false | string> {
   }
 }
 
-describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concurrency: 1 }, () => {
+describe(`${PROGRAM.name} ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concurrency: 1 }, () => {
   test("out-of-band local edit: the next request carries the patched lines, identical to a fresh read (enabled by one config line)", { skip: skipPlugin }, async () => {
     let repaired = ""
     const r = await play({
@@ -503,8 +504,9 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
   })
 
   test("bash file reads (cat -n, sed -n, a pipeline of one file, grep without -n) are repaired in the command's own format; echo is left alone", { skip: skipPlugin }, async () => {
-    // sed runs a step after cat: OpenCode runs the tools of one step at once, and a sed
-    // registered before cat -n would be a read that cat's newer read supersedes.
+    // The pipeline and sed run a step after cat -n: OpenCode runs the tools of one step at once
+    // (in no fixed order: Kilo CLI often finishes the pipeline first), and a window registered
+    // before cat -n would be a read that cat's newer whole-file read supersedes.
     const r = await play({
       name: "bash-read",
       files: { "config.yaml": CONFIG },
@@ -512,13 +514,11 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"} with the concord plugin`, { concur
         const file = path.join(ws.proj, "config.yaml")
         return [
           () => ({
-            tools: [
-              { name: "bash", args: { command: "cat -n config.yaml", description: "cat" } },
-              { name: "bash", args: { command: "cat config.yaml | head -n 3", description: "pipe" } },
-            ],
+            tools: [{ name: "bash", args: { command: "cat -n config.yaml", description: "cat" } }],
           }),
           () => ({
             tools: [
+              { name: "bash", args: { command: "cat config.yaml | head -n 3", description: "pipe" } },
               { name: "bash", args: { command: "sed -n '2,4p' config.yaml", description: "sed" } },
               { name: "bash", args: { command: "grep 'debug\\|mode' config.yaml", description: "grep" } },
             ],
@@ -708,7 +708,7 @@ function assertFlushed(log: string, where: string): any[] {
   return syncs.filter((m) => m.params.prefixRebuilt === true)
 }
 
-describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at the tail, the prompt append-only`, { concurrency: 1 }, () => {
+describe(`${PROGRAM.name} ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at the tail, the prompt append-only`, { concurrency: 1 }, () => {
   for (const placement of ["tail", "auto"] as const) {
     test(`${placement === "auto" ? "auto (the default)" : placement}: an outside change leaves call_1 byte-identical and adds a sticky erratum at the end of the prompt; every request extends the previous one`, { skip: skipPlugin }, async () => {
       let original = ""
@@ -936,7 +936,11 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}, placement tail/auto: errata at th
     })
   }
 
-  test("auto (the default): OpenCode prunes old tool outputs (compaction.prune) between prompts to one server; the next sync says prefixRebuilt, Concord flushes, and the erratum on a kept message goes", { skip: skipPlugin }, async () => {
+  // Kilo CLI prunes the same outputs with the same marker, but on its own schedule: in one run
+  // after prompt 3 (as OpenCode), in another already before request 6. This scenario's request
+  // numbers are OpenCode's, so under Kilo it is skipped.
+  const kiloPrune = PROGRAM.name === "kilo" && "SKIPPED under Kilo CLI: it prunes on its own schedule (before request 6 in some runs); the scenario's request numbers are OpenCode's"
+  test("auto (the default): OpenCode prunes old tool outputs (compaction.prune) between prompts to one server; the next sync says prefixRebuilt, Concord flushes, and the erratum on a kept message goes", { skip: skipPlugin || kiloPrune }, async () => {
     // Pruning runs when a prompt's loop ends and spares the last two user turns and the newest
     // 40k tokens of tool output; it clears only when that frees more than 20k tokens. So: turn 1
     // reads config.yaml (call_1), then seven ~46 KB files; turn 2 is a plain answer; in turn 3
