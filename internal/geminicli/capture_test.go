@@ -41,16 +41,39 @@ func bigFile(n int) string {
 	return b.String()
 }
 
-// captureCall is one scripted function call and the name its captured files get.
+// captureCall is one scripted function call, the name its captured files get, and what it
+// shows (the recognizer corpus's label, testdata/recognize/README.md; "" derives it from name).
 type captureCall struct {
-	name string
-	fn   fake.FunctionCall
+	name  string
+	fn    fake.FunctionCall
+	shows string
+}
+
+// shows labels a call for the recognizer corpus's tracked shares.
+func (c captureCall) label() string {
+	switch {
+	case c.shows != "":
+		return c.shows
+	case strings.HasSuffix(c.name, "-missing"), strings.HasSuffix(c.name, "-past-end"), strings.HasSuffix(c.name, "-fail"),
+		strings.HasSuffix(c.name, "-no-match"), strings.HasSuffix(c.name, "-none") && !strings.HasPrefix(c.name, "glob"),
+		c.name == "read_many_files", c.name == "web_fetch":
+		return "none"
+	case strings.HasSuffix(c.name, "-names-only"):
+		return "grep-names"
+	case strings.Contains(c.name, "grep"), strings.Contains(c.name, "search"):
+		return "grep-numbered"
+	case strings.Contains(c.name, "glob"), strings.HasPrefix(c.name, "list_directory"):
+		return "listing"
+	case strings.Contains(c.name, "replace"), strings.Contains(c.name, "write_file"):
+		return "write"
+	}
+	return "file-read"
 }
 
 func captureCalls(proj string) [][]captureCall {
 	p := func(rel string) string { return filepath.Join(proj, rel) }
 	one := func(name, tool string, args map[string]any) []captureCall {
-		return []captureCall{{name, fake.Fn(tool, args)}}
+		return []captureCall{{name: name, fn: fake.Fn(tool, args)}}
 	}
 	return [][]captureCall{
 		one("read_file-whole", "read_file", map[string]any{"file_path": p("config.yaml")}),
@@ -87,17 +110,17 @@ func captureCalls(proj string) [][]captureCall {
 		one("write_file-over", "write_file", map[string]any{"file_path": p("notes.txt"), "content": "one\ntwo\n"}),
 		one("web_fetch", "web_fetch", map[string]any{"prompt": "Summarize http://127.0.0.1:9/page"}),
 		// Two calls in one turn: how parallel results are laid out.
-		{{"parallel-read_file", fake.Fn("read_file", map[string]any{"file_path": p("src/server.ts")})},
-			{"parallel-glob", fake.Fn("glob", map[string]any{"pattern": "docs/*.md"})}},
+		{{name: "parallel-read_file", fn: fake.Fn("read_file", map[string]any{"file_path": p("src/server.ts")})},
+			{name: "parallel-glob", fn: fake.Fn("glob", map[string]any{"pattern": "docs/*.md"})}},
 	}
 }
 
-// hookScript dumps each hook's stdin to DIR/NNNN-EVENT.json (a counter file keeps the order) and
-// answers AfterTool with a probe additionalContext, to capture where Gemini CLI puts it.
+// hookScript dumps each hook's stdin to DIR/<nanoseconds>.<pid>-EVENT.json (hooks of parallel
+// tool calls run at once: the name must not depend on what is already there) and answers
+// AfterTool with a probe additionalContext, to capture where Gemini CLI puts it.
 const hookScript = `#!/bin/sh
 dir="$1"; event="$2"
-n=$(ls "$dir" | wc -l)
-cat > "$dir/$(printf %04d "$n")-$event.json"
+cat > "$dir/$(date +%s%N).$$-$event.json"
 if [ "$event" = AfterTool ]; then
   printf '%s' '{"hookSpecificOutput":{"hookEventName":"AfterTool","additionalContext":"CONCORD-PROBE additional context"}}'
 else
@@ -227,7 +250,7 @@ func TestCapture(t *testing.T) {
 	sort.Strings(names)
 	// The model events carry the whole request each time: keep their first two.
 	kept := map[string]int{}
-	for _, name := range names {
+	for i, name := range names {
 		ev := strings.TrimSuffix(name[strings.IndexByte(name, '-')+1:], ".json")
 		if kept[ev]++; kept[ev] > 2 && (ev == "BeforeModel" || ev == "AfterModel" || ev == "BeforeToolSelection" || ev == "PreCompress") {
 			continue
@@ -241,8 +264,10 @@ func TestCapture(t *testing.T) {
 			t.Errorf("hook input %s is not JSON: %v", name, err)
 			continue
 		}
-		writeJSON(t, filepath.Join(out, "hooks", name), v)
+		writeJSON(t, filepath.Join(out, "hooks", fmt.Sprintf("%04d-%s.json", i, ev)), v)
 	}
+
+	writeCorpus(t, filepath.Join(root, "testdata", "recognize", "geminicli-capture.corpus.json"), ws, turns, hookDir, names)
 
 	// The saved chat(s).
 	chats, err := ws.Chats()
@@ -287,4 +312,78 @@ func tail(s string) string {
 		return s[len(s)-3000:]
 	}
 	return s
+}
+
+// writeCorpus turns the AfterTool inputs into the recognizer's corpus: each call as the hook saw
+// it (tool_input, tool_response.llmContent, error, cwd), in the project as it was before any
+// write (every read of the capture comes before the writes), the project's path as {WS}.
+func writeCorpus(t *testing.T, file string, ws *geminicli.Workspace, turns [][]captureCall, hookDir string, names []string) {
+	t.Helper()
+	type callJSON struct {
+		Runtime string          `json:"runtime"`
+		Tool    string          `json:"tool"`
+		Args    json.RawMessage `json:"arguments"`
+		Output  string          `json:"output"`
+		Cwd     string          `json:"cwd"`
+		Error   bool            `json:"error,omitempty"`
+	}
+	type caseJSON struct {
+		Name  string   `json:"name"`
+		Shows string   `json:"shows"`
+		Call  callJSON `json:"call"`
+	}
+	byInput := map[string]captureCall{}
+	for _, turn := range turns {
+		for _, c := range turn {
+			b, _ := json.Marshal(map[string]any{"tool": c.fn.Name, "args": c.fn.Args})
+			byInput[string(b)] = c
+		}
+	}
+	var cases []caseJSON
+	for _, name := range names {
+		if !strings.HasSuffix(name, "-AfterTool.json") {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(hookDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in struct {
+			Cwd      string         `json:"cwd"`
+			Tool     string         `json:"tool_name"`
+			Input    map[string]any `json:"tool_input"`
+			Response struct {
+				LLMContent any `json:"llmContent"`
+				Error      any `json:"error"`
+			} `json:"tool_response"`
+		}
+		if err := json.Unmarshal(raw, &in); err != nil {
+			t.Fatal(err)
+		}
+		key, _ := json.Marshal(map[string]any{"tool": in.Tool, "args": in.Input})
+		c, ok := byInput[string(key)]
+		if !ok {
+			t.Fatalf("%s: no scripted call with these arguments: %s", name, key)
+		}
+		out, _ := in.Response.LLMContent.(string)
+		args, _ := json.Marshal(in.Input)
+		cases = append(cases, caseJSON{Name: c.name, Shows: c.label(), Call: callJSON{
+			Runtime: "gemini-cli", Tool: in.Tool, Args: args, Output: out, Cwd: in.Cwd, Error: in.Response.Error != nil,
+		}})
+	}
+	corpus := map[string]any{
+		"source":    "testdata/gemini (@google/gemini-cli 0.61.0, captured by internal/geminicli TestCapture -capture)",
+		"license":   "Apache-2.0 (this repository)",
+		"note":      "the AfterTool hook inputs of the capture run; the workspace is the project before its writes",
+		"workspace": captureFiles,
+		"cases":     cases,
+	}
+	b, err := json.MarshalIndent(corpus, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = []byte(strings.ReplaceAll(string(b), ws.Proj, "{WS}"))
+	if err := os.WriteFile(file, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
