@@ -2,6 +2,7 @@ package recognize
 
 import (
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -67,20 +68,16 @@ func (r *recognizer) gcReadFile() Result {
 	if path == "" {
 		return event(format, "no file_path")
 	}
+	// The output is taken as the file's text then, as every read's is: the server compares it
+	// with the file (a change since is an outside change), and an audit knows the file only
+	// from what the session showed.
 	out := r.call.Output
-	file, ok := r.lines(path)
-	if !ok {
-		return event(format, "the file cannot be read now")
-	}
 	m := gcNoticeRE.FindStringSubmatch(out)
 	if m == nil {
 		if strings.Contains(out, "\r") {
 			return event(format, "carriage returns in the output")
 		}
 		shown := splitFile(out)
-		if join(shown) != join(file) || len(shown) != len(file) {
-			return event(format, "not the file's text")
-		}
 		ends := strings.HasSuffix(out, "\n")
 		res := Result{Kind: KindRead, Format: format, Parts: []Part{{Path: path, Text: join(shown)}}}
 		res.render = func(ps []Part) string {
@@ -108,38 +105,48 @@ func (r *recognizer) gcReadFile() Result {
 		return event(format, "a window whose line count disagrees with its notice")
 	}
 	// The last piece is the empty "line" after a final newline when the window reached it.
-	phantom := b == n && b == len(file)+1 && shown[len(shown)-1] == ""
+	phantom := b == n && shown[len(shown)-1] == ""
 	if phantom {
 		shown = shown[:len(shown)-1]
 	}
 	if len(shown) == 0 {
 		return event(format, "no line shown")
 	}
-	end := a + len(shown) - 1
-	if end > len(file) || join(file[a-1:end]) != join(shown) {
-		return event(format, "not the file's text")
+	if strings.Contains(body, "\r") {
+		return event(format, "carriage returns in the output")
 	}
-	part := Part{Path: path, Start: a, End: end, Text: join(shown), Total: len(file)}
+	end := a + len(shown) - 1
+	part := Part{Path: path, Start: a, End: end, Text: join(shown)}
+	if b == n {
+		part.Total = end // the window reached the end: the file's line count is known
+	}
 	res := Result{Kind: KindRead, Format: format, Parts: []Part{part}}
-	res.render = func(ps []Part) string { return r.gcRenderWindow(ps[0], phantom) }
+	res.render = func(ps []Part) string { return r.gcRenderWindow(ps[0], phantom, n) }
 	return res
 }
 
 // gcRenderWindow shows p as read_file would now; toEnd: the window reached
-// the end of the file, its empty last "line" included.
-func (r *recognizer) gcRenderWindow(p Part, toEnd bool) string {
+// the end of the file, its empty last "line" included; n0: the notice's
+// total when the read was made (kept when nothing newer is known).
+func (r *recognizer) gcRenderWindow(p Part, toEnd bool, n0 int) string {
 	lines := textLines(p)
 	start := max(p.Start, 1)
-	total, final := r.total(p), true
-	if r.files != nil {
-		if data, err := r.files.ReadFile(p.Path); err == nil {
-			s := strings.ReplaceAll(string(data), "\r\n", "\n")
-			total, final = len(splitFile(s)), strings.HasSuffix(s, "\n") || s == ""
+	n, final := n0, true
+	switch data, err := r.readRaw(p.Path); {
+	case err == nil:
+		s := strings.ReplaceAll(string(data), "\r\n", "\n")
+		total := len(splitFile(s))
+		final = strings.HasSuffix(s, "\n") || s == ""
+		n = total
+		if final {
+			n++ // the empty piece after the final newline
 		}
+	case p.Total > 0:
+		n = p.Total + 1
 	}
-	n := total
+	total := n
 	if final {
-		n++ // the empty piece after the final newline
+		total--
 	}
 	end := start + len(lines) - 1
 	body := join(lines)
@@ -147,6 +154,13 @@ func (r *recognizer) gcRenderWindow(p Part, toEnd bool) string {
 		end, body = n, body+"\n"
 	}
 	return fmt.Sprintf(gcNotice, start, end, n, end+1) + body
+}
+
+func (r *recognizer) readRaw(path string) ([]byte, error) {
+	if r.files == nil {
+		return nil, fs.ErrNotExist
+	}
+	return r.files.ReadFile(path)
 }
 
 // gcGrepHead is the grep tool's first line (the GrepTool that runs when
@@ -194,10 +208,6 @@ func (r *recognizer) gcGrep() Result {
 			return event(format, "a file block without its name or hits")
 		}
 		path := resolve(dir, rel)
-		file, readable := r.lines(path)
-		if !readable {
-			return event(format, "a hit file that cannot be read now")
-		}
 		b := block{rel: rel}
 		prev := 0
 		for _, row := range rows[1:] {
@@ -205,9 +215,6 @@ func (r *recognizer) gcGrep() Result {
 			n, isNum := atoi(strings.TrimPrefix(num, "L"))
 			if !ok || !strings.HasPrefix(num, "L") || !isNum || n < 1 || n <= prev {
 				return event(format, "a hit row that is not L<n>: text in order")
-			}
-			if n > len(file) || file[n-1] != text {
-				return event(format, "a hit that is not the file's line")
 			}
 			if n == prev+1 && len(b.parts) > 0 {
 				p := &parts[b.parts[len(b.parts)-1]]

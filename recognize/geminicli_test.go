@@ -175,10 +175,12 @@ func TestGeminiCLIEvents(t *testing.T) {
 		args         map[string]any
 		err          bool
 	}{
-		{tool: "read_file", args: map[string]any{"file_path": "/ws/a.txt"}, output: "not the file"},
+		{tool: "read_file", args: map[string]any{"file_path": "/ws/a.txt"}, output: "\nIMPORTANT: The file content has been truncated.\nStatus: Showing lines 2-3 of 7 total lines.\nAction: To read more of the file, you can use the 'start_line' and 'end_line' parameters in a subsequent 'read_file' call. For example, to read the next section of the file, use start_line: 4.\n\n--- FILE CONTENT (truncated) ---\nbeta"},
+		{tool: "read_file", args: map[string]any{"file_path": "/ws/a.txt"}, output: "a\r\nb\r\n"},
 		{tool: "read_file", args: map[string]any{"file_path": "/ws/a.txt"}, output: "File not found", err: true},
 		{tool: "grep_search", args: map[string]any{"pattern": "x", "names_only": true}, output: "Found 1 files with matches for pattern \"x\" in the workspace directory:\na.txt"},
-		{tool: "grep_search", args: map[string]any{"pattern": "alpha"}, output: "Found 1 match for pattern \"alpha\" in the workspace directory:\n---\nFile: a.txt\nL2: alpha\n---"},
+		{tool: "grep_search", args: map[string]any{"pattern": "alpha"}, output: "Found 1 match for pattern \"alpha\" in the workspace directory:\n---\nFile: a.txt\nL2: alpha\nL1: beta\n---"},
+		{tool: "grep_search", args: map[string]any{"pattern": "alpha"}, output: "No matches found for pattern \"alpha\" in the workspace directory."},
 		{tool: "run_shell_command", args: map[string]any{"command": "cat a.txt"}, output: "<untrusted_context>\nOutput: x\nExit Code: 1\nProcess Group PGID: 1\n</untrusted_context>"},
 		{tool: "run_shell_command", args: map[string]any{"command": "echo hi"}, output: "<untrusted_context>\nOutput: hi\nProcess Group PGID: 1\n</untrusted_context>"},
 		{tool: "web_fetch", args: map[string]any{"prompt": "x"}, output: "page"},
