@@ -29,7 +29,9 @@ build-feed:
 # for this machine installed as a user would (a fresh venv, a fresh OpenCode project).
 test: lint build go-test py-test ts-test artifact-test
 
+# internal/geminicli drives the pinned Gemini CLI (bindings/gemini's npm packages) offline.
 go-test: go-test-feed chromium
+	$(MAKE) -C bindings/gemini deps
 	$(GO) test -race -count=1 $(PKGS)
 
 # A headless browser for the test that renders `concord audit --html` (cmd/concord,
