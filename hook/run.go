@@ -153,6 +153,12 @@ func (h *hookRun) handle(ctx context.Context) (string, error) {
 	// server: none is started for them.
 	start := ev.Kind == KindToolDone || ev.Kind == KindPrompt || ev.Kind == KindSessionStart
 	c, err := h.connect(ctx, start)
+	if errors.Is(err, errGone) && start && ctx.Err() == nil {
+		// The server went away as we connected (its idle end, a crash):
+		// once more, which starts a new one.
+		h.logger().Warn("retrying", "error", err)
+		c, err = h.connect(ctx, start)
+	}
 	if err != nil || c == nil {
 		return "", err
 	}
@@ -223,10 +229,17 @@ func (h *hookRun) connect(ctx context.Context, start bool) (*client.Client, erro
 	}, nil)
 	if err != nil {
 		c.Close()
+		var pe *protocol.Error
+		if !errors.As(err, &pe) {
+			err = fmt.Errorf("%w: %w", errGone, err)
+		}
 		return nil, fmt.Errorf("initialize: %w", err)
 	}
 	return c, nil
 }
+
+// errGone is a server that took the connection but did not answer it.
+var errGone = errors.New("the server closed the connection")
 
 // errata syncs agent and joins the errata of its tail views: the note the
 // runtime appends after the newest tool result. Under tail placement each
