@@ -36,6 +36,10 @@ type Step struct {
 	Before func(req *Request) error
 	Text   string    // a text block ("" with no Tools: "done")
 	Tools  []ToolUse // tool_use blocks; stop_reason tool_use when any
+	// Subagent: the step answers a subagent's request (Claude Code marks
+	// them "cc_is_subagent=true" in the system prompt), not the main
+	// agent's. The two run at once, so each takes its own steps in order.
+	Subagent bool
 	// InputTokens is the usage reported for the request (0: a small
 	// figure); a large one makes the runtime compact its context.
 	InputTokens int
@@ -55,9 +59,14 @@ func Say(text string) Step { return Step{Text: text} }
 type Request struct {
 	Path string          // the URL path and query, e.g. "/v1/messages?beta=true"
 	Body json.RawMessage // the raw JSON body
-	// Side: the call offered no tools (a title, a summary), and was answered
-	// with short text instead of a step.
+	// Side: the call offered no tools (a title), or asked for a summary of
+	// the conversation (a compaction); it was answered with short text (a
+	// summary) instead of a step.
 	Side bool
+	// Compaction: the call asked for the conversation's summary.
+	Compaction bool
+	// Subagent: a subagent made the call.
+	Subagent bool
 	// Step is the index of the script step that answered it (-1: none).
 	Step int
 
@@ -100,6 +109,25 @@ func (m Message) Blocks() []Block {
 	var bs []Block
 	_ = json.Unmarshal(m.Content, &bs)
 	return bs
+}
+
+// Summary answers a compaction: Claude Code keeps what is inside <summary>.
+const Summary = "<analysis>A scripted session.</analysis>\n<summary>The fake model's summary of the session so far.</summary>"
+
+// asksSummary reports whether the request is a compaction: Claude Code
+// offers its tools (the prompt cache is kept) but its last message asks for
+// a summary and forbids tool calls.
+func (r *Request) asksSummary() bool {
+	ms := r.parsed.Messages
+	if len(ms) == 0 || ms[len(ms)-1].Role != "user" {
+		return false
+	}
+	for _, b := range ms[len(ms)-1].Blocks() {
+		if b.Type == "text" && strings.Contains(b.Text, "<summary>") && strings.Contains(b.Text, "Do NOT call any tools") {
+			return true
+		}
+	}
+	return false
 }
 
 // Model is the model the request named.
@@ -206,9 +234,9 @@ type Server struct {
 	ln  net.Listener
 	srv *http.Server
 
-	mu       sync.Mutex
-	script   []Step
-	next     int
+	mu     sync.Mutex
+	script []Step
+	taken  []bool // by step
 	requests []*Request
 	errs     []error
 	ids      int
@@ -220,10 +248,23 @@ func Start(script ...Step) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fake anthropic: listen: %w", err)
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), ln: ln, script: script}
+	s := &Server{URL: "http://" + ln.Addr().String(), ln: ln, script: script, taken: make([]bool, len(script))}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve)}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
+}
+
+// SetScript replaces the steps not yet taken by script (for a script that
+// needs the server's URL).
+func (s *Server) SetScript(script ...Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := 0
+	for kept < len(s.taken) && s.taken[kept] {
+		kept++
+	}
+	s.script = append(s.script[:kept:kept], script...)
+	s.taken = append(s.taken[:kept:kept], make([]bool, len(script))...)
 }
 
 // Close stops the server.
@@ -251,7 +292,13 @@ func (s *Server) Turns() []*Request {
 func (s *Server) Remaining() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.script) - s.next
+	n := 0
+	for _, t := range s.taken {
+		if !t {
+			n++
+		}
+	}
+	return n
 }
 
 // Err joins what went wrong: a Before callback's error, a request past the
@@ -327,7 +374,9 @@ func (s *Server) messages(w http.ResponseWriter, hr *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	req.Side = len(req.parsed.Tools) == 0
+	req.Compaction = req.asksSummary()
+	req.Subagent = strings.Contains(string(req.parsed.System), "cc_is_subagent=true")
+	req.Side = len(req.parsed.Tools) == 0 || req.Compaction
 	step := s.take(req)
 	if step.Before != nil {
 		if err := step.Before(req); err != nil {
@@ -348,16 +397,21 @@ func (s *Server) take(req *Request) Step {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, req)
+	if req.Compaction {
+		return Step{Text: Summary}
+	}
 	if req.Side {
 		return Step{Text: "Title"}
 	}
-	if s.next >= len(s.script) {
-		s.errs = append(s.errs, fmt.Errorf("request %d: past the end of the script (%d steps)", len(s.requests)-1, len(s.script)))
-		return Step{Text: "done"}
+	for i, st := range s.script {
+		if !s.taken[i] && st.Subagent == req.Subagent {
+			s.taken[i] = true
+			req.Step = i
+			return st
+		}
 	}
-	req.Step = s.next
-	s.next++
-	return s.script[req.Step]
+	s.errs = append(s.errs, fmt.Errorf("request %d (subagent %v): past the end of the script (%d steps)", len(s.requests)-1, req.Subagent, len(s.script)))
+	return Step{Text: "done"}
 }
 
 func (s *Server) fail(err error) {

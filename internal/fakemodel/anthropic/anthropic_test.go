@@ -224,3 +224,53 @@ func TestBadRequests(t *testing.T) {
 		t.Errorf("unknown path: %s", resp.Status)
 	}
 }
+
+// A subagent's requests take the steps marked Subagent, the main agent's
+// the others, each in order; a compaction request (tools offered, a summary
+// asked for) is answered with a summary and takes no step.
+func TestSubagentAndCompaction(t *testing.T) {
+	s, err := Start(
+		Call("Agent", map[string]any{"prompt": "p"}),
+		Step{Subagent: true, Tools: []ToolUse{{Name: "Read", Input: map[string]any{"file_path": "/s"}}}},
+		Say("main done"),
+		Step{Subagent: true, Text: "sub done"},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sub := `"system":[{"type":"text","text":"x-anthropic-billing-header: cc_version=2.1.328.063; cc_is_subagent=true;"}],`
+	main := `"system":[{"type":"text","text":"x-anthropic-billing-header: cc_version=2.1.328.092;"}],`
+	msgs := `"messages":[{"role":"user","content":"go"}]}`
+	name := func(evs []event) string {
+		blocks, _ := assemble(t, evs)
+		if blocks[0]["type"] == "tool_use" {
+			return blocks[0]["name"].(string)
+		}
+		return blocks[0]["text"].(string)
+	}
+	if got := name(post(t, s, `{"model":"m","stream":true,`+main+tools+`,`+msgs)); got != "Agent" {
+		t.Errorf("main's first turn: %s", got)
+	}
+	if got := name(post(t, s, `{"model":"m","stream":true,`+main+tools+`,`+msgs)); got != "main done" {
+		t.Errorf("main's second turn: %s", got)
+	}
+	if got := name(post(t, s, `{"model":"m","stream":true,`+sub+tools+`,`+msgs)); got != "Read" {
+		t.Errorf("subagent's first turn: %s", got)
+	}
+	summary := `{"model":"m","stream":true,` + main + tools + `,"messages":[{"role":"user","content":"go"},
+		{"role":"user","content":[{"type":"text","text":"Write a <summary>. REMINDER: Do NOT call any tools."}]}]}`
+	if got := name(post(t, s, summary)); got != Summary {
+		t.Errorf("compaction answered %q", got)
+	}
+	if got := name(post(t, s, `{"model":"m","stream":true,`+sub+tools+`,`+msgs)); got != "sub done" {
+		t.Errorf("subagent's second turn: %s", got)
+	}
+	rs := s.Requests()
+	if !rs[2].Subagent || rs[0].Subagent || !rs[3].Compaction || !rs[3].Side || rs[3].Step != -1 {
+		t.Errorf("requests marked wrong: %+v", rs)
+	}
+	if s.Remaining() != 0 || s.Err() != nil {
+		t.Errorf("remaining %d, err %v", s.Remaining(), s.Err())
+	}
+}
