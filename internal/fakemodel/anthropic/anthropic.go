@@ -234,9 +234,9 @@ type Server struct {
 	ln  net.Listener
 	srv *http.Server
 
-	mu     sync.Mutex
-	script []Step
-	taken  []bool // by step
+	mu       sync.Mutex
+	script   []Step
+	taken    []bool // by step
 	requests []*Request
 	errs     []error
 	ids      int
