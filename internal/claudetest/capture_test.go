@@ -373,6 +373,25 @@ func runScenario(t *testing.T, bin string, scn scenario, out string) {
 	if last != nil {
 		writeJSON(t, filepath.Join(out, "last_messages.json"), last.Messages())
 	}
+	// The project's files at the end (text only), for tests that recognize
+	// the calls against them.
+	files := map[string]string{}
+	err = filepath.WalkDir(s.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(s.dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeJSON(t, filepath.Join(out, "project.json"), files)
 	// The session store as Claude Code wrote it.
 	projects := filepath.Join(s.home, ".claude", "projects")
 	err = filepath.WalkDir(projects, func(p string, d fs.DirEntry, err error) error {
