@@ -219,3 +219,22 @@ dist-test-npm:
 	$(MAKE) -C bindings/ts build
 	cd bindings/ts && env -u CONCORD_BIN CONCORD_NPM_TARBALL="$$(ls $(DIST)/concord-opencode-$(VERSION)-*.tgz)" \
 	  node --test --test-reporter=spec --test-concurrency=1 dist/test/e2e/tarball.test.js
+
+# ---------------------------------------------------------------------------------------------
+# Claude Code (issue 33): the plugin (bindings/claude-code/.claude-plugin, hooks/hooks.json) with
+# the binary for this machine at bin/concord, where hooks.json runs it through ${CLAUDE_PLUGIN_ROOT}.
+#   make claude-code-plugin CLAUDE_PLUGIN_OUT=DIR   the plugin in DIR (the e2e test loads it)
+#   make dist-claude-code                           dist/claude-code/ (claude --plugin-dir) and
+#                                                   dist/claude-code-marketplace/ (a local marketplace)
+.PHONY: claude-code-deps claude-code-plugin dist-claude-code claude-code-test
+CLAUDE_PLUGIN_OUT ?= $(DIST)/claude-code
+CLAUDE_PLUGIN_SRC := bindings/claude-code
+
+claude-code-deps:
+	$(MAKE) -C bindings/claude-code deps
+
+claude-code-plugin:
+	rm -rf $(CLAUDE_PLUGIN_OUT) && mkdir -p $(CLAUDE_PLUGIN_OUT)/bin
+	cp -R $(CLAUDE_PLUGIN_SRC)/.claude-plugin $(CLAUDE_PLUGIN_SRC)/hooks $(CLAUDE_PLUGIN_OUT)/
+	cp LICENSE $(CLAUDE_PLUGIN_OUT)/
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(DIST_LDFLAGS)' -o $(CLAUDE_PLUGIN_OUT)/bin/concord ./cmd/concord
