@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -46,6 +45,10 @@ func TestMain(m *testing.M) {
 	}
 	setupErr = setup(tmp)
 	code := m.Run()
+	// The closing figures (go test -v shows them).
+	for _, l := range tally.lines {
+		fmt.Fprintln(os.Stderr, l)
+	}
 	os.RemoveAll(tmp)
 	os.Exit(code)
 }
@@ -263,5 +266,3 @@ func (e *env) noServerWithin(d time.Duration) error {
 	}
 	return nil
 }
-
-var errNoPlugin = errors.New("no plugin")

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -343,14 +342,4 @@ func sorted(s []string) []string {
 	out := append([]string(nil), s...)
 	sort.Strings(out)
 	return out
-}
-
-func TestMainFigures(t *testing.T) {
-	t.Cleanup(func() {
-		tally.Lock()
-		defer tally.Unlock()
-		for _, l := range tally.lines {
-			fmt.Fprintln(os.Stderr, l)
-		}
-	})
 }
