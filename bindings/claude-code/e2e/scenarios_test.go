@@ -167,13 +167,13 @@ var scenarios = []scenario{
 			return []anthropic.Step{
 				step(nil, read(e.p("s.txt"))), // 0
 				step(nil, anthropic.ToolUse{Name: "Agent", Input: map[string]any{"description": "read s", "prompt": "Read s.txt", "subagent_type": "general-purpose"}}), // 1
-				sub(step(nil, read(e.p("s.txt"), "offset", 2, "limit", 2))),                                                                                             // 2
+				sub(step(nil, read(e.p("s.txt"), "offset", 2, "limit", 2))), // 2
 				step(carried(id(2, 0)), anthropic.ToolUse{Name: "Edit", Input: map[string]any{"file_path": e.p("s.txt"), "old_string": "sub three", "new_string": "sub 3"}}), // 3
 				sub(noop(carried(id(3, 0)))), // 4
 				noop(func(*anthropic.Request) error { return e.waitLog("event=SubagentStop") }), // 5
-				sub(anthropic.Say("s.txt read")), // 6
-				noop(nil),                        // 7
-				anthropic.Say("done"),            // 8
+				sub(anthropic.Say("s.txt read")),                                                // 6
+				noop(nil),                                                                       // 7
+				anthropic.Say("done"),                                                           // 8
 			}
 		},
 		expect: map[int][]string{5: {id(0, 0)}, 6: {id(2, 0)}},
