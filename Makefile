@@ -223,18 +223,28 @@ dist-test-npm:
 # ---------------------------------------------------------------------------------------------
 # Claude Code (issue 33): the plugin (bindings/claude-code/.claude-plugin, hooks/hooks.json) with
 # the binary for this machine at bin/concord, where hooks.json runs it through ${CLAUDE_PLUGIN_ROOT}.
-#   make claude-code-plugin CLAUDE_PLUGIN_OUT=DIR   the plugin in DIR (the e2e test loads it)
-#   make dist-claude-code                           dist/claude-code/ (claude --plugin-dir) and
-#                                                   dist/claude-code-marketplace/ (a local marketplace)
-.PHONY: claude-code-deps claude-code-plugin dist-claude-code claude-code-test
-CLAUDE_PLUGIN_OUT ?= $(DIST)/claude-code
-CLAUDE_PLUGIN_SRC := bindings/claude-code
+#   make dist-claude-code   $(CLAUDE_DIST)/claude-code/ (claude --plugin-dir) and
+#                           $(CLAUDE_DIST)/claude-code-marketplace/ (claude plugin marketplace add,
+#                           then claude plugin install concord@concord); CLAUDE_DIST defaults to dist/
+# The end-to-end tests (bindings/claude-code/e2e, in go-test) drive the pinned Claude Code with it.
+.PHONY: claude-code-deps dist-claude-code
+CLAUDE_DIST ?= $(DIST)
+CLAUDE_SRC  := bindings/claude-code
+# The plugin's version is the release's.
+CLAUDE_VERSION_JS := const fs = require("fs"), f = process.argv[1], p = JSON.parse(fs.readFileSync(f)); \
+  p.version = process.argv[2]; fs.writeFileSync(f, JSON.stringify(p, null, 2) + "\n")
 
 claude-code-deps:
-	$(MAKE) -C bindings/claude-code deps
+	$(MAKE) -C $(CLAUDE_SRC) deps
 
-claude-code-plugin:
-	rm -rf $(CLAUDE_PLUGIN_OUT) && mkdir -p $(CLAUDE_PLUGIN_OUT)/bin
-	cp -R $(CLAUDE_PLUGIN_SRC)/.claude-plugin $(CLAUDE_PLUGIN_SRC)/hooks $(CLAUDE_PLUGIN_OUT)/
-	cp LICENSE $(CLAUDE_PLUGIN_OUT)/
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(DIST_LDFLAGS)' -o $(CLAUDE_PLUGIN_OUT)/bin/concord ./cmd/concord
+go-test: claude-code-deps
+dist: dist-claude-code
+
+dist-claude-code:
+	rm -rf $(CLAUDE_DIST)/claude-code $(CLAUDE_DIST)/claude-code-marketplace
+	mkdir -p $(CLAUDE_DIST)/claude-code/bin $(CLAUDE_DIST)/claude-code-marketplace
+	cp -R $(CLAUDE_SRC)/.claude-plugin $(CLAUDE_SRC)/hooks LICENSE $(CLAUDE_DIST)/claude-code/
+	node -e '$(CLAUDE_VERSION_JS)' $(CLAUDE_DIST)/claude-code/.claude-plugin/plugin.json "$(VERSION)"
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(DIST_LDFLAGS)' -o $(CLAUDE_DIST)/claude-code/bin/concord ./cmd/concord
+	cp -R $(CLAUDE_SRC)/marketplace/.claude-plugin $(CLAUDE_DIST)/claude-code-marketplace/
+	cp -R $(CLAUDE_DIST)/claude-code $(CLAUDE_DIST)/claude-code-marketplace/concord

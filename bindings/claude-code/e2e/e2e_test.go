@@ -34,6 +34,7 @@ import (
 var (
 	claudeBin string // the pinned Claude Code
 	pluginDir string // the plugin as make dist lays it out, with a concord built for this test
+	marketDir string // the local marketplace make dist lays out
 	setupErr  error
 )
 
@@ -59,11 +60,13 @@ func setup(tmp string) error {
 	if claudeBin, err = claudetest.Bin(root); err != nil {
 		return err
 	}
+	// What make dist ships: the plugin and the local marketplace.
 	pluginDir = filepath.Join(tmp, "claude-code")
-	cmd := exec.Command("make", "-s", "-C", root, "claude-code-plugin", "CLAUDE_PLUGIN_OUT="+pluginDir)
+	marketDir = filepath.Join(tmp, "claude-code-marketplace")
+	cmd := exec.Command("make", "-s", "-C", root, "dist-claude-code", "CLAUDE_DIST="+tmp)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("make claude-code-plugin: %w", err)
+		return fmt.Errorf("make dist-claude-code: %w", err)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -129,6 +131,39 @@ func TestTwoSessions(t *testing.T) {
 	}
 	a.verify(map[int][]string{2: {id(0, 0)}})
 	if err := a.noServerWithin(10 * time.Second); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestMarketplaceInstall: the local marketplace of make dist, added and
+// installed as a user does (claude plugin marketplace add, claude plugin
+// install), then a session without --plugin-dir is corrected.
+func TestMarketplaceInstall(t *testing.T) {
+	e := newEnv(t, false)
+	for _, args := range [][]string{
+		{"plugin", "marketplace", "add", marketDir},
+		{"plugin", "install", "concord@concord"},
+	} {
+		cmd := exec.Command(claudeBin, args...)
+		cmd.Dir = e.dir
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.home, "IS_SANDBOX=1", "DISABLE_AUTOUPDATER=1",
+			"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	e.write(e.p("m.txt"), "m one\nm two\n")
+	err := e.run(
+		step(nil, read(e.p("m.txt"))),
+		noop(e.change(e.p("m.txt"), ptr("m one\nM TWO\n"))),
+		anthropic.Say("done"),
+	)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, e.log())
+	}
+	e.verify(map[int][]string{2: {id(0, 0)}})
+	if err := e.noServerWithin(10 * time.Second); err != nil {
 		t.Error(err)
 	}
 }
