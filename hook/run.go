@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/concord-ctx/concord/protocol"
-	"github.com/concord-ctx/concord/rpc/client"
 )
 
 // Config configures Run. The zero value of every field but Exe has a
@@ -152,63 +151,105 @@ func (h *hookRun) handle(ctx context.Context) (string, error) {
 	// Events after which nothing of the session is left to track need no
 	// server: none is started for them.
 	start := ev.Kind == KindToolDone || ev.Kind == KindPrompt || ev.Kind == KindSessionStart
-	c, err := h.connect(ctx, start)
+	text, err := h.exchange(ctx, start)
 	if errors.Is(err, errGone) && start && ctx.Err() == nil {
 		// The server went away as we connected (its idle end, a crash):
 		// once more, which starts a new one.
 		h.logger().Warn("retrying", "error", err)
-		c, err = h.connect(ctx, start)
+		text, err = h.exchange(ctx, start)
 	}
-	if err != nil || c == nil {
+	return text, err
+}
+
+// exchange does the event's calls on one connection: initialize (the first
+// of a server builds its session, later ones attach to it) and what the
+// event means, sent together.
+func (h *hookRun) exchange(ctx context.Context, start bool) (string, error) {
+	ev := h.ev
+	conn, err := h.connect(ctx, start)
+	if err != nil || conn == nil {
 		return "", err
 	}
-	defer c.Close()
+	defer conn.Close()
+	w := newWire(conn)
+	init := &call{method: protocol.MethodInitialize, params: protocol.InitializeParams{
+		ProtocolVersion: protocol.Version,
+		ClientInfo:      &protocol.Info{Name: "concord-hook-" + h.rt.Name(), Version: h.cfg.Version},
+		Roots:           h.cfg.Roots,
+		Placement:       protocol.PlacementTail,
+	}}
+	// send sends init and calls; init's refusal is the error.
+	send := func(calls ...*call) error {
+		if err := w.send(append([]*call{init}, calls...)...); err != nil {
+			return err
+		}
+		if init.err != nil {
+			return fmt.Errorf("initialize: %w", init.err)
+		}
+		return nil
+	}
 	switch ev.Kind {
 	case KindToolDone:
-		var res protocol.RecognizeResult
-		err := c.Call(ctx, protocol.MethodRecognize, protocol.RecognizeParams{Agent: ev.Agent, Anchor: ev.Anchor, Call: ev.Call}, &res)
-		var pe *protocol.Error
-		switch {
-		case errors.As(err, &pe):
-			// The server refused this call (a file outside the roots, a
-			// runtime it does not know): nothing tracked, the sync still runs.
-			h.logger().Warn("recognize refused", "tool", ev.Call.Tool, "anchor", ev.Anchor, "error", pe.Message)
-		case err != nil:
-			return "", fmt.Errorf("recognize: %w", err)
+		rec := &call{method: protocol.MethodRecognize, params: protocol.RecognizeParams{Agent: ev.Agent, Anchor: ev.Anchor, Call: ev.Call}}
+		var res protocol.SyncResult
+		sync := &call{method: protocol.MethodSync, params: protocol.SyncParams{Agent: ev.Agent}, result: &res}
+		if err := send(rec, sync); err != nil {
+			return "", err
 		}
-		return h.errata(ctx, c, ev.Agent)
+		if rec.err != nil {
+			// The server refused this call (a file outside the roots, a
+			// tool it cannot read): nothing tracked, the sync still ran.
+			h.logger().Warn("recognize refused", "tool", ev.Call.Tool, "anchor", ev.Anchor, "error", rec.err)
+		}
+		if sync.err != nil {
+			return "", fmt.Errorf("sync: %w", sync.err)
+		}
+		return h.errata(res), nil
 	case KindPrompt:
-		return h.errata(ctx, c, ev.Agent)
+		var res protocol.SyncResult
+		sync := &call{method: protocol.MethodSync, params: protocol.SyncParams{Agent: ev.Agent}, result: &res}
+		if err := send(sync); err != nil {
+			return "", err
+		}
+		if sync.err != nil {
+			return "", fmt.Errorf("sync: %w", sync.err)
+		}
+		return h.errata(res), nil
 	case KindSessionStart:
 		if ev.Source == SourceCompact || ev.Source == SourceClear {
-			return "", h.releaseAll(ctx, c, ev.Agent)
+			return "", h.releaseAll(w, send, ev.Agent)
 		}
-		return "", nil
+		return "", send()
 	case KindPreCompact, KindSubagentStop:
-		return "", h.releaseAll(ctx, c, ev.Agent)
+		return "", h.releaseAll(w, send, ev.Agent)
 	case KindSessionEnd:
-		if err := c.Call(ctx, protocol.MethodShutdown, nil, nil); err != nil {
-			return "", fmt.Errorf("shutdown: %w", err)
+		shutdown := &call{method: protocol.MethodShutdown}
+		if err := send(shutdown, &call{method: protocol.MethodExit, notify: true}); err != nil {
+			return "", err
 		}
-		return "", c.Notify(ctx, protocol.MethodExit, nil)
+		if shutdown.err != nil {
+			return "", fmt.Errorf("shutdown: %w", shutdown.err)
+		}
 	}
 	return "", nil
 }
 
-// connect reaches the session's server and initializes the connection
-// (the first initialize of a server builds its session; later ones attach
-// to it). Without start, a session with no server gives nil, nil.
-func (h *hookRun) connect(ctx context.Context, start bool) (*client.Client, error) {
+// connect reaches the session's server. Without start, a session with no
+// server gives nil, nil.
+func (h *hookRun) connect(ctx context.Context, start bool) (net.Conn, error) {
 	sock := SocketPath(h.dir, h.rt.Name(), h.ev.Session)
 	var conn net.Conn
 	var err error
 	if start {
-		var log *os.File
-		if log, err = h.logWriter(); err != nil {
-			return nil, err
+		conn, err = dial(ctx, sock)
+		if err != nil && startable(err) {
+			var log *os.File
+			if log, err = h.logWriter(); err != nil {
+				return nil, err
+			}
+			args := append([]string{"--framing", protocol.FramingNewline, "--idle", h.cfg.Idle.String()}, h.cfg.ServeArgs...)
+			conn, err = server{exe: h.cfg.Exe, args: args, log: log}.connectOrStart(ctx, sock)
 		}
-		args := append([]string{"--framing", protocol.FramingNewline, "--idle", h.cfg.Idle.String()}, h.cfg.ServeArgs...)
-		conn, err = server{exe: h.cfg.Exe, args: args, log: log}.connectOrStart(ctx, sock)
 	} else if conn, err = dial(ctx, sock); startable(err) {
 		return nil, nil
 	}
@@ -220,35 +261,13 @@ func (h *hookRun) connect(ctx context.Context, start bool) (*client.Client, erro
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	c := client.Options{Framing: protocol.FramingNewline}.Connect(conn)
-	err = c.Call(ctx, protocol.MethodInitialize, protocol.InitializeParams{
-		ProtocolVersion: protocol.Version,
-		ClientInfo:      &protocol.Info{Name: "concord-hook-" + h.rt.Name(), Version: h.cfg.Version},
-		Roots:           h.cfg.Roots,
-		Placement:       protocol.PlacementTail,
-	}, nil)
-	if err != nil {
-		c.Close()
-		var pe *protocol.Error
-		if !errors.As(err, &pe) {
-			err = fmt.Errorf("%w: %w", errGone, err)
-		}
-		return nil, fmt.Errorf("initialize: %w", err)
-	}
-	return c, nil
+	return conn, nil
 }
 
-// errGone is a server that took the connection but did not answer it.
-var errGone = errors.New("the server closed the connection")
-
-// errata syncs agent and joins the errata of its tail views: the note the
-// runtime appends after the newest tool result. Under tail placement each
-// is delivered once; the runtime keeps it in the transcript.
-func (h *hookRun) errata(ctx context.Context, c *client.Client, agent string) (string, error) {
-	var res protocol.SyncResult
-	if err := c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: agent}, &res); err != nil {
-		return "", fmt.Errorf("sync: %w", err)
-	}
+// errata joins the errata of a sync's tail views: the note the runtime
+// appends after the newest tool result. Under tail placement each is
+// delivered once; the runtime keeps it in the transcript.
+func (h *hookRun) errata(res protocol.SyncResult) string {
 	var lines []string
 	for _, v := range res.Blocks {
 		switch {
@@ -259,16 +278,20 @@ func (h *hookRun) errata(ctx context.Context, c *client.Client, agent string) (s
 			h.logger().Debug("in-place view not applied", "anchor", v.Anchor, "status", v.Status)
 		}
 	}
-	return strings.Join(lines, "\n"), nil
+	return strings.Join(lines, "\n")
 }
 
 // releaseAll releases every block agent still has: its earlier tool
 // results left its prompt (a compaction, a cleared context, a subagent
 // that ended). The server lists them (sync full), so nothing is kept here.
-func (h *hookRun) releaseAll(ctx context.Context, c *client.Client, agent string) error {
+func (h *hookRun) releaseAll(w *wire, send func(...*call) error, agent string) error {
 	var res protocol.SyncResult
-	if err := c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: agent, Full: true, PrefixRebuilt: true}, &res); err != nil {
-		return fmt.Errorf("sync: %w", err)
+	sync := &call{method: protocol.MethodSync, params: protocol.SyncParams{Agent: agent, Full: true, PrefixRebuilt: true}, result: &res}
+	if err := send(sync); err != nil {
+		return err
+	}
+	if sync.err != nil {
+		return fmt.Errorf("sync: %w", sync.err)
 	}
 	seen := map[string]bool{}
 	var anchors []string
@@ -282,8 +305,12 @@ func (h *hookRun) releaseAll(ctx context.Context, c *client.Client, agent string
 		return nil
 	}
 	var rel protocol.ReleaseResult
-	if err := c.Call(ctx, protocol.MethodRelease, protocol.ReleaseParams{Agent: agent, Anchors: anchors}, &rel); err != nil {
-		return fmt.Errorf("release: %w", err)
+	release := &call{method: protocol.MethodRelease, params: protocol.ReleaseParams{Agent: agent, Anchors: anchors}, result: &rel}
+	if err := w.send(release); err != nil {
+		return err
+	}
+	if release.err != nil {
+		return fmt.Errorf("release: %w", release.err)
 	}
 	h.logger().Info("released", "event", h.ev.Name, "agent", agent, "blocks", len(rel.Released))
 	return nil
