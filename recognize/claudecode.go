@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/concord-ctx/concord/query"
 )
 
 // Claude Code's tools (@anthropic-ai/claude-code 2.1.328, formats captured
@@ -263,7 +265,33 @@ func (r *recognizer) ccBash() Result {
 		return event("terminal", "a command run in the background")
 	}
 	res := r.terminal(r.str("command"), r.call.Cwd, out, false)
+	if why := ccShadowed(res); why != "" {
+		return event(res.Format, why)
+	}
 	return ccTrimmed(res, r.call.Output)
+}
+
+// ccShadowed: Claude Code's Bash runs `grep` as its embedded ugrep, which
+// names files found recursively without grep's "./" ("b.txt", not
+// "./b.txt"): a query source re-run with the system's grep would differ at
+// once, so such a query is not registered.
+func ccShadowed(res Result) string {
+	if res.Kind != KindQuery {
+		return ""
+	}
+	s, err := query.Parse(res.Parts[0].URI)
+	if err != nil {
+		return "a query source that does not parse"
+	}
+	for _, st := range s.Stages {
+		if filepath.Base(st[0]) != "grep" {
+			continue
+		}
+		if g, ok := parseGrepArgs(st[1:], false); !ok || g.recursive {
+			return "Claude Code's Bash runs grep as its embedded ugrep, whose recursive output the system grep does not repeat"
+		}
+	}
+	return ""
 }
 
 // ccTrimmed makes a result's render trim as the model's text is; with the

@@ -278,6 +278,23 @@ func (c sharedCore) Sync(ctx context.Context, p protocol.SyncParams) (protocol.S
 	return core.Sync(ctx, p)
 }
 
+func (c sharedCore) Recognize(ctx context.Context, p protocol.RecognizeParams) (protocol.RecognizeResult, error) {
+	defer c.s.lane(p.Agent)()
+	core, err := c.s.get()
+	if err != nil {
+		return protocol.RecognizeResult{}, err
+	}
+	return core.Recognize(ctx, p)
+}
+
+func (c sharedCore) Schemes() []string {
+	core, err := c.s.get()
+	if err != nil {
+		return nil
+	}
+	return core.Schemes()
+}
+
 func (c sharedCore) Release(ctx context.Context, p protocol.ReleaseParams) (protocol.ReleaseResult, error) {
 	defer c.s.lane(p.Agent)()
 	core, err := c.s.get()
