@@ -85,7 +85,9 @@ func TestTwoSessions(t *testing.T) {
 	b.dir, b.xdg = a.dir, a.xdg
 	a.write(a.p("f.txt"), "f one\nf two\n")
 	b.write(b.p("g.txt"), "g one\ng two\n")
+	b.mu.Lock()
 	b.watch = append(b.watch, a.p("f.txt"))
+	b.mu.Unlock()
 	bReady, changed := make(chan struct{}), make(chan struct{})
 	var servers []int
 	var wg sync.WaitGroup

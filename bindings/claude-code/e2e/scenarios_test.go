@@ -291,7 +291,10 @@ func (e *env) verify(expect map[int][]string) {
 			t.Errorf("step %d: no note (the change was not corrected)", st)
 		}
 	}
-	rem, texts := runtimeReminders(reqs, e.watch)
+	e.mu.Lock()
+	watched := append([]string(nil), e.watch...)
+	e.mu.Unlock()
+	rem, texts := runtimeReminders(reqs, watched)
 	for _, tx := range texts {
 		t.Logf("Claude Code's own reminder: %s", tx)
 	}
