@@ -82,20 +82,19 @@ func needSetup(t *testing.T) {
 // project, its HOME, its socket directory, the fake model and a proxy in
 // front of it that snapshots the files at every request.
 type env struct {
-	t                           *testing.T
-	base, dir, outside          string
-	home, xdg                   string
-	fake                        *anthropic.Server
-	proxy                       *http.Server
-	url                         string
-	mu                          sync.Mutex
-	snaps                       map[[32]byte]files // by request body
-	watch                       []string           // files snapshotted
-	idle                        string             // CONCORD_HOOK_IDLE for the hooks
-	claudeArgs                  []string
-	plugin                      bool
-	cancel                      context.CancelFunc // kills claude (a session that ends without SessionEnd)
-	serversBefore, serversAfter []int
+	t                  *testing.T
+	base, dir, outside string
+	home, xdg          string
+	fake               *anthropic.Server
+	proxy              *http.Server
+	url                string
+	mu                 sync.Mutex
+	snaps              map[[32]byte]files // by request body
+	watch              []string           // files snapshotted
+	idle               string             // CONCORD_HOOK_IDLE for the hooks
+	claudeArgs         []string
+	plugin             bool
+	cancel             context.CancelFunc // kills claude (a session that ends without SessionEnd)
 }
 
 // files is the content of every watched file at one moment (absent: not
@@ -206,7 +205,6 @@ func (e *env) run(script ...anthropic.Step) error {
 	if e.idle != "" {
 		env = append(env, "CONCORD_HOOK_IDLE="+e.idle)
 	}
-	e.serversBefore = e.servers()
 	out, err := claudetest.Run{Bin: claudeBin, BaseURL: e.url, Home: e.home, Dir: e.dir, Prompt: "do the scenario",
 		Args: args, Env: env}.Start(ctx)
 	if err != nil {
