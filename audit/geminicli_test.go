@@ -9,9 +9,9 @@ import (
 )
 
 // geminiChat is the session the real Gemini CLI 0.61.0 saved during the capture
-// (testdata/gemini/README.md): 34 scripted tool calls, one turn each but the last (two), then
+// (testdata/gemini/README.md): 35 scripted tool calls, one turn each but the last (two), then
 // "All done.". It reads notes.txt whole (call 3) and from line 2 (call 4), then replaces
-// "second" in it (call 29) and overwrites it (call 32): both reads are stale from then on.
+// "second" in it (call 30) and overwrites it (call 33): both reads are stale from then on.
 const geminiChat = "../testdata/gemini/chats/capture.jsonl"
 
 func TestAuditGeminiCLIChat(t *testing.T) {
@@ -61,10 +61,10 @@ func TestAuditGeminiCLIChat(t *testing.T) {
 			}
 		}
 	}
-	// 35 gemini messages (each rewritten when its tool calls finish, counted once); 35 calls
-	// less read_many_files (not a tool of 0.61.0: its error is still a result the model saw).
-	if models != 35 || tools != 35 {
-		t.Fatalf("%d model calls, %d tool results: want 35, 35", models, tools)
+	// 36 gemini messages (each rewritten when its tool calls finish, counted once); 36 tool
+	// calls, read_many_files among them (not a tool of 0.61.0: its error is a result the model saw).
+	if models != 36 || tools != 36 {
+		t.Fatalf("%d model calls, %d tool results: want 36, 36", models, tools)
 	}
 
 	rep, err := Run(context.Background(), ins, Options{Timeline: true}, true, nil)
@@ -76,10 +76,10 @@ func TestAuditGeminiCLIChat(t *testing.T) {
 		what      string
 		got, want int
 	}{
-		{"model calls", sr.Calls, 35},
-		{"tool results", sr.ToolResults, 35},
-		// read_file x10, the 3 greps, cat -n x2, sed -n, grep -n, the parallel read.
-		{"tracked views", sr.Views, 19},
+		{"model calls", sr.Calls, 36},
+		{"tool results", sr.ToolResults, 36},
+		// read_file x10, the 4 greps with hits, cat -n x2, sed -n, grep -n, the parallel read.
+		{"tracked views", sr.Views, 20},
 		{"listings (glob x3, list_directory x2; one glob found nothing)", sr.Listings, 4},
 		{"writes (replace, write_file x2)", sr.Writes, 3},
 		{"writes the replay could not apply", sr.UnknownWrites, 0},

@@ -50,9 +50,9 @@ func TestGeminiCLIParseCaptured(t *testing.T) {
 		}
 		anchors[ev.Anchor] = true
 	}
-	// 34 tool calls ran (read_many_files is no tool: no AfterTool); PreCompress, fired before
+	// 35 tool calls ran (read_many_files is no tool: no AfterTool); PreCompress, fired before
 	// every model call, is not a compaction.
-	if kinds[KindToolDone] != 34 || kinds[KindPrompt] != 1 || kinds[KindSessionStart] != 1 || kinds[KindSessionEnd] != 1 || kinds[KindPreCompact] != 0 {
+	if kinds[KindToolDone] != 35 || kinds[KindPrompt] != 1 || kinds[KindSessionStart] != 1 || kinds[KindSessionEnd] != 1 || kinds[KindPreCompact] != 0 {
 		t.Errorf("kinds: %v", kinds)
 	}
 }

@@ -196,11 +196,13 @@ func (r *recognizer) gcGrep() Result {
 		return event(format, "no closing separator")
 	}
 	type block struct {
-		rel   string
-		parts []int // indexes into parts
+		rel     string
+		parts   []int // indexes into parts
+		phantom bool  // a last context row past the file's end (the empty piece after its final newline)
 	}
 	var blocks []block
 	var parts []Part
+	var seps [][]byte // per part, each line's separator: ':' a hit, '-' a context line
 	for _, blk := range strings.Split(rest, "\n---\n") {
 		rows := strings.Split(blk, "\n")
 		rel, ok := strings.CutPrefix(rows[0], "File: ")
@@ -210,18 +212,23 @@ func (r *recognizer) gcGrep() Result {
 		path := resolve(dir, rel)
 		b := block{rel: rel}
 		prev := 0
-		for _, row := range rows[1:] {
-			num, text, ok := strings.Cut(row, ": ")
-			n, isNum := atoi(strings.TrimPrefix(num, "L"))
-			if !ok || !strings.HasPrefix(num, "L") || !isNum || n < 1 || n <= prev {
-				return event(format, "a hit row that is not L<n>: text in order")
+		for k, row := range rows[1:] {
+			n, sep, text, ok := gcGrepRow(row)
+			if !ok || n <= prev {
+				return event(format, "a row that is not L<n>: text or L<n>- text, in order")
+			}
+			if sep == '-' && text == "" && k == len(rows)-2 && r.pastEnd(path, n) {
+				b.phantom = true
+				break
 			}
 			if n == prev+1 && len(b.parts) > 0 {
-				p := &parts[b.parts[len(b.parts)-1]]
-				p.End, p.Text = n, p.Text+"\n"+text
+				last := b.parts[len(b.parts)-1]
+				parts[last].End, parts[last].Text = n, parts[last].Text+"\n"+text
+				seps[last] = append(seps[last], sep)
 			} else {
 				b.parts = append(b.parts, len(parts))
 				parts = append(parts, Part{Path: path, Start: n, End: n, Text: text})
+				seps = append(seps, []byte{sep})
 			}
 			prev = n
 		}
@@ -236,16 +243,51 @@ func (r *recognizer) gcGrep() Result {
 				b.WriteString("\n---\n")
 			}
 			b.WriteString("File: " + blk.rel)
+			end := 0
 			for _, k := range blk.parts {
 				for j, t := range textLines(ps[k]) {
-					fmt.Fprintf(&b, "\nL%d: %s", ps[k].Start+j, t)
+					sep := byte(':')
+					if j < len(seps[k]) {
+						sep = seps[k][j]
+					}
+					fmt.Fprintf(&b, "\nL%d%c %s", ps[k].Start+j, sep, t)
+					end = ps[k].Start + j
 				}
+			}
+			if blk.phantom {
+				fmt.Fprintf(&b, "\nL%d- ", end+1)
 			}
 		}
 		b.WriteString("\n---")
 		return b.String()
 	}
 	return res
+}
+
+// gcGrepRow splits "L<n>: text" (a hit) or "L<n>- text" (a context line).
+func gcGrepRow(row string) (n int, sep byte, text string, ok bool) {
+	rest, ok := strings.CutPrefix(row, "L")
+	if !ok {
+		return 0, 0, "", false
+	}
+	i := strings.IndexAny(rest, ":-")
+	if i < 1 || i+1 >= len(rest) || rest[i+1] != ' ' {
+		return 0, 0, "", false
+	}
+	n, ok = atoi(rest[:i])
+	if !ok || n < 1 {
+		return 0, 0, "", false
+	}
+	return n, rest[i], rest[i+2:], true
+}
+
+// pastEnd reports whether line n is past the end of the file at path: the
+// file has n-1 lines, or (the file unknown) nothing says otherwise.
+func (r *recognizer) pastEnd(path string, n int) bool {
+	if file, ok := r.lines(path); ok {
+		return len(file) == n-1
+	}
+	return true
 }
 
 var (

@@ -139,6 +139,14 @@ func TestGeminiCLIRender(t *testing.T) {
 			want:  "Found 1 match for pattern \"port\" in the workspace directory:\n---\nFile: c.txt\nL3: port: 2\n---",
 		},
 		{
+			// Few hits: Gemini CLI adds context rows ("L<n>- text"), up to the empty piece
+			// after the final newline.
+			name: "grep hit with context rows, a line inserted above", tool: "grep_search", args: map[string]any{"pattern": "port"},
+			before: "x\nport: 1\ny\n", output: "Found 1 match for pattern \"port\" in the workspace directory:\n---\nFile: c.txt\nL1- x\nL2: port: 1\nL3- y\nL4- \n---", after: "w\nx\nport: 1\ny\n",
+			moved: func(p []recognize.Part) []recognize.Part { p[0].Start, p[0].End = 2, 4; return p },
+			want:  "Found 1 match for pattern \"port\" in the workspace directory:\n---\nFile: c.txt\nL2- x\nL3: port: 1\nL4- y\nL5- \n---",
+		},
+		{
 			name: "shell cat -n, trimmed as Gemini CLI shows it", tool: "run_shell_command", args: map[string]any{"command": "cat -n c.txt"},
 			before: "a\nb\n", output: "<untrusted_context>\nOutput: 1\ta\n     2\tb\nProcess Group PGID: 9\n</untrusted_context>", after: "A\nb\n",
 			moved: func(p []recognize.Part) []recognize.Part { p[0].Text = "A\nb"; return p },

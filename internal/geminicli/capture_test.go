@@ -95,6 +95,8 @@ func captureCalls(proj string) [][]captureCall {
 		one("grep_search-dir-include", "grep_search", map[string]any{"pattern": "port", "dir_path": p("src"), "include_pattern": "*.ts"}),
 		one("grep_search-names-only", "grep_search", map[string]any{"pattern": "port", "names_only": true}),
 		one("grep_search-none", "grep_search", map[string]any{"pattern": "no-such-text-anywhere"}),
+		// Few hits: the tool adds context rows ("L<n>- text") around them.
+		one("grep_search-few", "grep_search", map[string]any{"pattern": "level", "dir_path": p("src/..")}),
 		one("glob", "glob", map[string]any{"pattern": "**/*.ts"}),
 		one("glob-none", "glob", map[string]any{"pattern": "**/*.rs"}),
 		one("list_directory", "list_directory", map[string]any{"dir_path": proj}),

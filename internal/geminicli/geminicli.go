@@ -212,6 +212,24 @@ func (w *Workspace) Run(ctx context.Context, r Run) (Result, error) {
 	return res, nil
 }
 
+// Gemini runs `gemini ARGS...` (not a prompt: a subcommand such as `extensions install`) with
+// the workspace's HOME, and returns what it printed.
+func (w *Workspace) Gemini(ctx context.Context, args ...string) (string, error) {
+	script, err := Script()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
+	cmd.Dir = w.Proj
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + w.Home, "NO_COLOR=1", "TERM=dumb", "CI=1",
+		"GEMINI_CLI_TRUST_WORKSPACE=true", "npm_config_registry=http://127.0.0.1:9/"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("gemini %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
 // Chats lists the session files Gemini CLI saved for the project
 // (~/.gemini/tmp/<project>/chats/session-*.jsonl), sorted.
 func (w *Workspace) Chats() ([]string, error) {
