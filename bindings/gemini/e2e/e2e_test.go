@@ -115,6 +115,10 @@ func play(t *testing.T, s scenario) *fake.Server {
 	if n := len(model.Requests()); n != s.calls {
 		t.Fatalf("%d model calls, want %d\n%s", n, s.calls, tail(res.Stderr))
 	}
+	// The session's server stopped with it (SessionEnd): no socket is left, no process on it.
+	if socks, _ := filepath.Glob(filepath.Join(runtimeDir, "concord", "*.sock")); len(socks) > 0 {
+		t.Errorf("a server outlived the session: %v", socks)
+	}
 	t.Logf("%s: gemini-cli %s, %d model calls in %s", s.name, geminicli.Version(), s.calls, res.Elapsed)
 	return model
 }
@@ -214,6 +218,8 @@ func outsideChange(first fake.FunctionCall, extension bool) scenario {
 					got, _ := r.ToolResult(1)
 					(*m).Expect(strings.Contains(got, "port: 8080"), "the first result shows the file: %q", got)
 					(*m).Expect(len(hookContexts(r)) == 0, "no correction before any change: %q", hookContexts(r))
+					socks, _ := filepath.Glob(filepath.Join(ws.Root, "run", "concord", "*.sock"))
+					(*m).Expect(len(socks) == map[bool]int{true: 1, false: 0}[extension], "one server for the session while it runs: %v", socks)
 					if err := os.WriteFile(file, []byte(strings.Replace(config, "port: 8080", "port: 9090", 1)), 0o644); err != nil {
 						(*m).Expect(false, "change: %v", err)
 					}
