@@ -29,7 +29,9 @@ build-feed:
 # for this machine installed as a user would (a fresh venv, a fresh OpenCode project).
 test: lint build go-test py-test ts-test artifact-test
 
+# internal/geminicli drives the pinned Gemini CLI (bindings/gemini's npm packages) offline.
 go-test: go-test-feed chromium
+	$(MAKE) -C bindings/gemini deps
 	$(GO) test -race -count=1 $(PKGS)
 
 # A headless browser for the test that renders `concord audit --html` (cmd/concord,
@@ -221,3 +223,32 @@ dist-test-npm:
 	$(MAKE) -C bindings/ts build e2e-deps
 	cd bindings/ts && env -u CONCORD_BIN CONCORD_NPM_TARBALL="$$(ls $(DIST)/concord-opencode-$(VERSION)-*.tgz)" \
 	  node --test --test-reporter=spec --test-concurrency=1 dist/test/e2e/tarball.test.js
+
+# ---------------------------------------------------------------------------------------------
+# Claude Code (issue 33): the plugin (bindings/claude-code/.claude-plugin, hooks/hooks.json) with
+# the binary for this machine at bin/concord, where hooks.json runs it through ${CLAUDE_PLUGIN_ROOT}.
+#   make dist-claude-code   $(CLAUDE_DIST)/claude-code/ (claude --plugin-dir) and
+#                           $(CLAUDE_DIST)/claude-code-marketplace/ (claude plugin marketplace add,
+#                           then claude plugin install concord@concord); CLAUDE_DIST defaults to dist/
+# The end-to-end tests (bindings/claude-code/e2e, in go-test) drive the pinned Claude Code with it.
+.PHONY: claude-code-deps dist-claude-code
+CLAUDE_DIST ?= $(DIST)
+CLAUDE_SRC  := bindings/claude-code
+# The plugin's version is the release's.
+CLAUDE_VERSION_JS := const fs = require("fs"), f = process.argv[1], p = JSON.parse(fs.readFileSync(f)); \
+  p.version = process.argv[2]; fs.writeFileSync(f, JSON.stringify(p, null, 2) + "\n")
+
+claude-code-deps:
+	$(MAKE) -C $(CLAUDE_SRC) deps
+
+go-test: claude-code-deps
+dist: dist-claude-code
+
+dist-claude-code:
+	rm -rf $(CLAUDE_DIST)/claude-code $(CLAUDE_DIST)/claude-code-marketplace
+	mkdir -p $(CLAUDE_DIST)/claude-code/bin $(CLAUDE_DIST)/claude-code-marketplace
+	cp -R $(CLAUDE_SRC)/.claude-plugin $(CLAUDE_SRC)/hooks LICENSE $(CLAUDE_DIST)/claude-code/
+	node -e '$(CLAUDE_VERSION_JS)' $(CLAUDE_DIST)/claude-code/.claude-plugin/plugin.json "$(VERSION)"
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(DIST_LDFLAGS)' -o $(CLAUDE_DIST)/claude-code/bin/concord ./cmd/concord
+	cp -R $(CLAUDE_SRC)/marketplace/.claude-plugin $(CLAUDE_DIST)/claude-code-marketplace/
+	cp -R $(CLAUDE_DIST)/claude-code $(CLAUDE_DIST)/claude-code-marketplace/concord

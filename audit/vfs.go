@@ -27,7 +27,10 @@ type vfs struct {
 type vfile struct {
 	lines   []string
 	unknown bool // changed by a command whose result is not known
-	gen     int  // bumped on every change: the adapter's stamp and version
+	// whole: the line count is known (a whole read or write set the file);
+	// else only the lines windows and hits showed are.
+	whole bool
+	gen   int // bumped on every change: the adapter's stamp and version
 }
 
 func newVFS() *vfs { return &vfs{files: map[string]*vfile{}} }
@@ -55,11 +58,30 @@ func (v *vfs) file(p string) *vfile {
 func (v *vfs) setWhole(p, text string) bool {
 	f := v.file(p)
 	lines := splitLines(text)
-	if !f.unknown && f.gen > 0 && equalLines(f.lines, lines) {
+	if !f.unknown && f.gen > 0 && (equalLines(f.lines, lines) || !f.whole && agrees(f.lines, lines)) {
+		// The same file, now known whole (a grep hit or a window showed part of it).
+		// A new version all the same: the server keys what it read of a file by version.
+		if !equalLines(f.lines, lines) {
+			f.lines, f.whole = lines, true
+			f.gen++
+		}
 		return false
 	}
-	f.lines, f.unknown = lines, false
+	f.lines, f.unknown, f.whole = lines, false, true
 	f.gen++
+	return true
+}
+
+// agrees reports whether every line known of a file reads the same in lines.
+func agrees(known, lines []string) bool {
+	for i, k := range known {
+		if isHole(k) {
+			continue
+		}
+		if i >= len(lines) || lines[i] != k {
+			return false
+		}
+	}
 	return true
 }
 

@@ -21,16 +21,20 @@ import (
 
 // Runtimes this package knows the tools of.
 const (
-	OpenHands = "openhands"
-	OpenCode  = "opencode"
+	OpenHands  = "openhands"
+	OpenCode   = "opencode"
+	ClaudeCode = "claude-code"
+	GeminiCLI  = "gemini-cli"
 )
 
 // runtimes is the one list of runtimes whose tools are recognized: the
 // server and the audit accept exactly these names. A new runtime adds its
 // recognizer here.
 var runtimes = map[string]func(*recognizer) Result{
-	OpenHands: (*recognizer).openhands,
-	OpenCode:  (*recognizer).opencode,
+	OpenHands:  (*recognizer).openhands,
+	OpenCode:   (*recognizer).opencode,
+	ClaudeCode: (*recognizer).claudecode,
+	GeminiCLI:  (*recognizer).geminiCLI,
 }
 
 // Runtimes lists the runtimes Recognize knows, sorted.

@@ -67,8 +67,9 @@ re-read the file).`,
 reports model calls that carried a stale view, stale views by kind, the worst files,
 how long stale text stayed (in calls), the stale tokens sent (characters/4, an
 estimate) and what Concord would have sent instead. PATH: OpenHands persistence
-directories (events/event-*.json), 'opencode export' JSON files, OpenAI-format
-message lists (JSON or JSONL), or directories holding them (docs/audit.md).
+directories (events/event-*.json), 'opencode export' JSON files, Gemini CLI chats
+(~/.gemini/tmp/*/chats/*.jsonl), OpenAI-format message lists (JSON or JSONL), or
+directories holding them (docs/audit.md).
 Nothing is written to the input. Status 1 when some input could not be read.`,
 			examples: `  concord audit ~/.openhands/conversations
   opencode export ses_123 > ses_123.json && concord audit ses_123.json
@@ -76,6 +77,7 @@ Nothing is written to the input. Status 1 when some input could not be read.`,
 			flags: func() *pflag.FlagSet { fs, _ := auditFlags(); return fs },
 			run:   noStdin(runAudit),
 		},
+		hookCommand(),
 		{
 			name:     "version",
 			aliases:  []string{"--version"},

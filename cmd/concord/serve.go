@@ -32,6 +32,7 @@ type serveOptions struct {
 	maxSource    byteSize
 	policyFile   string
 	feed         session.FeedOptions
+	socket       socketOptions // serve --socket: see socket.go
 }
 
 func serveFlags() (*pflag.FlagSet, *serveOptions) {
@@ -62,6 +63,7 @@ func serveFlags() (*pflag.FlagSet, *serveOptions) {
 			}
 		})
 	}
+	socketFlags(flags, &o.socket)
 	return flags, o
 }
 
@@ -124,7 +126,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// us with SIGPIPE.
 	signal.Ignore(syscall.SIGPIPE)
 
-	status, err := rpc.Serve(ctx, stdin, stdout, rpc.Config{
+	cfg := rpc.Config{
 		NewSession: sessions(session.Options{PollInterval: o.pollInterval, Debounce: o.debounce, MaxSource: int64(o.maxSource),
 			Feed: o.feed, OpenFeed: openFeed}),
 		Name:       "concord",
@@ -134,7 +136,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Policy:     policy,
 		Logger:     log,
 		Trace:      o.rpcTrace,
-	})
+	}
+	if o.socket.path != "" {
+		return serveSocket(ctx, o.socket, cfg, logw, level)
+	}
+	status, err := rpc.Serve(ctx, stdin, stdout, cfg)
 	if err != nil {
 		return err
 	}

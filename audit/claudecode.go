@@ -1,0 +1,257 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/concord-ctx/concord/recognize"
+)
+
+// FormatClaudeCode is a Claude Code session transcript.
+const FormatClaudeCode = "claude-code"
+
+// Claude Code (2.1.328, testdata/claudecode) writes each session to
+// ~/.claude/projects/<cwd with / as ->/<session id>.jsonl, one record a line:
+//
+//	{"type": "user", "uuid", "timestamp", "cwd", "sessionId",
+//	 "message": {"role": "user", "content": "prompt" | [{"type": "tool_result",
+//	             "tool_use_id", "content": "text" | [blocks], "is_error"}]},
+//	 "toolUseResult": {…the tool's structured answer, as its PostToolUse hook has it…}}
+//	{"type": "assistant", "message": {"id": "msg_…", "content": [{"type": "text"|"tool_use", …}]}}
+//	{"type": "system", "subtype": "compact_boundary",
+//	 "compactMetadata": {"trigger": "auto"|"manual", "preservedMessages": {"allUuids": [...]}}}
+//
+// and records of other types (attachment, api-request, queue-operation,
+// last-prompt, …) that carry no tool call. One API response may be written
+// as several assistant records with the same message id: they are one model
+// call. A compaction boundary drops every tool result from the prompt but
+// those whose record it preserves.
+//
+// A subagent (the Agent tool) writes its own transcript under
+// <session id>/subagents/agent-<id>.jsonl (records marked isSidechain, with
+// agentId): it has its own context, so the audit reads it as a session of
+// its own (another agent), named by the agent id.
+
+// ccRecord is one transcript line, as far as the audit reads it.
+type ccRecord struct {
+	Type          string          `json:"type"`
+	Subtype       string          `json:"subtype"`
+	UUID          string          `json:"uuid"`
+	Timestamp     string          `json:"timestamp"`
+	Cwd           string          `json:"cwd"`
+	SessionID     string          `json:"sessionId"`
+	AgentID       string          `json:"agentId"`
+	IsSidechain   bool            `json:"isSidechain"`
+	Message       *ccMessage      `json:"message"`
+	ToolUseResult json.RawMessage `json:"toolUseResult"`
+	Compact       *struct {
+		Preserved *struct {
+			AllUUIDs []string `json:"allUuids"`
+		} `json:"preservedMessages"`
+	} `json:"compactMetadata"`
+}
+
+type ccMessage struct {
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type ccBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// isClaudeCode reports whether data's first record is a Claude Code
+// transcript's: a JSON object with a sessionId and a type.
+func isClaudeCode(data []byte) bool {
+	line, _, _ := bytes.Cut(bytes.TrimSpace(data), []byte("\n"))
+	var r struct {
+		Type      string `json:"type"`
+		SessionID string `json:"sessionId"`
+	}
+	return json.Unmarshal(line, &r) == nil && r.Type != "" && r.SessionID != ""
+}
+
+// ccToolUse is a tool call the model made, until its result is read.
+type ccToolUse struct {
+	name  string
+	input json.RawMessage
+}
+
+func parseClaudeCode(file string, data []byte) (*Session, error) {
+	s := &Session{File: file, Format: FormatClaudeCode}
+	uses := map[string]ccToolUse{}
+	resultOf := map[string]string{} // tool_use_id -> the record (uuid) holding its result
+	var anchors []string
+	charsOf := map[string]int{}
+	lastMsg := ""
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	for n := 1; sc.Scan(); n++ {
+		var r ccRecord
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("claude code transcript line %d: %w", n, err)
+		}
+		if s.ID == "" && r.SessionID != "" {
+			s.ID = r.SessionID
+		}
+		if r.AgentID != "" && r.IsSidechain {
+			s.ID = r.AgentID
+		}
+		at, _ := time.Parse(time.RFC3339Nano, r.Timestamp)
+		switch {
+		case r.Type == "system" && r.Subtype == "compact_boundary":
+			keep := map[string]bool{}
+			if r.Compact != nil && r.Compact.Preserved != nil {
+				for _, u := range r.Compact.Preserved.AllUUIDs {
+					keep[u] = true
+				}
+			}
+			st := Step{Time: at}
+			var kept []string
+			for _, a := range anchors {
+				if keep[resultOf[a]] {
+					kept = append(kept, a)
+					continue
+				}
+				st.Forget = append(st.Forget, a)
+				st.ForgetChars += charsOf[a]
+			}
+			anchors = kept
+			if len(st.Forget) > 0 {
+				s.Steps = append(s.Steps, st)
+			}
+			lastMsg = ""
+		case r.Type == "assistant" && r.Message != nil:
+			if r.Message.ID == "" || r.Message.ID != lastMsg {
+				s.Steps = append(s.Steps, Step{Model: true, Time: at})
+				lastMsg = r.Message.ID
+			}
+			for _, b := range ccBlocks(r.Message.Content) {
+				switch b.Type {
+				case "text", "thinking":
+					s.Steps = append(s.Steps, Step{Chars: len(b.Text)})
+				case "tool_use":
+					uses[b.ID] = ccToolUse{name: b.Name, input: b.Input}
+					s.Steps = append(s.Steps, Step{Chars: len(b.Input)})
+				}
+			}
+		case r.Type == "user" && r.Message != nil:
+			lastMsg = ""
+			var prompt string
+			if json.Unmarshal(r.Message.Content, &prompt) == nil {
+				s.Steps = append(s.Steps, Step{Chars: len(prompt), Time: at})
+				continue
+			}
+			for _, b := range ccBlocks(r.Message.Content) {
+				switch b.Type {
+				case "text":
+					s.Steps = append(s.Steps, Step{Chars: len(b.Text), Time: at})
+				case "tool_result":
+					st := ccToolStep(r, b, uses[b.ToolUseID], at)
+					s.Steps = append(s.Steps, st)
+					anchors = append(anchors, b.ToolUseID)
+					resultOf[b.ToolUseID] = r.UUID
+					charsOf[b.ToolUseID] = st.Chars + len(uses[b.ToolUseID].input)
+				}
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("claude code transcript: %w", err)
+	}
+	if s.ID == "" {
+		s.ID = baseName(file)
+	}
+	if len(s.Steps) == 0 {
+		return nil, errors.New("a claude code transcript without messages")
+	}
+	return s, nil
+}
+
+// ccToolStep is one tool result: its structured answer, where the record
+// has one, is the call's metadata (as the PostToolUse hook passes it).
+func ccToolStep(r ccRecord, b ccBlock, use ccToolUse, at time.Time) Step {
+	out := ccResultText(b.Content)
+	call := &recognize.Call{Runtime: recognize.ClaudeCode, Tool: use.name, Args: use.input, Output: out,
+		Cwd: r.Cwd, Error: b.IsError}
+	if len(r.ToolUseResult) > 0 && string(r.ToolUseResult) != "null" {
+		call.Metadata = r.ToolUseResult
+	}
+	if use.name == "" {
+		call.Tool = "unknown"
+	}
+	return Step{Tool: call, Anchor: b.ToolUseID, Time: at, Chars: len(out), After: ccAfter(use.name, r.ToolUseResult)}
+}
+
+// ccAfter is the file's whole content after a Write or an Edit, from its
+// structured answer: Write's content, Edit's originalFile with the
+// replacement applied (the first occurrence, or all with replaceAll), as
+// Claude Code applies it. nil when the answer does not tell.
+func ccAfter(tool string, raw json.RawMessage) *string {
+	var a struct {
+		Content      *string `json:"content"`
+		OriginalFile *string `json:"originalFile"`
+		OldString    string  `json:"oldString"`
+		NewString    string  `json:"newString"`
+		ReplaceAll   bool    `json:"replaceAll"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &a) != nil {
+		return nil
+	}
+	switch tool {
+	case "Write":
+		return a.Content
+	case "Edit":
+		if a.OriginalFile == nil || a.OldString == "" || !strings.Contains(*a.OriginalFile, a.OldString) {
+			return nil
+		}
+		n := 1
+		if a.ReplaceAll {
+			n = -1
+		}
+		after := strings.Replace(*a.OriginalFile, a.OldString, a.NewString, n)
+		return &after
+	}
+	return nil
+}
+
+func ccBlocks(raw json.RawMessage) []ccBlock {
+	var bs []ccBlock
+	_ = json.Unmarshal(raw, &bs)
+	return bs
+}
+
+// ccResultText is a tool_result's text: a string, or its text blocks.
+func ccResultText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var texts []string
+	for _, b := range ccBlocks(raw) {
+		if b.Type == "text" {
+			texts = append(texts, b.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+// ccSidecar reports whether p is a file Claude Code keeps beside a
+// transcript that is no session (a subagent's .meta.json).
+func ccSidecar(p string) bool {
+	return strings.HasSuffix(p, ".meta.json") && filepath.Base(filepath.Dir(p)) == "subagents"
+}
