@@ -266,6 +266,8 @@ func captureSession(t *testing.T, bin string, s session) {
 		}
 	}
 
+	write("workspace.json", indent(t, Workspace))
+
 	// hooks.jsonl
 	names, _ := filepath.Glob(filepath.Join(dump, "*.json"))
 	sort.Slice(names, func(i, j int) bool { return hookTime(names[i]) < hookTime(names[j]) })

@@ -36,6 +36,9 @@ type Item struct {
 	Input string
 	Text  string // a message's text
 	ID    string // the call id; "" picks one
+	// Raw is an item sent as it is (Type "raw"), e.g. a web_search_call the
+	// provider ran itself.
+	Raw map[string]any
 }
 
 // Call is a function call with its arguments.
@@ -56,6 +59,9 @@ func Custom(name, input string) Item { return Item{Type: "custom_tool_call", Nam
 // Patch is an apply_patch call with patch as its input.
 func Patch(patch string) Item { return Custom("apply_patch", patch) }
 
+// RawItem is an item sent verbatim.
+func RawItem(item map[string]any) Item { return Item{Type: "raw", Raw: item} }
+
 // Text is an assistant message.
 func Text(s string) Item { return Item{Type: "message", Text: s} }
 
@@ -66,6 +72,9 @@ type Step struct {
 	// error answers the call with HTTP 500 and is kept (Server.Err).
 	Before func(Request) error
 	Items  []Item
+	// Reply, when set, makes the items from the request (after Before):
+	// a call that needs what an earlier output said (a session id).
+	Reply func(Request) ([]Item, error)
 }
 
 // Request is one captured model call.
@@ -229,24 +238,30 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	} else {
 		step = Step{Items: []Item{Text("Done.")}}
 	}
-	// Call ids are handed out under the lock: parallel requests never share one.
-	items := make([]Item, len(step.Items))
-	for i, it := range step.Items {
-		if it.ID == "" && it.Type != "message" {
-			s.calls++
-			it.ID = "call_" + strconv.Itoa(s.calls)
-		}
-		items[i] = it
-	}
 	s.mu.Unlock()
 
+	items := step.Items
 	if step.Before != nil {
-		if err := step.Before(req); err != nil {
-			s.fail(fmt.Errorf("request %d: before: %w", req.N, err))
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
+		err = step.Before(req)
+	}
+	if err == nil && step.Reply != nil {
+		items, err = step.Reply(req)
+	}
+	if err != nil {
+		s.fail(fmt.Errorf("request %d: %w", req.N, err))
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	// Call ids are handed out under the lock: parallel requests never share one.
+	s.mu.Lock()
+	items = append([]Item(nil), items...)
+	for i, it := range items {
+		if it.ID == "" && (it.Type == "function_call" || it.Type == "custom_tool_call") {
+			s.calls++
+			items[i].ID = "call_" + strconv.Itoa(s.calls)
 		}
 	}
+	s.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	if err := stream(w, "resp_"+strconv.Itoa(req.N+1), items); err != nil {
@@ -333,6 +348,8 @@ func wire(it Item, resp string, i int) (map[string]any, error) {
 	case "custom_tool_call":
 		return map[string]any{"type": "custom_tool_call", "id": itemID, "call_id": it.ID, "name": it.Name,
 			"input": it.Input, "status": "completed"}, nil
+	case "raw":
+		return it.Raw, nil
 	case "message":
 		return map[string]any{"type": "message", "id": itemID, "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": it.Text, "annotations": []any{}}}}, nil

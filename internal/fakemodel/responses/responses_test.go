@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -54,6 +55,9 @@ func TestScript(t *testing.T) {
 		{Items: []Item{Exec("cat a.txt", "/w"), Patch("*** Begin Patch\n*** End Patch\n")}},
 		{Before: func(r Request) error { ran = r.N; return nil }, Items: []Item{Text("héllo wörld")}},
 		{Before: func(Request) error { return errors.New("boom") }},
+		{Reply: func(r Request) ([]Item, error) {
+			return []Item{RawItem(map[string]any{"type": "web_search_call", "id": "ws_1", "status": "completed"}), Text("n=" + strconv.Itoa(r.N))}, nil
+		}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +76,8 @@ func TestScript(t *testing.T) {
 			200, "response.created response.output_item.added response.output_text.delta response.output_text.delta " +
 				"response.output_text.delta response.output_item.done response.completed"},
 		{`{}`, 500, ""},
+		{`{}`, 200, "response.created response.output_item.added response.output_item.done response.output_item.added " +
+			"response.output_text.delta response.output_text.delta response.output_text.delta response.output_item.done response.completed"},
 		{`{}`, 200, "response.created response.output_item.added response.output_text.delta response.output_text.delta " +
 			"response.output_text.delta response.output_item.done response.completed"}, // past the script: a final message
 	}
@@ -98,7 +104,7 @@ func TestScript(t *testing.T) {
 		t.Errorf("Before ran with request %d, want 1", ran)
 	}
 	reqs := s.Requests()
-	if len(reqs) != 4 || s.Answered() != 3 {
+	if len(reqs) != 5 || s.Answered() != 4 {
 		t.Fatalf("%d requests, %d answered", len(reqs), s.Answered())
 	}
 	if out, ok := reqs[1].Output("call_1"); !ok || out != "Output:\nx\n" {
