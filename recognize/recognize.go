@@ -23,6 +23,7 @@ import (
 const (
 	OpenHands = "openhands"
 	OpenCode  = "opencode"
+	Codex     = "codex"
 )
 
 // runtimes is the one list of runtimes whose tools are recognized: the
@@ -31,6 +32,7 @@ const (
 var runtimes = map[string]func(*recognizer) Result{
 	OpenHands: (*recognizer).openhands,
 	OpenCode:  (*recognizer).opencode,
+	Codex:     (*recognizer).codex,
 }
 
 // Runtimes lists the runtimes Recognize knows, sorted.
