@@ -44,8 +44,8 @@ func TestParseCodexExec(t *testing.T) {
 func TestCodexCut(t *testing.T) {
 	for out, cut := range map[string]bool{
 		"Warning: truncated output (original token count: 42224)\nTotal output lines: 30000\n\n1\n": true,
-		"1\n2\n…42124 tokens truncated…7\n29968\n": true,
-		"alpha\nWarning: truncated output (original token count: 1)\n": false,
+		"1\n2\n…42124 tokens truncated…7\n29968\n":                                                  true,
+		"alpha\nWarning: truncated output (original token count: 1)\n":                              false,
 		"…tokens truncated…": false,
 	} {
 		if cxCut(out) != cut {
