@@ -14,8 +14,8 @@ import (
 )
 
 // Input is one session to read: an OpenHands conversation directory (with
-// events/), or one JSON/JSONL file (an OpenCode export or an OpenAI-format
-// message list).
+// events/), or one JSON/JSONL file (an OpenCode export, a Codex rollout or an
+// OpenAI-format message list).
 type Input struct {
 	Path string
 	Dir  bool // an OpenHands conversation directory
@@ -81,7 +81,7 @@ func hasEvents(dir string) bool {
 }
 
 // ErrUnknownFormat is a file that is none of the accepted inputs.
-var ErrUnknownFormat = errors.New("not a session this audit reads (an OpenHands conversation directory, an `opencode export` JSON, or an OpenAI-format message list)")
+var ErrUnknownFormat = errors.New("not a session this audit reads (an OpenHands conversation directory, an `opencode export` JSON, a Codex rollout, or an OpenAI-format message list)")
 
 // ErrSQLite is a SQLite database given as an input (OpenCode's opencode.db).
 var ErrSQLite = errors.New("a SQLite database (OpenCode 1.18 keeps sessions in opencode.db): export each session with `opencode export <sessionID> > <sessionID>.json` and audit the JSON")
@@ -97,6 +97,9 @@ func Load(in Input) (*Session, error) {
 	}
 	if bytes.HasPrefix(data, []byte("SQLite format 3\x00")) {
 		return nil, ErrSQLite
+	}
+	if isCodexRollout(data) {
+		return parseCodex(in.Path, data)
 	}
 	trim := bytes.TrimSpace(data)
 	if len(trim) > 0 && trim[0] == '{' {

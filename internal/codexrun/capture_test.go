@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -59,6 +60,9 @@ type session struct {
 	args   []string // more codex flags
 	hook   string   // what the PostToolUse hook prints (its answer); "" prints nothing
 	script []responses.Step
+	// scripted, when set, makes the script for the project at proj (steps
+	// that change its files between model calls).
+	scripted func(proj string) []responses.Step
 }
 
 func exec1(cmd string) responses.Step {
@@ -96,7 +100,37 @@ func pollSession(r responses.Request) ([]responses.Item, error) {
 	return nil, fmt.Errorf("no function output in the request")
 }
 
+// edit replaces old by new in the file at path, as someone outside the agent would.
+func edit(path, old, new string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(data), old) {
+		return fmt.Errorf("%s: no %q", path, old)
+	}
+	return os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644)
+}
+
 var sessions = []session{
+	{
+		name: "stale",
+		note: "reads with cat, sed -n, nl -ba and rg -n; then two of the files change outside the agent; one of them is read again",
+		scripted: func(proj string) []responses.Step {
+			return []responses.Step{
+				exec1("cat sub/b.txt"),
+				exec1("sed -n '1,5p' a.txt"),
+				exec1("nl -ba src/util.go"),
+				exec1("rg -n port src/main.go"),
+				{Before: func(responses.Request) error {
+					return errors.Join(edit(filepath.Join(proj, "sub/b.txt"), "beta", "BETA"),
+						edit(filepath.Join(proj, "src/main.go"), "port = 8080", "port = 9090"))
+				}, Items: []responses.Item{responses.Exec("ls src", "")}},
+				exec1("cat sub/b.txt"),
+				{Items: []responses.Item{responses.Text("Read.")}},
+			}
+		},
+	},
 	{
 		name: "exec",
 		note: "exec_command (unified exec, the default) reads, failures, truncation, a running command polled with write_stdin, apply_patch (add, update, delete, move, multi-file, a failure), view_image, a provider web_search_call, two parallel calls",
@@ -222,7 +256,11 @@ func captureSession(t *testing.T, bin string, s session) {
 	if err := writePNG(filepath.Join(proj, "img.png")); err != nil {
 		t.Fatal(err)
 	}
-	fake, err := responses.Start(s.script)
+	script := s.script
+	if s.scripted != nil {
+		script = s.scripted(proj)
+	}
+	fake, err := responses.Start(script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,8 +287,8 @@ func captureSession(t *testing.T, bin string, s session) {
 	if err := fake.Err(); err != nil {
 		t.Fatalf("%v\nstderr:\n%s", err, stderr)
 	}
-	if fake.Answered() != len(s.script) {
-		t.Fatalf("%d of %d steps answered\nstderr:\n%s", fake.Answered(), len(s.script), stderr)
+	if fake.Answered() != len(script) {
+		t.Fatalf("%d of %d steps answered\nstderr:\n%s", fake.Answered(), len(script), stderr)
 	}
 	sub := func(b []byte) []byte {
 		b = bytes.ReplaceAll(b, []byte(proj), []byte("{WS}"))
