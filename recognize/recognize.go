@@ -21,18 +21,20 @@ import (
 
 // Runtimes this package knows the tools of.
 const (
-	OpenHands = "openhands"
-	OpenCode  = "opencode"
-	Codex     = "codex"
+	OpenHands  = "openhands"
+	OpenCode   = "opencode"
+	ClaudeCode = "claude-code"
+	Codex      = "codex"
 )
 
 // runtimes is the one list of runtimes whose tools are recognized: the
 // server and the audit accept exactly these names. A new runtime adds its
 // recognizer here.
 var runtimes = map[string]func(*recognizer) Result{
-	OpenHands: (*recognizer).openhands,
-	OpenCode:  (*recognizer).opencode,
-	Codex:     (*recognizer).codex,
+	OpenHands:  (*recognizer).openhands,
+	OpenCode:   (*recognizer).opencode,
+	ClaudeCode: (*recognizer).claudecode,
+	Codex:      (*recognizer).codex,
 }
 
 // Runtimes lists the runtimes Recognize knows, sorted.

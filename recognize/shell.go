@@ -91,7 +91,8 @@ func (r *recognizer) resolveCd(cwd, dir string, last bool) (string, string) {
 		return "", "relative cd without a working directory"
 	}
 	clean := filepath.Clean(dir)
-	if r.call.Runtime == OpenHands {
+	if r.call.Runtime == OpenHands || r.call.Runtime == ClaudeCode {
+		// Both report the directory the command left the shell in.
 		if last && !strings.Contains(clean, "..") && (clean == "." || strings.HasSuffix(cwd, "/"+clean)) {
 			return cwd, "" // the reported directory is where the cd went
 		}

@@ -182,6 +182,9 @@ func (s *Server) shutdown(context.Context, *params) (any, error) {
 			s.log.Warn("close session", "error", err)
 		}
 	}
+	if s.cfg.OnShutdown != nil {
+		s.cfg.OnShutdown()
+	}
 	return nil, nil
 }
 

@@ -50,6 +50,10 @@ type Config struct {
 	ReadSourceTimeout time.Duration
 	Logger            *slog.Logger // default: discard
 	Trace             bool         // log every message read and written
+	// OnShutdown, when set, is called after a shutdown request closed the
+	// session's core: a server whose connections share one session (serve
+	// --socket) ends the whole session then, not only this connection.
+	OnShutdown func()
 }
 
 type state int

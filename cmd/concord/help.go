@@ -77,6 +77,7 @@ Nothing is written to the input. Status 1 when some input could not be read.`,
 			flags: func() *pflag.FlagSet { fs, _ := auditFlags(); return fs },
 			run:   noStdin(runAudit),
 		},
+		hookCommand(),
 		{
 			name:     "version",
 			aliases:  []string{"--version"},

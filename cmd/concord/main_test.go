@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(echoEnv) == "1" {
 		os.Exit(echoServe(os.Stdin, os.Stdout))
 	}
+	if bin := os.Getenv(hookTestEnv); bin != "" {
+		os.Exit(testHookMain(bin))
+	}
 	dir, err := os.MkdirTemp("", "concord-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

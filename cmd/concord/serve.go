@@ -32,6 +32,7 @@ type serveOptions struct {
 	maxSource    byteSize
 	policyFile   string
 	feed         session.FeedOptions
+	socket       socketOptions // serve --socket: see socket.go
 }
 
 func serveFlags() (*pflag.FlagSet, *serveOptions) {
@@ -53,6 +54,7 @@ func serveFlags() (*pflag.FlagSet, *serveOptions) {
 	flags.StringVar(&o.feed.CredsFile, "feed-creds", "", "NATS credentials file (JWT and NKey seed) for the feed")
 	flags.StringVar(&o.feed.NKeyFile, "feed-nkey", "", "NATS NKey seed file for the feed")
 	flags.IntVar(&o.feed.Replicas, "feed-replicas", 1, "replicas of the feed's JetStream stream when this instance creates it (3 on a 3-node cluster)")
+	socketFlags(flags, &o.socket)
 	return flags, o
 }
 
@@ -115,7 +117,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// us with SIGPIPE.
 	signal.Ignore(syscall.SIGPIPE)
 
-	status, err := rpc.Serve(ctx, stdin, stdout, rpc.Config{
+	cfg := rpc.Config{
 		NewSession: session.New(session.Options{PollInterval: o.pollInterval, Debounce: o.debounce, MaxSource: int64(o.maxSource),
 			Feed: o.feed, OpenFeed: openFeed}),
 		Name:       "concord",
@@ -125,7 +127,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Policy:     policy,
 		Logger:     log,
 		Trace:      o.rpcTrace,
-	})
+	}
+	if o.socket.path != "" {
+		return serveSocket(ctx, o.socket, cfg, logw, level)
+	}
+	status, err := rpc.Serve(ctx, stdin, stdout, cfg)
 	if err != nil {
 		return err
 	}

@@ -239,8 +239,14 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	return c.conn.Notify(ctx, method, params)
 }
 
-// Pid is the child's process id (for /proc/<pid>/status and the like).
-func (c *Client) Pid() int { return c.cmd.Process.Pid }
+// Pid is the child's process id (for /proc/<pid>/status and the like); 0
+// for a client of a connection (Connect).
+func (c *Client) Pid() int {
+	if c.cmd == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
 
 // Exited is closed when the child process has exited.
 func (c *Client) Exited() <-chan struct{} { return c.exited }
@@ -248,6 +254,9 @@ func (c *Client) Exited() <-chan struct{} { return c.exited }
 // ExitCode is the child's exit status, or -1 while it runs or if it was
 // killed by a signal.
 func (c *Client) ExitCode() int {
+	if c.cmd == nil {
+		return -1
+	}
 	select {
 	case <-c.exited:
 		return c.cmd.ProcessState.ExitCode()
@@ -260,6 +269,9 @@ func (c *Client) ExitCode() int {
 func (c *Client) Stderr() string { return c.tail.String() }
 
 func (c *Client) exitNote() string {
+	if c.cmd == nil {
+		return "" // a connection: no process of ours to speak of
+	}
 	select {
 	case <-c.exited:
 		return fmt.Sprintf(" (concord exited: %v; stderr: %s)", c.waitErr, frame.Clip(strings.TrimSpace(lastLines(c.tail.String(), 5)), 2000))
@@ -273,6 +285,10 @@ func (c *Client) exitNote() string {
 // exited with status 0. Close is idempotent.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
+		if c.cmd == nil {
+			c.closeErr = c.conn.Close() // a connection (Connect): the server lives on
+			return
+		}
 		select {
 		case <-c.exited:
 		default:

@@ -1,0 +1,116 @@
+// Package hook carries an agent runtime's hook events to one Concord session
+// per runtime session: `concord hook RUNTIME` is a short-lived process per
+// event (JSON on stdin, the answer on stdout) that reaches the session's
+// `concord serve --socket` over a unix socket, starting it when there is
+// none, and speaks the ordinary protocol to it (initialize, recognize, sync,
+// release, shutdown). The session's state lives in that server only; this
+// package keeps none between events. docs/protocol.md, "Hook transport", is
+// the contract.
+//
+// What differs per runtime is small (Runtime): reading its event JSON and
+// writing its answer. A new runtime is a type implementing Runtime and a
+// line in the runtimes table.
+package hook
+
+import (
+	"sort"
+
+	"github.com/concord-ctx/concord/protocol"
+)
+
+// Kind is what an event means to Concord.
+type Kind int
+
+const (
+	// KindOther is an event Concord has nothing to do for: answered with
+	// no context.
+	KindOther Kind = iota
+	// KindToolDone: a tool call finished (Claude Code's PostToolUse). Its
+	// call is recognized, then the agent synced: what changed is the answer.
+	KindToolDone
+	// KindPrompt: the user submitted a prompt (UserPromptSubmit): the
+	// agent is synced.
+	KindPrompt
+	// KindSessionStart: the session started, resumed or was rebuilt
+	// (Source). The server is started early; "compact" and "clear" mean
+	// the agent's earlier tool results left the prompt: they are released.
+	KindSessionStart
+	// KindPreCompact: the runtime is about to compact the agent's context:
+	// its earlier tool results are released.
+	KindPreCompact
+	// KindSubagentStop: a subagent ended: its tool results are released.
+	KindSubagentStop
+	// KindSessionEnd: the session ended: its server is shut down.
+	KindSessionEnd
+)
+
+var kindNames = [...]string{"other", "tool-done", "prompt", "session-start", "pre-compact", "subagent-stop", "session-end"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "kind?"
+}
+
+// MainAgent names the session's main agent; a subagent is named by the
+// id its runtime gives it.
+const MainAgent = "main"
+
+// Sources of KindSessionStart after which the agent's earlier tool results
+// are gone from its prompt.
+const (
+	SourceCompact = "compact"
+	SourceClear   = "clear"
+)
+
+// Event is one hook event as Concord needs it.
+type Event struct {
+	Kind Kind
+	// Name is the runtime's own name of the event ("PostToolUse"):
+	// answers carry it.
+	Name    string
+	Session string // the runtime's session id (never used raw in a path)
+	Agent   string // MainAgent or a subagent's id
+	Cwd     string // the session's working directory
+	Source  string // KindSessionStart: startup, resume, clear, compact
+	// Anchor is the tool call's id and Call the call as recognize takes it
+	// (KindToolDone).
+	Anchor string
+	Call   protocol.ToolCall
+}
+
+// Runtime is what one agent runtime's hooks need of Concord.
+type Runtime interface {
+	// Name names the runtime in `concord hook NAME`, in socket names and
+	// in logs ("claude-code").
+	Name() string
+	// Parse reads one event from the hook's input. An event without a
+	// session id is an error.
+	Parse(input []byte) (Event, error)
+	// Answer is what the hook prints on stdout for ev with text for the
+	// model (errata joined by "\n"); text may be "" (nothing to say). nil
+	// prints nothing.
+	Answer(ev Event, text string) []byte
+}
+
+// runtimes is every runtime `concord hook` serves, by name.
+var runtimes = map[string]Runtime{
+	ClaudeCode{}.Name(): ClaudeCode{},
+}
+
+// Lookup returns the runtime named name.
+func Lookup(name string) (Runtime, bool) {
+	rt, ok := runtimes[name]
+	return rt, ok
+}
+
+// Runtimes lists the runtimes' names, sorted.
+func Runtimes() []string {
+	names := make([]string, 0, len(runtimes))
+	for n := range runtimes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
