@@ -97,6 +97,7 @@ type Runtime interface {
 // runtimes is every runtime `concord hook` serves, by name.
 var runtimes = map[string]Runtime{
 	ClaudeCode{}.Name(): ClaudeCode{},
+	Codex{}.Name():      Codex{},
 }
 
 // Lookup returns the runtime named name.
