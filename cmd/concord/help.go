@@ -78,6 +78,7 @@ Nothing is written to the input. Status 1 when some input could not be read.`,
 			run:   noStdin(runAudit),
 		},
 		hookCommand(),
+		installCommand(),
 		{
 			name:     "version",
 			aliases:  []string{"--version"},

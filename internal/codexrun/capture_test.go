@@ -185,30 +185,6 @@ var sessions = []session{
 // hookEvents are the events the capture's hooks dump.
 var hookEvents = []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"}
 
-// HookConfig is config.toml [hooks] tables running command on each event
-// (a user's hooks: matcher-less groups of command handlers).
-func HookConfig(events []string, command func(event string) string) string {
-	var b strings.Builder
-	for _, ev := range events {
-		fmt.Fprintf(&b, "\n[[hooks.%s]]\n[[hooks.%s.hooks]]\ntype = \"command\"\ncommand = %q\n", ev, ev, command(ev))
-	}
-	return b.String()
-}
-
-// WriteWorkspace writes files under dir.
-func WriteWorkspace(dir string, files map[string]string) error {
-	for rel, text := range files {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func writePNG(path string) error {
 	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
 	img.Set(0, 0, color.RGBA{255, 0, 0, 255})
