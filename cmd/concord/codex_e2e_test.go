@@ -90,16 +90,14 @@ func codexRun(t *testing.T, concord bool) (*responses.Server, string) {
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(codexrun.Config(fake.URL, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{}
+	var args []string
 	if concord {
-		out, stderr, code := runBinEnv(t, []string{"CODEX_HOME=" + home}, "install", "codex")
-		if code != 0 {
-			t.Fatalf("concord install codex: status %d: %s", code, stderr)
+		// As a user would: one command, which also trusts the hooks in Codex.
+		out, stderr, code := runBinEnv(t, []string{"CODEX_HOME=" + home}, "install", "codex", "--codex", bin)
+		if code != 0 || !strings.Contains(out, "Trusted in Codex") {
+			t.Fatalf("concord install codex: status %d: %s%s", code, out, stderr)
 		}
 		t.Logf("concord install codex: %s", out)
-		// Codex runs a hook it has not been told to trust only with this flag
-		// (a user trusts them once in the TUI's /hooks).
-		args = append(args, "--dangerously-bypass-hook-trust")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -9,8 +9,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -21,30 +23,33 @@ func installCommand() command {
 	return command{
 		name:    "install",
 		summary: "set up an agent runtime's hooks to run `concord hook` (codex)",
-		usage:   "concord install codex [--codex-home DIR] [--uninstall]",
+		usage:   "concord install codex [--codex-home DIR] [--codex BIN] [--uninstall]",
 		long: `codex: adds Concord's hooks to $CODEX_HOME/hooks.json (default ~/.codex/hooks.json),
 the file Codex reads user hooks from: SessionStart, UserPromptSubmit, PostToolUse,
 PreCompact and SessionEnd run 'concord hook codex' with this binary's absolute path.
 Other hooks in the file are kept; running it again replaces Concord's own entries;
 --uninstall removes them. Codex runs a new or changed hook only once it is trusted:
-open codex and trust them in /hooks (or run 'codex exec --dangerously-bypass-hook-trust'
-where the hooks are vetted otherwise).`,
+the install trusts Concord's own hooks as Codex's /hooks screen does, through
+'codex app-server' (hooks/list, then config/batchWrite of hooks.state into
+config.toml); when no codex program is found (PATH, or --codex), trust them in
+codex's /hooks.`,
 		examples: `  concord install codex
-  codex            # then /hooks: trust the five Concord hooks`,
+  concord install codex --codex ./node_modules/.bin/codex`,
 		flags: func() *pflag.FlagSet { fs, _ := installFlags(); return fs },
 		run:   noStdin(runInstall),
 	}
 }
 
 type installOptions struct {
-	home      *string
-	uninstall *bool
+	home, codex *string
+	uninstall   *bool
 }
 
 func installFlags() (*pflag.FlagSet, *installOptions) {
 	fs := pflag.NewFlagSet("install", pflag.ContinueOnError)
 	return fs, &installOptions{
 		home:      fs.String("codex-home", "", "Codex's home directory (default $CODEX_HOME, else ~/.codex)"),
+		codex:     fs.String("codex", "", "the codex program that trusts the hooks (default: codex on PATH)"),
 		uninstall: fs.Bool("uninstall", false, "remove Concord's hooks instead"),
 	}
 }
@@ -108,8 +113,149 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "Removed Concord's hooks from %s.\n", file)
 		return nil
 	}
-	fmt.Fprintf(stdout, "Concord's hooks are in %s (%s).\nCodex runs them once trusted: open codex and trust them in /hooks.\n", file, command)
+	fmt.Fprintf(stdout, "Concord's hooks are in %s (%s).\n", file, command)
+	bin := *o.codex
+	if bin == "" {
+		if bin, err = exec.LookPath("codex"); err != nil {
+			fmt.Fprintf(stdout, "No codex program found: open codex and trust Concord's hooks in /hooks.\n")
+			return nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	n, err := trustCodexHooks(ctx, bin, home)
+	if err != nil {
+		fmt.Fprintf(stderr, "concord install codex: trusting the hooks: %v\n", err)
+		fmt.Fprintf(stdout, "Open codex and trust Concord's hooks in /hooks.\n")
+		return exitStatus(1)
+	}
+	fmt.Fprintf(stdout, "Trusted in Codex (%s): %d hooks.\n", filepath.Join(home, "config.toml"), n)
 	return nil
+}
+
+// trustCodexHooks trusts Concord's hooks the way Codex's /hooks screen
+// does: `codex app-server` lists the hooks with each one's current hash
+// (hooks/list), and config/batchWrite records the hashes of Concord's in
+// hooks.state of $CODEX_HOME/config.toml; a second listing checks that
+// every one of them is trusted. It returns how many there are.
+func trustCodexHooks(ctx context.Context, bin, home string) (int, error) {
+	cmd := exec.CommandContext(ctx, bin, "app-server")
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
+	cmd.Dir = home
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start %s app-server: %w", bin, err)
+	}
+	defer func() {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	dec := json.NewDecoder(stdout)
+	id := 0
+	call := func(method string, params, result any) error {
+		id++
+		msg, err := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
+		if err != nil {
+			return err
+		}
+		if _, err := stdin.Write(append(msg, '\n')); err != nil {
+			return fmt.Errorf("%s: %w", method, err)
+		}
+		for {
+			var reply struct {
+				ID     *int            `json:"id"`
+				Method string          `json:"method"`
+				Result json.RawMessage `json:"result"`
+				Error  *struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := dec.Decode(&reply); err != nil {
+				return fmt.Errorf("%s: %w (stderr: %s)", method, err, strings.TrimSpace(stderr.String()))
+			}
+			if reply.ID == nil || *reply.ID != id || reply.Method != "" {
+				continue // a notification, or a request of the server's
+			}
+			if reply.Error != nil {
+				return fmt.Errorf("%s: %s", method, reply.Error.Message)
+			}
+			if result == nil {
+				return nil
+			}
+			return json.Unmarshal(reply.Result, result)
+		}
+	}
+	if err := call("initialize", map[string]any{"clientInfo": map[string]string{"name": "concord", "version": version}}, nil); err != nil {
+		return 0, err
+	}
+	if _, err := stdin.Write([]byte(`{"method":"initialized"}` + "\n")); err != nil {
+		return 0, err
+	}
+	type hookInfo struct {
+		Key         string `json:"key"`
+		Command     string `json:"command"`
+		CurrentHash string `json:"currentHash"`
+		TrustStatus string `json:"trustStatus"`
+	}
+	ours := func() ([]hookInfo, error) {
+		var list struct {
+			Data []struct {
+				Hooks []hookInfo `json:"hooks"`
+			} `json:"data"`
+		}
+		if err := call("hooks/list", map[string]any{"cwds": []string{home}}, &list); err != nil {
+			return nil, err
+		}
+		var hs []hookInfo
+		seen := map[string]bool{}
+		for _, d := range list.Data {
+			for _, h := range d.Hooks {
+				if strings.HasSuffix(h.Command, " hook codex") && !seen[h.Key] {
+					seen[h.Key] = true
+					hs = append(hs, h)
+				}
+			}
+		}
+		return hs, nil
+	}
+	hs, err := ours()
+	if err != nil {
+		return 0, err
+	}
+	if len(hs) != len(codexHookEvents) {
+		return 0, fmt.Errorf("codex lists %d of Concord's hooks, want %d", len(hs), len(codexHookEvents))
+	}
+	state := map[string]any{}
+	for _, h := range hs {
+		if h.TrustStatus != "trusted" {
+			state[h.Key] = map[string]string{"trusted_hash": h.CurrentHash}
+		}
+	}
+	if len(state) > 0 {
+		edit := map[string]any{"keyPath": "hooks.state", "mergeStrategy": "upsert", "value": state}
+		if err := call("config/batchWrite", map[string]any{"edits": []any{edit}}, nil); err != nil {
+			return 0, err
+		}
+	}
+	if hs, err = ours(); err != nil {
+		return 0, err
+	}
+	for _, h := range hs {
+		if h.TrustStatus != "trusted" {
+			return 0, fmt.Errorf("hook %s is %s after trusting it", h.Key, h.TrustStatus)
+		}
+	}
+	return len(hs), nil
 }
 
 // codexHooks is hooks.json (old, possibly empty) with Concord's entries

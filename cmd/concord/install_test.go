@@ -52,7 +52,7 @@ func TestInstallCodex(t *testing.T) {
 		return d, ours
 	}
 	for i := 0; i < 2; i++ {
-		if out, stderr, code := runBinEnv(t, []string{"CODEX_HOME=" + home}, "install", "codex"); code != 0 || !strings.Contains(out, file) {
+		if out, stderr, code := runBinEnv(t, []string{"CODEX_HOME=" + home, "PATH=/nonexistent"}, "install", "codex"); code != 0 || !strings.Contains(out, file) || !strings.Contains(out, "No codex program found") {
 			t.Fatalf("install: status %d, %q, %q", code, out, stderr)
 		}
 		d, ours := read()
