@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/concord-ctx/concord/intake"
 	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/recognize"
 	"github.com/concord-ctx/concord/runtime"
@@ -64,7 +65,10 @@ type replayer struct {
 	blocks map[string]*blockRec
 	order  []*blockRec
 	rep    *SessionReport
-	chars  int // prompt chars so far
+	in     *intake.Intake    // the one way in, as the server's
+	step   *Step             // the step being taken in
+	res    *recognize.Result // what the intake recognized of it (seen)
+	chars  int               // prompt chars so far
 	calls  int
 	errata int // erratum chars now at the tail
 	// rebuilt: the runtime condensed its history since the last call.
@@ -86,6 +90,7 @@ func Replay(ctx context.Context, s *Session, opt Options) (*SessionReport, error
 	})
 	defer r.m.Close()
 	r.m.AddAdapter(adapter{r.v})
+	r.in = intake.New(r.m, r.v, r.seen)
 	r.now = time.Unix(0, 0).UTC()
 	for i := range s.Steps {
 		st := &s.Steps[i]
@@ -115,13 +120,49 @@ func Replay(ctx context.Context, s *Session, opt Options) (*SessionReport, error
 	return r.rep, nil
 }
 
+// tool takes one tool result in through the intake, as a server would,
+// with seen rebuilding the virtual workspace from it first.
 func (r *replayer) tool(st *Step) error {
 	r.rep.ToolResults++
-	res, err := recognize.Recognize(r.ctx, *st.Tool, r.v)
-	if err != nil {
-		r.rep.Unrecognized++
-		return nil // malformed arguments: the call showed nothing tracked
+	r.step, r.res = st, nil
+	out, err := r.in.Recognize(r.ctx, protocol.RecognizeParams{Agent: agent, Turn: r.calls + 1, Anchor: st.Anchor, Call: wireCall(*st.Tool)})
+	res := r.res
+	switch {
+	case res == nil:
+		r.rep.Unrecognized++ // malformed arguments: the call showed nothing tracked
+		return nil
+	case res.Kind == recognize.KindListing || res.Kind == recognize.KindQuery:
+		// The virtual workspace refuses listing and query sources (it never
+		// knows a whole directory, nor can it run a command): counted, not
+		// replayed (docs/audit.md).
+		r.rep.Listings++
+		return nil
+	case err != nil:
+		return err
+	case res.Kind != recognize.KindRead || out.Block == "":
+		return nil
 	}
+	rec := &blockRec{anchor: st.Anchor, format: res.Format, at: r.chars, call: r.calls}
+	for _, p := range res.Parts {
+		p.Path = path.Clean(p.Path)
+		rec.files = append(rec.files, p.Path)
+		rec.chars += len(p.Text)
+		rec.parts = append(rec.parts, p)
+	}
+	r.rep.Views++
+	r.blocks[out.Block] = rec
+	r.order = append(r.order, rec)
+	return nil
+}
+
+// seen rebuilds the virtual workspace from a recognized call before the
+// intake reports its writes and registers what it showed: a write brings
+// the file to what the tool left, a read puts the lines it showed in, and a
+// read that shows a file otherwise than the session last knew it reports
+// the change (made behind the agent's back, or by a command).
+func (r *replayer) seen(ctx context.Context, _ recognize.Call, res recognize.Result) error {
+	r.res = &res
+	st := r.step
 	for _, w := range res.Writes {
 		w = path.Clean(w)
 		r.rep.Writes++
@@ -129,21 +170,13 @@ func (r *replayer) tool(st *Step) error {
 			r.rep.UnknownWrites++
 			r.v.touch(w)
 		}
-		if _, err := r.m.SourceChanged(r.ctx, protocol.SourceChangedParams{URI: fileURI(w), Agent: agent, Anchor: st.Anchor}); err != nil {
-			return fmt.Errorf("write of %s: %w", w, err)
-		}
 	}
 	if res.Kind != recognize.KindRead {
-		if res.Kind == recognize.KindListing {
-			r.rep.Listings++
-		}
 		return nil
 	}
-	obs := protocol.ObserveParams{Agent: agent, Turn: r.calls + 1, Anchor: st.Anchor, Kind: protocol.Snapshot}
-	rec := &blockRec{anchor: st.Anchor, format: res.Format, at: r.chars, call: r.calls}
 	for _, p := range res.Parts {
 		if p.URI != "" {
-			continue // a listing part: not replayed
+			continue
 		}
 		fp := path.Clean(p.Path)
 		var changed bool
@@ -153,37 +186,19 @@ func (r *replayer) tool(st *Step) error {
 			changed = r.v.merge(fp, p.Start, strings.Split(p.Text, "\n"))
 		}
 		if changed && !writes(res, fp) {
-			// The read shows the file otherwise than the session last knew
-			// it: changed behind the agent's back (or by a command).
 			r.rep.OutsideChanges++
-			if _, err := r.m.SourceChanged(r.ctx, protocol.SourceChangedParams{URI: fileURI(fp)}); err != nil {
+			if _, err := r.m.SourceChanged(ctx, protocol.SourceChangedParams{URI: fileURI(fp)}); err != nil {
 				return fmt.Errorf("change of %s: %w", fp, err)
 			}
 		}
-		src := protocol.Source{URI: fileURI(fp), Text: p.Text}
-		if !p.Whole() {
-			src.Range = &protocol.Range{Start: p.Start, End: p.End}
-		}
-		obs.Sources = append(obs.Sources, src)
-		rec.files = append(rec.files, fp)
-		rec.chars += len(p.Text)
-		p.Path = fp
-		rec.parts = append(rec.parts, p)
 	}
-	if len(obs.Sources) == 0 {
-		return nil
-	}
-	out, err := r.m.Observe(r.ctx, obs)
-	if err != nil {
-		return fmt.Errorf("observe %s: %w", st.Anchor, err)
-	}
-	if out.Block == "" {
-		return nil
-	}
-	r.rep.Views++
-	r.blocks[out.Block] = rec
-	r.order = append(r.order, rec)
 	return nil
+}
+
+// wireCall is a recorded call as the wire carries it to recognize.
+func wireCall(c recognize.Call) protocol.ToolCall {
+	return protocol.ToolCall{Runtime: c.Runtime, Tool: c.Tool, Arguments: c.Args, Output: c.Output, ExitCode: c.ExitCode,
+		Cwd: c.Cwd, Truncated: c.Truncated, Error: c.Error, Metadata: c.Metadata}
 }
 
 func writes(res recognize.Result, p string) bool {

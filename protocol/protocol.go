@@ -635,14 +635,18 @@ type BlockView struct {
 	Placement string `json:"placement,omitempty"`
 	Erratum   string `json:"erratum,omitempty"`
 	// View (blocks registered by recognize, in place, with Sources): the
-	// tool result as the tool would show the sources now, in its own format;
-	// the binding shows it instead of the old result.
+	// tool result as the tool would show the sources now, in its own format.
 	View string `json:"view,omitempty"`
+	// Show (blocks registered by recognize, in place): exactly the text to
+	// show instead of the tool's original output (the view, the view then
+	// the notice, or the notice alone), composed by the server; absent: the
+	// original output stands (valid again, or released).
+	Show *string `json:"show,omitempty"`
 }
 
 // ToolCall is one finished tool call as the runtime has it (recognize).
 type ToolCall struct {
-	Runtime   string          `json:"runtime"`             // "openhands" or "opencode"
+	Runtime   string          `json:"runtime"`             // a runtime whose tools recognize knows (recognize.Runtimes)
 	Tool      string          `json:"tool"`                // the tool's name in that runtime
 	Arguments json.RawMessage `json:"arguments,omitempty"` // the call's arguments object
 	Output    string          `json:"output"`              // exactly the text the model was shown
@@ -665,12 +669,23 @@ type RecognizeParams struct {
 	Policy *Policy  `json:"policy,omitempty"`
 }
 
+// The binding lifecycle (docs/protocol.md, "Binding lifecycle"), the same
+// in every binding: start the server lazily, restart a server that died
+// after a growing wait, give up after BindingMaxRestarts and pass every
+// tool result through unchanged, saying so once.
+const (
+	BindingMaxRestarts      = 3     // restarts of a server that died, per session, before the binding gives up
+	BindingBackoffMs        = 100   // wait before restart k (k = 1, 2, …): BindingBackoffMs * 4^(k-1) ms
+	BindingRequestTimeoutMs = 5000  // a request unanswered this long counts the server as dead
+	BindingStartTimeoutMs   = 10000 // starting the server and its initialize
+)
+
 // What recognize found a call to be.
 const (
 	RecognizedRead    = "read"    // parts of files: a block
 	RecognizedListing = "listing" // a directory listing: a block
 	RecognizedWrite   = "write"   // the tool wrote files: reported as sourceChanged
-	RecognizedQuery   = "query"   // a function of many files (grep -l, find | grep): acknowledged as an event
+	RecognizedQuery   = "query"   // a function of many files (grep -l, find | grep): a block on one query source, re-run when its scope changes
 	RecognizedEvent   = "event"   // an action's result: acknowledged, never tracked
 )
 
@@ -730,6 +745,10 @@ type StatsResult struct {
 	// Syncs: how long the syncs answered so far took the server (absent
 	// before the first; filled by the server, not the core).
 	Syncs *SyncTimes `json:"syncs,omitempty"`
+	// HeapLiveBytes is the server process's live heap as of its last
+	// garbage collection (filled by the server): what a session keeps,
+	// without the garbage RSS also counts.
+	HeapLiveBytes int64 `json:"heapLiveBytes,omitempty"`
 }
 
 // SyncTimes time the syncs a server answered, in milliseconds at the median

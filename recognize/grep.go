@@ -249,12 +249,18 @@ func (t term) grep(prog string, args []string, fs []filter) Result {
 	for i, gr := range groups {
 		parts[i] = Part{Path: gr.path, Start: gr.start, End: gr.start + len(gr.texts) - 1, Text: join(gr.texts)}
 	}
+	// The renderer keeps the groups' shape, not their text (the parts hold it).
+	shapes := make([]*hitGroup, len(groups))
+	for i, gr := range groups {
+		shapes[i] = &hitGroup{path: gr.path, shown: gr.shown, seps: gr.seps, dash: gr.dash}
+	}
+	numbers, heading, pr := sh.numbers, sh.heading, t.printer()
 	render := func(ps []Part) string {
-		out := renderHits(groups, ps, sh.numbers, sh.heading)
+		out := renderHits(shapes, ps, numbers, heading)
 		if trailing {
 			out = append(out, "--")
 		}
-		return t.render(out, ends)
+		return pr.render(out, ends)
 	}
 	if render(parts) != t.out && (!t.screen || render(parts) != t.render(mustLines(t.out), ends)) {
 		return event(format, "the hits do not print back as the output")

@@ -128,8 +128,9 @@ func (r *recognizer) ocRead() Result {
 		p.Start, p.End = w.start, w.start+len(w.lines)-1
 	}
 	shape := ocShape{contentNewline: m[3] == "\n", suffix: w.suffix, path: m[1]}
+	files := r.files // not r: the renderer outlives the call and its output
 	return Result{Kind: KindRead, Format: format, Parts: []Part{p}, render: func(ps []Part) string {
-		return shape.render(ps[0], r.total(ps[0]))
+		return shape.render(ps[0], (&recognizer{files: files, frozen: true}).total(ps[0]))
 	}}
 }
 
@@ -374,8 +375,13 @@ func (r *recognizer) ocGrep() Result {
 			parts = append(parts, Part{Path: h.file, Start: h.line, End: h.line, Text: h.text})
 		}
 	}
+	// The renderer keeps the hits' places; the parts hold their text.
+	kept := append([]ocHit(nil), hits...)
+	for _, i := range idx {
+		kept[i].text = ""
+	}
 	render := func(ps []Part) string {
-		now := append([]ocHit(nil), hits...)
+		now := append([]ocHit(nil), kept...)
 		for k, p := range ps {
 			now[idx[k]].line = max(p.Start, 1)
 			now[idx[k]].text, _, _ = strings.Cut(p.Text, "\n")

@@ -83,7 +83,14 @@ func (r *recognizer) fileEditor() Result {
 		part.Start, part.End = l.start, l.start+len(l.lines)-1
 	}
 	res.Kind, res.Parts = KindRead, []Part{part}
-	res.render = func(ps []Part) string { return l.render(ps[0]) }
+	// The renderer keeps the listing's frame, not its lines (the part holds
+	// them); a clipped view keeps the text it showed, to tell a change.
+	kept := l
+	if l.clipped {
+		kept.clippedText = part.Text
+	}
+	kept.lines = nil
+	res.render = func(ps []Part) string { return kept.render(ps[0]) }
 	return res
 }
 
@@ -97,8 +104,11 @@ type listing struct {
 	ends           bool
 	// view: a view command, whose "NOTE: We only show up to N ..." before a
 	// view_range past the end is kept true; requested is that range's end.
-	view      bool
-	requested int
+	view bool
+	// clippedText is a clipped view's text as shown (render keeps the
+	// clip notice only while the part still shows it).
+	clippedText string
+	requested   int
 }
 
 // pastEOFRE is file_editor's note before a view_range that ran past the end.
@@ -201,7 +211,7 @@ func (l listing) render(p Part) string {
 	if loc := pastEOFRE.FindStringIndex(prefix); l.view && loc != nil {
 		prefix = prefix[:loc[0]] + l.pastEOF(start, lines, p.Total) + prefix[loc[1]:]
 	}
-	if l.clipped && p.Text != join(l.lines) {
+	if l.clipped && p.Text != l.clippedText {
 		suffix = clipNotice(suffix)
 	}
 	var b strings.Builder

@@ -53,14 +53,15 @@ func (t term) query(format, why string) Result {
 		return event(format, why+" (nothing shown)")
 	}
 	_, ends := splitOutput(t.out)
+	shown, pr := t.out, t.printer() // the output as shown: ls's columns are not the query's text
 	render := func(ps []Part) string {
 		if ps[0].Text == text {
-			return t.out // unchanged: as it was shown (ls's columns)
+			return shown // unchanged: as it was shown
 		}
 		if ps[0].Text == "" {
 			return ""
 		}
-		return t.render(strings.Split(ps[0].Text, "\n"), ends)
+		return pr.render(strings.Split(ps[0].Text, "\n"), ends)
 	}
 	if s.URI() == "" {
 		return event(format, why)

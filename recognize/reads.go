@@ -176,8 +176,8 @@ func (t term) read(prog string, args []string) Result {
 	if why != "" {
 		return event(format, why)
 	}
-	numbered := s.numbered
-	render := func(ps []Part) string { return t.render(decorate(ps[0], numbered), ends) }
+	numbered, pr := s.numbered, t.printer()
+	render := func(ps []Part) string { return pr.render(decorate(ps[0], numbered), ends) }
 	if !t.shows(decorate(part, numbered)) {
 		return event(format, "the lines do not print back as the output")
 	}
@@ -286,7 +286,7 @@ func (t term) several(format string, s readSpec) Result {
 		}
 	}
 	names := append([]string(nil), s.files...)
-	numbered, head := s.numbered, s.head
+	numbered, head, pr := s.numbered, s.head, t.printer()
 	_, ends := splitOutput(t.out)
 	render := func(ps []Part) string {
 		var lines []string
@@ -308,7 +308,7 @@ func (t term) several(format string, s readSpec) Result {
 				lines = append(lines, l)
 			}
 		}
-		return t.render(lines, ends)
+		return pr.render(lines, ends)
 	}
 	if render(parts) != t.render(mustLines(t.out), ends) {
 		return event(format, "the files now do not show the output")
@@ -385,7 +385,7 @@ func (t term) filteredRead(prog string, args []string, fs []filter) Result {
 	if len(parts) == 0 {
 		return event(format, "nothing shown")
 	}
-	numberedOut := s.numbered
+	numberedOut, pr := s.numbered, t.printer()
 	render := func(ps []Part) string {
 		var out []string
 		for i, p := range ps {
@@ -394,7 +394,7 @@ func (t term) filteredRead(prog string, args []string, fs []filter) Result {
 			}
 			out = append(out, decorate(p, numberedOut)...)
 		}
-		return t.render(out, ends)
+		return pr.render(out, ends)
 	}
 	if render(parts) != t.render(lines, ends) {
 		return event(format, "the file now does not show the output")

@@ -128,6 +128,26 @@ func (r Result) Render(parts []Part) string {
 // Renders reports whether Render can show the parts again.
 func (r Result) Renders() bool { return r.render != nil }
 
+// Renderer is what a result keeps to show its parts again: the tool's
+// format alone, not the parts' text or the call's output, so a server that
+// keeps it for a block's life keeps no second copy of what the tool showed.
+type Renderer struct {
+	n      int
+	render func([]Part) string
+}
+
+// Renderer returns r's renderer (Render false for a result without one).
+func (r Result) Renderer() Renderer { return Renderer{n: len(r.Parts), render: r.render} }
+
+// Render shows parts as Result.Render does; ok is false when the result
+// has no rendering or parts are not as many as the result's.
+func (rn Renderer) Render(parts []Part) (text string, ok bool) {
+	if rn.render == nil || len(parts) != rn.n {
+		return "", false
+	}
+	return rn.render(parts), true
+}
+
 // Files reads the workspace at observation time, by absolute path.
 type Files interface {
 	ReadFile(path string) ([]byte, error)

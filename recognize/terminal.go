@@ -103,8 +103,16 @@ func parseFilter(argv []string) (filter, bool) {
 }
 
 // render shows lines as the terminal did.
-func (t term) render(lines []string, ends bool) string {
-	if t.screen {
+func (t term) render(lines []string, ends bool) string { return t.printer().render(lines, ends) }
+
+// printer is how the terminal shows lines, apart from the output and the
+// call: what a result's renderer keeps for the life of its block.
+type printer struct{ screen bool }
+
+func (t term) printer() printer { return printer{screen: t.screen} }
+
+func (pr printer) render(lines []string, ends bool) string {
+	if pr.screen {
 		return screenOf(lines)
 	}
 	s := join(lines)

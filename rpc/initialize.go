@@ -72,10 +72,7 @@ func (s *Server) initialize(ctx context.Context, in *params) (any, error) {
 	if p.ClientInfo != nil {
 		client = *p.ClientInfo
 	}
-	schemes := []string{"file", "*"}
-	if len(p.Roots) > 0 {
-		schemes = []string{"file", "query", "*"} // query sources run inside the roots only
-	}
+	schemes := core.Schemes()
 	s.log.Info("session started", "client", client.Name, "clientVersion", client.Version, "roots", p.Roots, "watch", watch)
 	return protocol.InitializeResult{
 		ProtocolVersion: protocol.Version,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/metrics"
 
 	"github.com/concord-ctx/concord/protocol"
 )
@@ -79,8 +80,8 @@ var methods = map[string]method{
 	protocol.MethodInitialize:    {(*Server).initialize, barrier, nil},
 	protocol.MethodObserve:       {onCore(Core.Observe, (*observeWire).params), byAgent, decodeAs[observeWire]},
 	protocol.MethodSourceChanged: {onCore(Core.SourceChanged, same[protocol.SourceChangedParams]), barrier, nil},
-	protocol.MethodSync:          {(*Server).syncViews, byAgent, decodeAs[protocol.SyncParams]},
-	protocol.MethodRecognize:     {(*Server).recognize, byAgent, decodeAs[protocol.RecognizeParams]},
+	protocol.MethodSync:          {onCore(syncNonNil, same[protocol.SyncParams]), byAgent, decodeAs[protocol.SyncParams]},
+	protocol.MethodRecognize:     {onCore(Core.Recognize, same[protocol.RecognizeParams]), byAgent, decodeAs[protocol.RecognizeParams]},
 	protocol.MethodRelease:       {onCore(Core.Release, same[protocol.ReleaseParams]), byAgent, decodeAs[protocol.ReleaseParams]}, // barrier when it names no agent
 	protocol.MethodStats:         {(*Server).stats, barrier, nil},
 	protocol.MethodShutdown:      {(*Server).shutdown, barrier, nil},
@@ -132,7 +133,19 @@ func (s *Server) stats(_ context.Context, raw *params) (any, error) {
 	}
 	res := core.Stats()
 	res.Syncs = s.syncs.snapshot()
+	res.HeapLiveBytes = heapLive()
 	return res, nil
+}
+
+// heapLive is the live heap as the last GC marked it (runtime/metrics: no
+// collection is forced, so stats stays cheap).
+func heapLive() int64 {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(sample[0].Value.Uint64())
 }
 
 // observeWire is observe's params with each source's text as sent (the

@@ -25,14 +25,19 @@ import (
 	"github.com/concord-ctx/concord/runtime"
 )
 
-// Core is what the server needs of a session's context manager;
-// *runtime.Manager satisfies it.
+// Core is what the server needs of a session: its context manager, the
+// intake of tool calls (recognize) and the URI schemes it serves;
+// *session.Core satisfies it.
 type Core interface {
 	Observe(ctx context.Context, p protocol.ObserveParams) (protocol.ObserveResult, error)
 	SourceChanged(ctx context.Context, p protocol.SourceChangedParams) (protocol.SourceChangedResult, error)
 	Sync(ctx context.Context, p protocol.SyncParams) (protocol.SyncResult, error)
+	Recognize(ctx context.Context, p protocol.RecognizeParams) (protocol.RecognizeResult, error)
 	Release(ctx context.Context, p protocol.ReleaseParams) (protocol.ReleaseResult, error)
 	Stats() protocol.StatsResult
+	// Schemes are the URI schemes the session's adapters serve, for
+	// initialize's capabilities ("*": any other, through readSource).
+	Schemes() []string
 	Close() error
 }
 
@@ -88,8 +93,6 @@ type Server struct {
 	endInput context.CancelFunc
 
 	nextID atomic.Uint64 // ids of server-to-client requests
-
-	rec recognized // how recognize's blocks were shown, to render their views
 
 	stream *frame.Stream // writes results (writeResult)
 	syncs  syncTimes     // for stats

@@ -34,6 +34,10 @@ func (faultyCore) Sync(ctx context.Context, r protocol.SyncParams) (protocol.Syn
 func (faultyCore) Release(ctx context.Context, r protocol.ReleaseParams) (protocol.ReleaseResult, error) {
 	return protocol.ReleaseResult{}, nil
 }
+func (faultyCore) Recognize(ctx context.Context, r protocol.RecognizeParams) (protocol.RecognizeResult, error) {
+	return protocol.RecognizeResult{}, errors.New("no intake here")
+}
+func (faultyCore) Schemes() []string           { return []string{"*"} }
 func (faultyCore) Stats() protocol.StatsResult { return protocol.StatsResult{} }
 func (faultyCore) Close() error                { return nil }
 

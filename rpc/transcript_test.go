@@ -56,7 +56,7 @@ func launchInProcess(t testing.TB, args []string) transcript.Server {
 			t.Fatalf("in-process transcripts do not know the flag %q", a)
 		}
 	}
-	cfg.NewSession = session.New(opts)
+	cfg.NewSession = sessions(opts)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan int, 1)
@@ -100,4 +100,17 @@ func mustInt(t testing.TB, flag, v string) int64 {
 		t.Fatalf("%s: %v", flag, err)
 	}
 	return n
+}
+
+// sessions hands rpc.Serve the sessions package session builds (as
+// cmd/concord does: the wiring knows no transport).
+func sessions(o session.Options) rpc.NewSessionFunc {
+	build := session.New(o)
+	return func(ctx context.Context, c rpc.SessionConfig) (rpc.Core, string, error) {
+		core, watch, err := build(ctx, session.Config(c))
+		if err != nil {
+			return nil, "", err
+		}
+		return core, watch, nil
+	}
 }

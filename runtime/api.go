@@ -12,6 +12,7 @@ import (
 	"context"
 
 	"github.com/concord-ctx/concord/locator"
+	"github.com/concord-ctx/concord/protocol"
 )
 
 // Range is a 1-based inclusive line range (the locator's; the wire's
@@ -22,6 +23,20 @@ type Range = locator.Range
 type Content struct {
 	Text    string `json:"text"`
 	Version string `json:"version"`
+}
+
+// View shows a block's sources as its tool would show them now: the tool
+// result in the tool's own format. The intake of tool calls (package intake)
+// registers one with each block it makes; the core keeps it with the block
+// while the block is live, renders the block's in-place views with it
+// (protocol.BlockView's View and Show), and drops it when the block is
+// superseded, released or replaced, so nothing outside the core keeps
+// per-block state.
+type View interface {
+	// Render shows sources (the block's, as the view carries them) in the
+	// tool's format; ok is false when the tool's output cannot be shown
+	// again (a listing: the binding keeps it, or shows the notice).
+	Render(sources []protocol.Source) (text string, ok bool)
 }
 
 // Adapter plugs one kind of source into the core. A new resource type needs

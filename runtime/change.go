@@ -52,15 +52,8 @@ func (m *Manager) reread(ctx context.Context, src *source, ch protocol.SourceCha
 		return nil, nil
 	}
 	stamp, _ := src.adapter.Stamp(ctx, src.id)
-	src.readAt = m.reads.Add(1)
-	c, rerr := src.adapter.Read(ctx, src.id)
-	if rerr != nil && ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	if rerr == nil && ch.Text != nil && src.reporter == nil && normalizeText(*ch.Text) != normalizeText(c.Text) {
-		m.log.Debug("sourceChanged: reported text differs from the source; the source wins", "source", src.id)
-	}
-	return m.applyRead(src, stamp, c, rerr, editBy{agent: ch.Agent, anchor: ch.Anchor}), nil
+	changed, _, err := m.readApply(ctx, src, stamp, editBy{agent: ch.Agent, anchor: ch.Anchor})
+	return changed, err
 }
 
 // Release drops blocks by id, or by the agent's anchors. Unknown block ids,

@@ -188,8 +188,11 @@ func (s *source) addLink(l *link) {
 	s.order = append(s.order, l)
 }
 
-// ordered returns s's live links in block order, compacting out the
-// unlinked ones.
+// ordered returns s's live links in block order (block seq, then link
+// index), so results never depend on map order. Links are kept in that
+// order as they are added (a new block has the highest seq), so this only
+// compacts out the unlinked ones: on a file with tens of thousands of
+// links a sort was most of a change's cost.
 func (s *source) ordered() []*link {
 	s.compact()
 	return slices.Clone(s.order)
@@ -400,6 +403,11 @@ type block struct {
 // take the session's), and the texts only a change, supersession or age
 // sets.
 type blockExtra struct {
+	// view renders the block's in-place views (a block registered by the
+	// intake); nil once the block left stageLive: a superseded or released
+	// block is never shown again, so its renderer, and what the renderer
+	// holds of the tool's output, goes with it.
+	view         View
 	policy       *protocol.Policy
 	notice       string
 	reason       string
@@ -953,7 +961,7 @@ func (ix *index) stats() protocol.StatsResult {
 	for b := range ix.blocks.all() {
 		st.Blocks[b.status()]++
 		for _, l := range b.links {
-			if l.src != nil && l.whole && sameString(l.text, l.src.text) {
+			if l.src != nil && l.whole && sharesBytes(l.text, l.src.text) {
 				continue // shares the source's copy
 			}
 			st.BytesHeld += int64(len(l.text))

@@ -43,6 +43,9 @@ func (ix *index) enter(b *block, to stage) {
 		return
 	}
 	b.stage = to
+	if b.x != nil {
+		b.x.view = nil // never shown in place again (blockExtra.view)
+	}
 	switch to {
 	case stageSuperseded:
 		b.setStatus(protocol.Superseded)

@@ -302,7 +302,10 @@ func (m *Manager) Stats() protocol.StatsResult {
 	return m.ix.stats()
 }
 
-func sameString(a, b string) bool {
+// sharesBytes reports whether a and b are the same bytes in memory (the same
+// pointer and length): a cheap proof that a text was not replaced, not a
+// comparison of contents.
+func sharesBytes(a, b string) bool {
 	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b))
 }
 

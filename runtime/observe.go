@@ -35,6 +35,12 @@ func (m *Manager) lookup(uri string) (*source, error) {
 // source's current content first: a read that raced a write is reconciled
 // at once.
 func (m *Manager) Observe(ctx context.Context, obs protocol.ObserveParams) (protocol.ObserveResult, error) {
+	return m.ObserveView(ctx, obs, nil)
+}
+
+// ObserveView is Observe for a block whose in-place views v renders (nil:
+// none, as Observe). The block keeps v while it is live.
+func (m *Manager) ObserveView(ctx context.Context, obs protocol.ObserveParams, v View) (protocol.ObserveResult, error) {
 	if err := obs.Validate(); err != nil {
 		return protocol.ObserveResult{}, err
 	}
@@ -56,7 +62,7 @@ func (m *Manager) Observe(ctx context.Context, obs protocol.ObserveParams) (prot
 		return protocol.ObserveResult{}, err
 	}
 	res, err := locked(m, func(*index) (protocol.ObserveResult, error) {
-		b := m.register(obs, srcs)
+		b := m.register(obs, srcs, v)
 		res := protocol.ObserveResult{Block: b.id(), Superseded: []string{}}
 		if b.status() != protocol.Invalid {
 			res.Superseded = m.ix.supersede(b)
@@ -135,17 +141,13 @@ func (m *Manager) load(ctx context.Context, src *source, ref protocol.Source) er
 	if m.settled(src, stamp, serr, ref) {
 		return nil
 	}
-	src.readAt = m.reads.Add(1)
-	c, err := src.adapter.Read(ctx, src.id)
+	_, err, cut := m.readApply(ctx, src, stamp, editBy{})
 	switch {
+	case cut != nil:
+		return cut
 	case err == nil:
-		p := m.prepare(src, c, nil)
-		m.withLock(func() { m.attribute(src, m.applyContent(src, stamp, c, p), "", "") })
 		return nil
-	case ctx.Err() != nil:
-		return ctx.Err()
 	}
-	m.withLock(func() { m.attribute(src, m.applyGone(src, stamp, err), "", "") })
 	if errors.Is(err, ErrTooLarge) && src.reporter == nil {
 		// Over the size cap nothing can tell whether the read is still
 		// true, and "changed" would be a guess that sends the agent into
@@ -185,7 +187,7 @@ func (m *Manager) settled(src *source, stamp string, serr error, ref protocol.So
 
 // register builds the block, verifies each link against the source's current
 // text and indexes it. Caller holds m.mu.
-func (m *Manager) register(obs protocol.ObserveParams, srcs []*source) *block {
+func (m *Manager) register(obs protocol.ObserveParams, srcs []*source, v View) *block {
 	ag := m.ix.agent(obs.Agent)
 	if obs.Turn > ag.turn {
 		ag.turn = obs.Turn
@@ -195,6 +197,9 @@ func (m *Manager) register(obs protocol.ObserveParams, srcs []*source) *block {
 		p := *obs.Policy
 		b.ext().policy = &p
 		m.ix.useAge(&p)
+	}
+	if v != nil {
+		b.ext().view = v
 	}
 	for i, ref := range obs.Sources {
 		l := b.links[i]

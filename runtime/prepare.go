@@ -88,7 +88,7 @@ func (p *prepared) overlapping(src *source) []Range {
 // fits reports whether p was computed against src's current text. Caller
 // holds m.mu.
 func (p *prepared) fits(src *source) bool {
-	return p != nil && src.state == statePresent && src.known && sameString(p.base, src.text)
+	return p != nil && src.state == statePresent && src.known && sharesBytes(p.base, src.text)
 }
 
 // use gives the reconciler what was prepared: the new lines, the changed

@@ -173,15 +173,6 @@ func (rc *reconciler) finish(registered bool) []*block {
 	return rc.order
 }
 
-// sortedLinks returns a source's links in block order (block seq, then
-// link index), so results never depend on map order. The source keeps them
-// in that order as they are added (a new block has the highest seq), so
-// this is a filter of the ones since unlinked, not a sort: on a file with
-// tens of thousands of links the sort was most of a change's cost.
-func sortedLinks(s *source) []*link {
-	return s.ordered()
-}
-
 // link reconciles one link against the source's new text.
 func (rc *reconciler) link(l *link) {
 	l.holdShown() // the model's copy, while text and rng change
@@ -217,7 +208,7 @@ func (rc *reconciler) link(l *link) {
 	}
 	if l.whole {
 		old := rc.oldLines
-		if !(l.state == linkOK && rc.oldKnown && sameString(l.text, wholeText(rc.oldText))) {
+		if !(l.state == linkOK && rc.oldKnown && sharesBytes(l.text, wholeText(rc.oldText))) {
 			old = locator.SplitLines(l.text)
 		}
 		st, reason := wholeVerdict(old, rc.newLines, rc.m.params)
@@ -302,7 +293,7 @@ func (rc *reconciler) apply(l *link, res locator.Result) {
 	switch res.Status {
 	case locator.Unchanged, locator.Moved:
 		if l.whole {
-			if !sameString(l.text, wholeText(src.text)) {
+			if !sharesBytes(l.text, wholeText(src.text)) {
 				l.text = wholeText(src.text) // same lines; share the source's copy
 			}
 		} else if res.Range != l.rng {
@@ -543,7 +534,7 @@ func (m *Manager) applyContent(src *source, stamp string, c Content, p *prepared
 		rc.use(p)
 	}
 	unchanged := 0
-	for _, l := range sortedLinks(src) {
+	for _, l := range src.ordered() {
 		if rc.untouched(l) {
 			unchanged++
 			continue
@@ -601,7 +592,7 @@ func (m *Manager) applyGone(src *source, stamp string, err error) []*block {
 		return nil
 	}
 	rc := m.newReconciler(src, oldText, oldLines, oldKnown)
-	for _, l := range sortedLinks(src) {
+	for _, l := range src.ordered() {
 		rc.gone(l, c, msg)
 	}
 	return rc.finish(true)

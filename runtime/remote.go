@@ -38,26 +38,15 @@ func (e *remoteChangeError) Unwrap() error { return ErrUnreadable }
 // client knows, has its links marked changed on that host with a notice
 // naming it, until this instance's client reports or shows the source
 // again. It returns the blocks whose state changed.
-func (m *Manager) RemoteChanged(ctx context.Context, rc RemoteChange) ([]string, error) {
-	src, err := m.tracked(rc.URI)
+func (m *Manager) RemoteChanged(ctx context.Context, ch RemoteChange) ([]string, error) {
+	src, err := m.tracked(ch.URI)
 	if err != nil || src == nil {
 		return nil, err
 	}
-	src.io.Lock()
-	var changed []*block
-	if src.reporter == nil {
-		stamp, _ := src.adapter.Stamp(ctx, src.id)
-		c, rerr := src.adapter.Read(ctx, src.id)
-		if rerr != nil && ctx.Err() != nil {
-			src.io.Unlock()
-			return nil, ctx.Err()
-		}
-		changed = m.applyRead(src, stamp, c, rerr, editBy{})
-	} else {
-		stamp, _ := src.adapter.Stamp(ctx, src.id)
-		m.withLock(func() { changed = m.applyRemote(src, stamp, rc) })
+	changed, err := m.remoteChanged(ctx, src, ch)
+	if err != nil {
+		return nil, err
 	}
-	src.io.Unlock()
 	m.flushNotify("")
 	sort.Slice(changed, func(i, j int) bool { return changed[i].seq < changed[j].seq })
 	ids := make([]string, len(changed))
@@ -65,6 +54,21 @@ func (m *Manager) RemoteChanged(ctx context.Context, rc RemoteChange) ([]string,
 		ids[i] = b.id()
 	}
 	return ids, nil
+}
+
+// remoteChanged re-reads a file another host changed, or marks a keyed
+// source changed, under src.io.
+func (m *Manager) remoteChanged(ctx context.Context, src *source, ch RemoteChange) ([]*block, error) {
+	src.io.Lock()
+	defer src.io.Unlock()
+	stamp, _ := src.adapter.Stamp(ctx, src.id)
+	if src.reporter == nil {
+		changed, _, err := m.readApply(ctx, src, stamp, editBy{})
+		return changed, err
+	}
+	var changed []*block
+	m.withLock(func() { changed = m.applyRemote(src, stamp, ch) })
+	return changed, nil
 }
 
 // tracked returns the source uri names when some block depends on it, else
@@ -89,11 +93,11 @@ func (m *Manager) tracked(uri string) (*source, error) {
 // applyRemote marks a keyed source changed on another host. A version this
 // instance already holds changes nothing (its client reported it first).
 // Caller holds m.mu.
-func (m *Manager) applyRemote(src *source, stamp string, rc RemoteChange) []*block {
-	if rc.Version != "" && src.version == rc.Version && src.state == statePresent {
+func (m *Manager) applyRemote(src *source, stamp string, ch RemoteChange) []*block {
+	if ch.Version != "" && src.version == ch.Version && src.state == statePresent {
 		return nil
 	}
-	changed := m.applyGone(src, stamp, &remoteChangeError{rc})
+	changed := m.applyGone(src, stamp, &remoteChangeError{ch})
 	m.attribute(src, changed, "", "")
 	seen := make(map[*block]bool, len(changed))
 	for _, b := range changed {
@@ -101,11 +105,11 @@ func (m *Manager) applyRemote(src *source, stamp string, rc RemoteChange) []*blo
 	}
 	// The notice names the host, not a read error; a later change by
 	// another host (or to another version) updates it.
-	for _, l := range sortedLinks(src) {
+	for _, l := range src.ordered() {
 		if l.state == linkOK || l.cause != causeUnreadable {
 			continue
 		}
-		n := noticeRemote(l, rc)
+		n := noticeRemote(l, ch)
 		if l.notice() == n {
 			continue
 		}
@@ -120,11 +124,11 @@ func (m *Manager) applyRemote(src *source, stamp string, rc RemoteChange) []*blo
 	return changed
 }
 
-func noticeRemote(l *link, rc RemoteChange) string {
+func noticeRemote(l *link, ch RemoteChange) string {
 	by := ""
-	if rc.Agent != "" {
-		by = " by agent " + rc.Agent
+	if ch.Agent != "" {
+		by = " by agent " + ch.Agent
 	}
 	return fmt.Sprintf("[concord] %s was changed on host %s%s after this read; the content shown earlier%s may be outdated. Re-read %s before relying on it.",
-		l.name(), rc.Host, by, l.shownLines(), l.target())
+		l.name(), ch.Host, by, l.shownLines(), l.target())
 }

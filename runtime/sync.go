@@ -34,13 +34,23 @@ func (m *Manager) verify(ctx context.Context, src *source, force bool, since uin
 	if !force && serr == nil && stamp != "" && stamp == prev && fresh {
 		return nil
 	}
+	_, _, err := m.readApply(ctx, src, stamp, editBy{})
+	return err
+}
+
+// readApply reads src and applies what the read found: its content, or
+// that it is gone or unreadable (readErr, applied all the same). The
+// stamp, taken before the read, is stored with the content, so it is never
+// newer than it. Only a read cut short by ctx applies nothing (err).
+// Caller holds src.io: reads and applies of one source stay in order, and
+// readAt tells later verifies that this read covers them.
+func (m *Manager) readApply(ctx context.Context, src *source, stamp string, by editBy) (changed []*block, readErr, err error) {
 	src.readAt = m.reads.Add(1)
-	c, err := src.adapter.Read(ctx, src.id)
-	if ctx.Err() != nil {
-		return ctx.Err()
+	c, readErr := src.adapter.Read(ctx, src.id)
+	if readErr != nil && ctx.Err() != nil {
+		return nil, nil, ctx.Err()
 	}
-	m.applyRead(src, stamp, c, err, editBy{})
-	return nil
+	return m.applyRead(src, stamp, c, readErr, by), readErr, nil
 }
 
 // applyRead applies the outcome of one Read of src under the lock and
@@ -197,13 +207,8 @@ func (m *Manager) verifyRead(ctx context.Context, src *source, stamp string, sin
 	if !live {
 		return nil
 	}
-	src.readAt = m.reads.Add(1)
-	c, err := src.adapter.Read(ctx, src.id)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	m.applyRead(src, stamp, c, err, editBy{})
-	return nil
+	_, _, err := m.readApply(ctx, src, stamp, editBy{})
+	return err
 }
 
 // Sync verifies every source with live blocks, flags the agent's aged
@@ -231,10 +236,16 @@ func (m *Manager) Sync(ctx context.Context, req protocol.SyncParams) (protocol.S
 	if err := m.verifyAll(ctx, plan.own, since); err != nil {
 		return protocol.SyncResult{}, err
 	}
-	res, err := locked(m, func(ix *index) (protocol.SyncResult, error) { return m.project(plan.agent, req), nil })
+	var rs []rendering
+	res, err := locked(m, func(ix *index) (protocol.SyncResult, error) {
+		res := m.project(plan.agent, req)
+		rs = m.renderings(res.Blocks)
+		return res, nil
+	})
 	if err != nil {
 		return protocol.SyncResult{}, err
 	}
+	render(res.Blocks, rs)
 	m.flushNotify(req.Agent)
 	return res, nil
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/concord-ctx/concord/feed"
 	"github.com/concord-ctx/concord/fileadapter"
 	"github.com/concord-ctx/concord/protocol"
-	"github.com/concord-ctx/concord/rpc"
 	"github.com/concord-ctx/concord/runtime"
 	"github.com/concord-ctx/concord/runtime/keyed"
 )
@@ -18,7 +17,7 @@ import (
 // the plugin binary stays as it was.
 
 // withFeed refuses a feed: this build has none.
-func withFeed(_ context.Context, m *runtime.Manager, o FeedOptions, _ feed.OpenFunc, _ *fileadapter.Adapter, _ *keyed.Adapter, _ string, _ *slog.Logger) (rpc.Core, error) {
+func withFeed(_ context.Context, m *runtime.Manager, o FeedOptions, _ feed.OpenFunc, _ *fileadapter.Adapter, _ *keyed.Adapter, _ string, _ *slog.Logger) (manager, error) {
 	if o.URL == "" {
 		return m, nil
 	}
@@ -30,4 +29,4 @@ func withFeed(_ context.Context, m *runtime.Manager, o FeedOptions, _ feed.OpenF
 type feedHint struct{ m *runtime.Manager }
 
 func (h *feedHint) notify(id string) { h.m.Hint(id) }
-func (h *feedHint) attach(rpc.Core)  {}
+func (h *feedHint) attach(manager)  {}

@@ -14,7 +14,6 @@ import (
 	"github.com/concord-ctx/concord/feed"
 	"github.com/concord-ctx/concord/fileadapter"
 	"github.com/concord-ctx/concord/protocol"
-	"github.com/concord-ctx/concord/rpc"
 	"github.com/concord-ctx/concord/runtime"
 	"github.com/concord-ctx/concord/runtime/keyed"
 )
@@ -22,7 +21,7 @@ import (
 // withFeed joins the session to its feed, when it has one: the core gains
 // a bridge that publishes sourceChanged and applies other hosts' changes,
 // and sync reports the feed's state.
-func withFeed(ctx context.Context, m *runtime.Manager, o FeedOptions, open feed.OpenFunc, fa *fileadapter.Adapter, ka *keyed.Adapter, root string, log *slog.Logger) (rpc.Core, error) {
+func withFeed(ctx context.Context, m *runtime.Manager, o FeedOptions, open feed.OpenFunc, fa *fileadapter.Adapter, ka *keyed.Adapter, root string, log *slog.Logger) (manager, error) {
 	if o.URL == "" {
 		return m, nil
 	}
@@ -115,7 +114,7 @@ func (h *feedHint) notify(id string) {
 }
 
 // attach starts publishing the watcher's changes, once core has a feed.
-func (h *feedHint) attach(core rpc.Core) {
+func (h *feedHint) attach(core manager) {
 	if fc, ok := core.(*feedCore); ok {
 		h.b.Store(fc.b)
 	}

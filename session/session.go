@@ -1,8 +1,10 @@
-// Package session wires one Concord session for rpc.Serve: a runtime.Manager
-// with the file adapter for file:// sources, the query adapter for query://
-// sources (confined to the same roots) and the keyed adapter
-// (readSource) for every other scheme. `concord serve` and the in-process
-// transcript tests build sessions the same way through it.
+// Package session wires one Concord session: a runtime.Manager with the
+// file adapter for file:// sources, the query adapter for query:// sources
+// (confined to the same roots) and the keyed adapter (readSource) for every
+// other scheme, and the intake of tool calls into it (package intake).
+// `concord serve` hands it to the transport (rpc.Serve), and the in-process
+// transcript tests build sessions the same way through it; it knows no
+// transport.
 package session
 
 import (
@@ -10,14 +12,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"time"
 
 	"github.com/concord-ctx/concord/feed"
 	"github.com/concord-ctx/concord/fileadapter"
+	"github.com/concord-ctx/concord/intake"
 	"github.com/concord-ctx/concord/protocol"
 	"github.com/concord-ctx/concord/query"
 	"github.com/concord-ctx/concord/queryadapter"
-	"github.com/concord-ctx/concord/rpc"
+	"github.com/concord-ctx/concord/recognize"
 	"github.com/concord-ctx/concord/runtime"
 	"github.com/concord-ctx/concord/runtime/keyed"
 )
@@ -35,9 +39,63 @@ type Options struct {
 	OpenFeed feed.OpenFunc
 }
 
-// New returns the rpc.NewSessionFunc that builds sessions with these options.
-func New(o Options) rpc.NewSessionFunc {
-	return func(ctx context.Context, cfg rpc.SessionConfig) (rpc.Core, string, error) {
+// Config is one session's settings and its ties back to its client: the
+// client's options, validated, with the operator's policy laid under them
+// (the transport's initialize does both).
+type Config struct {
+	Options protocol.InitializeParams
+	// Notify tells the client that the blocks of these agents changed. It
+	// never blocks.
+	Notify func(agents []string)
+	// Fetch asks the client for a keyed source's content (readSource).
+	Fetch  func(ctx context.Context, uri string) (runtime.Content, error)
+	Logger *slog.Logger
+}
+
+// manager is the context manager a session serves: *runtime.Manager, or
+// the manager joined to a change feed.
+type manager interface {
+	Observe(ctx context.Context, p protocol.ObserveParams) (protocol.ObserveResult, error)
+	ObserveView(ctx context.Context, p protocol.ObserveParams, v runtime.View) (protocol.ObserveResult, error)
+	SourceChanged(ctx context.Context, p protocol.SourceChangedParams) (protocol.SourceChangedResult, error)
+	Sync(ctx context.Context, p protocol.SyncParams) (protocol.SyncResult, error)
+	Release(ctx context.Context, p protocol.ReleaseParams) (protocol.ReleaseResult, error)
+	Stats() protocol.StatsResult
+	Close() error
+}
+
+// Core is one session: its context manager, the intake of tool calls into
+// it, and the URI schemes its adapters serve.
+type Core struct {
+	manager
+	in      *intake.Intake
+	schemes []string
+}
+
+// Recognize takes a finished tool call in (package intake), reading the
+// workspace as it is now.
+func (c *Core) Recognize(ctx context.Context, p protocol.RecognizeParams) (protocol.RecognizeResult, error) {
+	return c.in.Recognize(ctx, p)
+}
+
+// Schemes are the URI schemes the session serves, as its adapters declare
+// them ("*": any other, by readSource).
+func (c *Core) Schemes() []string { return c.schemes }
+
+// newCore wraps m with its intake; serving lists the adapters that serve.
+func newCore(m manager, serving ...runtime.Adapter) *Core {
+	c := &Core{manager: m, in: intake.New(m, recognize.OS{}, nil)}
+	for _, a := range serving {
+		c.schemes = append(c.schemes, a.Scheme())
+	}
+	return c
+}
+
+// New returns the function that builds sessions with these options. It
+// reports the effective watch mode; a *protocol.FieldError (a root that
+// does not exist) names the offending field.
+func New(o Options) func(ctx context.Context, cfg Config) (*Core, string, error) {
+	return func(ctx context.Context, cfg Config) (*Core, string, error) {
 		opts := cfg.Options
 		fo, err := o.Feed.merge(opts.Feed, o.OpenFeed)
 		if err != nil {
@@ -51,8 +109,11 @@ func New(o Options) rpc.NewSessionFunc {
 			m.AddAdapter(noFiles{scheme: query.Scheme})
 			ka := keyed.New(cfg.Fetch)
 			m.AddAdapter(ka)
-			core, err := withFeed(ctx, m, fo, o.OpenFeed, nil, ka, "", cfg.Logger)
-			return core, protocol.WatchHooks, err
+			mgr, err := withFeed(ctx, m, fo, o.OpenFeed, nil, ka, "", cfg.Logger)
+			if err != nil {
+				return nil, "", err
+			}
+			return newCore(mgr, ka), protocol.WatchHooks, nil
 		}
 		hint := &feedHint{m: m}
 		fa, err := fileadapter.New(fileadapter.Config{
@@ -84,12 +145,12 @@ func New(o Options) rpc.NewSessionFunc {
 		m.AddAdapter(qa)
 		ka := keyed.New(cfg.Fetch)
 		m.AddAdapter(ka)
-		core, err := withFeed(ctx, m, fo, o.OpenFeed, fa, ka, feedRoot(fo, opts.Roots), cfg.Logger)
+		mgr, err := withFeed(ctx, m, fo, o.OpenFeed, fa, ka, feedRoot(fo, opts.Roots), cfg.Logger)
 		if err != nil {
 			return nil, "", err
 		}
-		hint.attach(core)
-		return core, fa.Mode(), nil
+		hint.attach(mgr)
+		return newCore(mgr, fa, qa, ka), fa.Mode(), nil
 	}
 }
 

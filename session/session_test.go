@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/concord-ctx/concord/protocol"
-	"github.com/concord-ctx/concord/rpc"
 	"github.com/concord-ctx/concord/runtime"
 )
 
@@ -30,7 +29,7 @@ func TestRootErrorNamesTheRoot(t *testing.T) {
 		{[]string{good, good + "/sub/../missing"}, "roots[1]"}, // the message quotes a cleaned path
 		{[]string{filepath.Join(good, "missing"), good}, "roots[0]"},
 	} {
-		_, _, err := New(Options{})(context.Background(), rpc.SessionConfig{Options: protocol.InitializeParams{Roots: tc.roots, Watch: protocol.WatchHooks}})
+		_, _, err := New(Options{})(context.Background(), Config{Options: protocol.InitializeParams{Roots: tc.roots, Watch: protocol.WatchHooks}})
 		var fe *protocol.FieldError
 		if !errors.As(err, &fe) || fe.Field != tc.field {
 			t.Errorf("%v: err %v, want a field error naming %s", tc.roots, err, tc.field)
@@ -41,7 +40,7 @@ func TestRootErrorNamesTheRoot(t *testing.T) {
 // TestNoRoots: a session without roots refuses files and serves keyed
 // sources; its watch mode is hooks.
 func TestNoRoots(t *testing.T) {
-	core, watch, err := New(Options{})(context.Background(), rpc.SessionConfig{Options: protocol.InitializeParams{Roots: []string{}}})
+	core, watch, err := New(Options{})(context.Background(), Config{Options: protocol.InitializeParams{Roots: []string{}}})
 	if err != nil || watch != protocol.WatchHooks {
 		t.Fatalf("New: %v, watch %q", err, watch)
 	}

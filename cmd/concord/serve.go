@@ -118,7 +118,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	signal.Ignore(syscall.SIGPIPE)
 
 	cfg := rpc.Config{
-		NewSession: session.New(session.Options{PollInterval: o.pollInterval, Debounce: o.debounce, MaxSource: int64(o.maxSource),
+		NewSession: sessions(session.Options{PollInterval: o.pollInterval, Debounce: o.debounce, MaxSource: int64(o.maxSource),
 			Feed: o.feed, OpenFeed: openFeed}),
 		Name:       "concord",
 		Version:    version,
@@ -177,4 +177,17 @@ func (b *byteSize) Set(s string) error {
 	}
 	*b = byteSize(n * mult)
 	return nil
+}
+
+// sessions hands the transport the sessions package session builds: the
+// wiring knows no transport, so the two meet here.
+func sessions(o session.Options) rpc.NewSessionFunc {
+	build := session.New(o)
+	return func(ctx context.Context, c rpc.SessionConfig) (rpc.Core, string, error) {
+		core, watch, err := build(ctx, session.Config(c))
+		if err != nil {
+			return nil, "", err // not a typed nil in the interface
+		}
+		return core, watch, nil
+	}
 }

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	if framing, ok := os.LookupEnv(serveEnv); ok {
 		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		code, err := rpc.Serve(context.Background(), os.Stdin, os.Stdout, rpc.Config{
-			NewSession: session.New(session.Options{}), Framing: framing, Logger: log, Version: "test",
+			NewSession: sessions(session.Options{}), Framing: framing, Logger: log, Version: "test",
 		})
 		if err != nil {
 			log.Error("serve", "error", err)
@@ -209,5 +209,18 @@ func TestStartFails(t *testing.T) {
 	cancel()
 	if _, err := client.Start(ctx, os.Args[0]); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Start with a done context: %v", err)
+	}
+}
+
+// sessions hands rpc.Serve the sessions package session builds (as
+// cmd/concord does: the wiring knows no transport).
+func sessions(o session.Options) rpc.NewSessionFunc {
+	build := session.New(o)
+	return func(ctx context.Context, c rpc.SessionConfig) (rpc.Core, string, error) {
+		core, watch, err := build(ctx, session.Config(c))
+		if err != nil {
+			return nil, "", err
+		}
+		return core, watch, nil
 	}
 }

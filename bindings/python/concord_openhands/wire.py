@@ -19,6 +19,10 @@ CODE_METHOD_NOT_FOUND = -32601
 CODE_INTERNAL_ERROR = -32603
 CODE_UNSUPPORTED_PROTO = -32003
 CODE_OUTSIDE_ROOTS = -32010
+BINDING_MAX_RESTARTS = 3  # restarts of a server that died, per session, before the binding gives up
+BINDING_BACKOFF_MS = 100  # wait before restart k (k = 1, 2, …): BindingBackoffMs * 4^(k-1) ms
+BINDING_REQUEST_TIMEOUT_MS = 5000  # a request unanswered this long counts the server as dead
+BINDING_START_TIMEOUT_MS = 10000  # starting the server and its initialize
 class Info(TypedDict):  # Info names a client or server program.
     name: str; version: NotRequired[str]
 Watch = Literal["auto", "fsnotify", "poll", "hooks"]  # Watch modes of initialize.
@@ -67,7 +71,7 @@ class SyncParams(TypedDict, total=False):  # SyncParams ask for an agent's proje
 class BlockView(TypedDict, total=False):  # BlockView is what a binding needs to rewrite one tool result.
     block: Required[str]; anchor: Required[str]; agent: Required[str]; turn: Required[int]
     status: Required[Status]; sources: list[Source]; notice: str; supersededBy: str; reason: str
-    placement: str; erratum: str; view: str
+    placement: str; erratum: str; view: str; show: str
 Feed = Literal["live", "behind"]  # Feed states.
 class FeedStatus(TypedDict, total=False):  # FeedStatus is the change feed's state, in every sync of a session with a feed.
     state: Required[Feed]; since: str; unsent: int; notice: str
@@ -83,7 +87,7 @@ class SyncTimes(TypedDict):  # SyncTimes time the syncs a server answered, in mi
     answeredP99Ms: float
 class StatsResult(TypedDict):  # StatsResult answers stats: counters for operators and benchmarks.
     blocks: dict[Status, int]; reconciliations: dict[str, int]; verifyPasses: int; sources: int
-    agents: int; bytesHeld: int; syncs: NotRequired[SyncTimes]
+    agents: int; bytesHeld: int; syncs: NotRequired[SyncTimes]; heapLiveBytes: NotRequired[int]
 class ToolCall(TypedDict, total=False):  # ToolCall is one finished tool call as the runtime has it (recognize).
     runtime: Required[str]; tool: Required[str]; arguments: Any; output: Required[str]; exitCode: int
     cwd: str; truncated: bool; error: bool; metadata: Any

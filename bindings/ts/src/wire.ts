@@ -14,6 +14,10 @@ export const CodeMethodNotFound = -32601
 export const CodeInternalError = -32603
 export const CodeUnsupportedProto = -32003
 export const CodeOutsideRoots = -32010
+export const BindingMaxRestarts = 3 // restarts of a server that died, per session, before the binding gives up
+export const BindingBackoffMs = 100 // wait before restart k (k = 1, 2, …): BindingBackoffMs * 4^(k-1) ms
+export const BindingRequestTimeoutMs = 5000 // a request unanswered this long counts the server as dead
+export const BindingStartTimeoutMs = 10000 // starting the server and its initialize
 export interface Info { name: string; version?: string } // Info names a client or server program.
 export type Watch = "auto" | "fsnotify" | "poll" | "hooks" // Watch modes of initialize.
 export type Action = "patch" | "refresh" | "annotate" | "suppress" // Action is what a policy does to a block whose source changed.
@@ -56,7 +60,7 @@ export interface SyncParams { // SyncParams ask for an agent's projection before
 export interface BlockView { // BlockView is what a binding needs to rewrite one tool result.
   block: string; anchor: string; agent: string; turn: number; status: Status; sources?: Source[]
   notice?: string; supersededBy?: string; reason?: string; placement?: string; erratum?: string
-  view?: string
+  view?: string; show?: string
 }
 export type Feed = "live" | "behind" // Feed states.
 export interface FeedStatus { state: Feed; since?: string; unsent?: number; notice?: string } // FeedStatus is the change feed's state, in every sync of a session with a feed.
@@ -72,6 +76,7 @@ export interface SyncTimes { // SyncTimes time the syncs a server answered, in m
 export interface StatsResult { // StatsResult answers stats: counters for operators and benchmarks.
   blocks: Partial<Record<Status, number>>; reconciliations: Record<string, number>
   verifyPasses: number; sources: number; agents: number; bytesHeld: number; syncs?: SyncTimes
+  heapLiveBytes?: number
 }
 export interface ToolCall { // ToolCall is one finished tool call as the runtime has it (recognize).
   runtime: string; tool: string; arguments?: unknown; output: string; exitCode?: number; cwd?: string

@@ -13,6 +13,7 @@ var bindingUses = []string{
 	"Version", "MethodInitialize", "MethodObserve", "MethodSourceChanged", "MethodSync", "MethodRelease",
 	"MethodStats", "MethodRecognize", "MethodShutdown", "MethodExit",
 	"CodeInternalError", "CodeMethodNotFound", "CodeOutsideRoots", "CodeUnsupportedProto",
+	"BindingMaxRestarts", "BindingBackoffMs", "BindingRequestTimeoutMs", "BindingStartTimeoutMs",
 	"InitializeParams", "InitializeResult", "ObserveParams", "ObserveResult", "SourceChangedParams",
 	"SourceChangedResult", "SyncParams", "SyncResult", "ReleaseParams", "ReleaseResult", "StatsResult",
 	"RecognizeParams", "RecognizeResult", "Error",

@@ -71,7 +71,7 @@ func serveInProcess(stderr io.Writer) *inProcess {
 	go func() {
 		defer close(p.done)
 		p.status, p.err = rpc.Serve(context.Background(), srvIn, srvOut, rpc.Config{
-			NewSession: session.New(session.Options{PollInterval: 2 * time.Second, Debounce: 50 * time.Millisecond}),
+			NewSession: sessions(session.Options{PollInterval: 2 * time.Second, Debounce: 50 * time.Millisecond}),
 			Name:       "concord",
 			Version:    "bench",
 			Logger:     log,
@@ -128,3 +128,16 @@ func (p *inProcess) Close() error {
 type discard struct{}
 
 func (discard) Printf(string, ...any) {}
+
+// sessions hands rpc.Serve the sessions package session builds (as
+// cmd/concord does: the wiring knows no transport).
+func sessions(o session.Options) rpc.NewSessionFunc {
+	build := session.New(o)
+	return func(ctx context.Context, c rpc.SessionConfig) (rpc.Core, string, error) {
+		core, watch, err := build(ctx, session.Config(c))
+		if err != nil {
+			return nil, "", err
+		}
+		return core, watch, nil
+	}
+}
