@@ -21,7 +21,6 @@ import (
 // hook's tool_input) or arguments.input (a rollout's custom_tool_call).
 
 const (
-	cxOutputMark = "Output:\n"
 	// cxTruncated starts an output Codex cut to max_output_tokens (its
 	// middle is then elided as "…N tokens truncated…").
 	cxTruncated = "Warning: truncated output (original token count: "
