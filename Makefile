@@ -10,7 +10,7 @@ COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 DATE    := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: all build build-feed go-test-feed bench-feed test go-test py-test ts-test bench fuzz lint complexity reliability clean chromium \
+.PHONY: all build build-feed codex-deps go-test-feed bench-feed test go-test py-test ts-test bench fuzz lint complexity reliability clean chromium \
         dist dist-bin dist-wheel dist-npm dist-test dist-test-wheel dist-test-npm artifact-test
 
 all: build
@@ -30,7 +30,7 @@ build-feed:
 test: lint build go-test py-test ts-test artifact-test
 
 # internal/geminicli drives the pinned Gemini CLI (bindings/gemini's npm packages) offline.
-go-test: go-test-feed chromium
+go-test: go-test-feed chromium codex-deps
 	$(MAKE) -C bindings/gemini deps
 	$(GO) test -race -count=1 $(PKGS)
 
@@ -43,6 +43,10 @@ chromium:
 	  echo "installing Debian's chromium (the audit HTML test renders the page in it)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "note: no chromium and no root apt-get: TestAuditHTMLInChromium will be skipped"; fi
+
+# The pinned Codex CLI (@openai/codex) the Codex tests drive against a loopback fake model.
+codex-deps:
+	$(MAKE) -C bindings/codex deps
 
 # The change feed's tests need the tag: an embedded 3-node JetStream cluster and three
 # `concord serve --feed` processes (feed/natsfeed), and the binary's feed settings (cmd/concord).

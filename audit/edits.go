@@ -48,6 +48,8 @@ func (r *replayer) applyWrite(st *Step, res recognize.Result, p string) bool {
 				}
 			}
 		}
+	case "codex/apply_patch":
+		return r.applyCodexPatch(call, p)
 	case "opencode/write":
 		text, ok := str("content")
 		if ok {

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -63,6 +64,24 @@ func FuzzOpenHandsEvent(f *testing.F) {
 			t.Fatal(err)
 		}
 		s, err := loadOpenHands(dir)
+		replayAny(t, s, err)
+	})
+}
+
+// FuzzParseCodex: a rollout (the real ones, with the project at /w, seed it).
+func FuzzParseCodex(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "codex", "*", "rollout.jsonl"))
+	for _, file := range files {
+		if data, err := os.ReadFile(file); err == nil {
+			f.Add(bytes.ReplaceAll(data, []byte("{WS}"), []byte("/w")))
+		}
+	}
+	f.Add([]byte(`{"type":"session_meta","payload":{"id":"s","cwd":"/w","cli_version":"0.169.0"}}` + "\n" +
+		`{"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"cat a\"}","call_id":"c"}}` + "\n" +
+		`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"Process exited with code 0\nOutput:\nx\n"}}` + "\n"))
+	f.Add([]byte(`{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"FileChange","id":"c","changes":{"/w/a":{"type":"update","unified_diff":"@@\n-x\n+y\n","move_path":null}}}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := parseCodex("f.jsonl", data)
 		replayAny(t, s, err)
 	})
 }

@@ -15,7 +15,7 @@ import (
 
 // Input is one session to read: an OpenHands conversation directory (with
 // events/), or one JSON/JSONL file (an OpenCode export, a Claude Code
-// transcript, or an OpenAI-format message list).
+// transcript, a Codex rollout, a Gemini CLI chat, or an OpenAI-format message list).
 type Input struct {
 	Path string
 	Dir  bool // an OpenHands conversation directory
@@ -81,7 +81,7 @@ func hasEvents(dir string) bool {
 }
 
 // ErrUnknownFormat is a file that is none of the accepted inputs.
-var ErrUnknownFormat = errors.New("not a session this audit reads (an OpenHands conversation directory, an `opencode export` JSON, a Claude Code transcript, a Gemini CLI chat, or an OpenAI-format message list)")
+var ErrUnknownFormat = errors.New("not a session this audit reads (an OpenHands conversation directory, an `opencode export` JSON, a Claude Code transcript, a Codex rollout, a Gemini CLI chat, or an OpenAI-format message list)")
 
 // ErrSQLite is a SQLite database given as an input (OpenCode's opencode.db).
 var ErrSQLite = errors.New("a SQLite database (OpenCode 1.18 keeps sessions in opencode.db): export each session with `opencode export <sessionID> > <sessionID>.json` and audit the JSON")
@@ -103,6 +103,9 @@ func Load(in Input) (*Session, error) {
 	}
 	if isGeminiChat(data) {
 		return parseGeminiCLI(in.Path, data)
+	}
+	if isCodexRollout(data) {
+		return parseCodex(in.Path, data)
 	}
 	trim := bytes.TrimSpace(data)
 	if len(trim) > 0 && trim[0] == '{' {

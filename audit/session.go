@@ -17,6 +17,7 @@ const (
 	FormatOpenHands = "openhands" // an OpenHands SDK conversation's persisted events
 	FormatOpenCode  = "opencode"  // `opencode export <sessionID>` JSON
 	FormatOpenAI    = "openai"    // an OpenAI-format message list (JSON or JSONL)
+	FormatCodex     = "codex"     // a Codex CLI rollout (sessions/YYYY/MM/DD/rollout-*.jsonl)
 )
 
 // Session is one finished session, as a sequence of tool results and model

@@ -98,6 +98,7 @@ type Runtime interface {
 var runtimes = map[string]Runtime{
 	ClaudeCode{}.Name(): ClaudeCode{},
 	GeminiCLI{}.Name():  GeminiCLI{},
+	Codex{}.Name():      Codex{},
 }
 
 // Lookup returns the runtime named name.

@@ -86,6 +86,8 @@ func FuzzRecognize(f *testing.F) {
 	f.Add(uint8(5), "a.txt", "Read file: /ws/a.txt\n\n     1  alpha\n     2  beta\n", 0)
 	f.Add(uint8(5), "a.txt", "Read file: /ws/a.txt (showing lines 2-3 of 6) To read more, use: read_file(file_path='a.txt', offset=3, limit=2)\n\n     2  beta\n     3  \tgamma\n", 0)
 	f.Add(uint8(4), "", "Found 1 matches\n/ws/a.txt:\n  Line 2: beta\n", 0)
+	f.Add(uint8(6), "sed -n '1,2p' a.txt", "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\nalpha\nbeta\n", 0)
+	f.Add(uint8(7), "nl -ba a.txt", "     1\talpha\n     2\tbeta\n", 0)
 	files := fuzzWorkspace()
 	f.Fuzz(func(t *testing.T, tool uint8, command, output string, exit int) {
 		call := fuzzCall(tool, command, output, exit)
@@ -129,7 +131,13 @@ func FuzzRecognize(f *testing.F) {
 func fuzzCall(tool uint8, command, output string, exit int) recognize.Call {
 	args := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
 	code := exit
-	switch tool % 6 {
+	switch tool % 8 {
+	case 6:
+		return recognize.Call{Runtime: recognize.Codex, Tool: "exec_command", Args: args(map[string]string{"cmd": command}),
+			Output: output, Cwd: "/ws"}
+	case 7:
+		return recognize.Call{Runtime: recognize.Codex, Tool: "Bash", Args: args(map[string]string{"command": command}),
+			Output: output, ExitCode: &code, Cwd: "/ws"}
 	case 0:
 		return recognize.Call{Runtime: recognize.OpenHands, Tool: "terminal", Args: args(map[string]string{"command": command}),
 			Output: output, ExitCode: &code, Cwd: "/ws"}
@@ -209,10 +217,14 @@ func seedFromCorpus(f *testing.F) {
 			if err := json.Unmarshal(cs.Call, &call); err != nil {
 				f.Fatal(errors.Join(err, errors.New(cs.Name)))
 			}
-			var a struct{ Command string }
+			var a struct{ Command, Cmd string }
 			_ = json.Unmarshal(call.Args, &a)
 			tool := uint8(0)
 			switch call.Tool {
+			case "exec_command":
+				tool, a.Command = 6, a.Cmd
+			case "Bash":
+				tool = 7
 			case "bash":
 				tool = 1
 			case "file_editor":

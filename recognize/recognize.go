@@ -25,6 +25,7 @@ const (
 	OpenCode   = "opencode"
 	ClaudeCode = "claude-code"
 	GeminiCLI  = "gemini-cli"
+	Codex      = "codex"
 )
 
 // runtimes is the one list of runtimes whose tools are recognized: the
@@ -35,6 +36,7 @@ var runtimes = map[string]func(*recognizer) Result{
 	OpenCode:   (*recognizer).opencode,
 	ClaudeCode: (*recognizer).claudecode,
 	GeminiCLI:  (*recognizer).geminiCLI,
+	Codex:      (*recognizer).codex,
 }
 
 // Runtimes lists the runtimes Recognize knows, sorted.

@@ -21,6 +21,7 @@ type auditOptions struct {
 	asJSON      *bool
 	html, price *string
 	each        *bool
+	codex       *bool
 }
 
 func auditFlags() (*pflag.FlagSet, *auditOptions) {
@@ -30,6 +31,7 @@ func auditFlags() (*pflag.FlagSet, *auditOptions) {
 		html:   fs.String("html", "", "also write a self-contained HTML page with a per-call timeline to this file"),
 		price:  fs.String("price", "", "price the repairs' prompt-cache cost: anthropic (write 1.25, read 0.1), openai (1, 0.5) or WRITE:READ"),
 		each:   fs.Bool("sessions", false, "list every session in the text summary (the default up to 20 sessions)"),
+		codex:  fs.Bool("codex", false, "also audit Codex CLI's rollouts ($CODEX_HOME/sessions, default ~/.codex/sessions)"),
 	}
 }
 
@@ -63,7 +65,15 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseCommand(fs, "audit", args, stderr); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
+	paths := fs.Args()
+	if *o.codex {
+		dir, err := audit.CodexSessions()
+		if err != nil {
+			return err
+		}
+		paths = append(paths, dir)
+	}
+	if len(paths) == 0 {
 		return usageError{errors.New("no PATH to audit")}
 	}
 	price, err := parsePrice(*o.price)
@@ -71,8 +81,8 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{err}
 	}
 	opt := audit.Options{Price: price, PriceName: *o.price, Timeline: *o.html != ""}
-	ins, errs := audit.Find(fs.Args())
-	for _, p := range holdingNothing(fs.Args(), ins, errs) {
+	ins, errs := audit.Find(paths)
+	for _, p := range holdingNothing(paths, ins, errs) {
 		fmt.Fprintf(stderr, "concord audit: %s: no sessions found here. %s\n", p, lookedFor)
 	}
 	if len(ins) == 0 {

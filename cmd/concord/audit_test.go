@@ -231,3 +231,42 @@ func TestAuditNothingToAudit(t *testing.T) {
 		t.Errorf("the page lacks the sessions (%v)", err)
 	}
 }
+
+// TestAuditCodex: `concord audit --codex` reads $CODEX_HOME/sessions, and
+// `concord audit DIR` finds the rollouts in Codex's YYYY/MM/DD layout.
+func TestAuditCodex(t *testing.T) {
+	home := t.TempDir()
+	data, err := os.ReadFile("../../testdata/codex/stale/rollout.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := os.ReadFile("../../testdata/codex/stale/rollout-path.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(home, strings.TrimSpace(string(rel)))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, bytes.ReplaceAll(data, []byte("{WS}"), []byte("/home/dev/proj")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"audit", "--json", "--codex"}, {"audit", "--json", filepath.Join(home, "sessions")}} {
+		cmd := exec.Command(concordBin, args...)
+		cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
+		out, err := cmd.Output()
+		var rep struct {
+			Totals struct {
+				Sessions   int `json:"sessions"`
+				StaleViews int `json:"staleViews"`
+			} `json:"totals"`
+			Sessions []struct {
+				Format string `json:"format"`
+			} `json:"sessions"`
+		}
+		if err != nil || json.Unmarshal(out, &rep) != nil || rep.Totals.Sessions != 1 || rep.Totals.StaleViews != 1 ||
+			rep.Sessions[0].Format != "codex" {
+			t.Errorf("%v: %v, %+v\n%s", args, err, rep, out)
+		}
+	}
+}

@@ -62,22 +62,25 @@ re-read the file).`,
 		{
 			name:    "audit",
 			summary: "show how much stale context finished agent sessions worked from",
-			usage:   "concord audit [--json] [--html FILE] [--price MODEL] PATH...",
+			usage:   "concord audit [--json] [--html FILE] [--price MODEL] [--codex] PATH...",
 			long: `Replays finished sessions through serve's recognition and reconciliation and
 reports model calls that carried a stale view, stale views by kind, the worst files,
 how long stale text stayed (in calls), the stale tokens sent (characters/4, an
 estimate) and what Concord would have sent instead. PATH: OpenHands persistence
-directories (events/event-*.json), 'opencode export' JSON files, Gemini CLI chats
-(~/.gemini/tmp/*/chats/*.jsonl), OpenAI-format message lists (JSON or JSONL), or
-directories holding them (docs/audit.md).
+directories (events/event-*.json), 'opencode export' JSON files, Claude Code
+transcripts (~/.claude/projects), Codex CLI rollouts (rollout-*.jsonl), Gemini CLI
+chats (~/.gemini/tmp/*/chats/*.jsonl), OpenAI-format message lists (JSON or
+JSONL), or directories holding them (docs/audit.md). --codex adds $CODEX_HOME/sessions.
 Nothing is written to the input. Status 1 when some input could not be read.`,
 			examples: `  concord audit ~/.openhands/conversations
+  concord audit ~/.codex/sessions
   opencode export ses_123 > ses_123.json && concord audit ses_123.json
   concord audit --price anthropic --html audit.html sessions/`,
 			flags: func() *pflag.FlagSet { fs, _ := auditFlags(); return fs },
 			run:   noStdin(runAudit),
 		},
 		hookCommand(),
+		installCommand(),
 		{
 			name:     "version",
 			aliases:  []string{"--version"},

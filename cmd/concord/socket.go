@@ -251,6 +251,15 @@ type sharedCore struct{ s *sharedSession }
 
 var _ rpc.Core = sharedCore{}
 
+func (c sharedCore) Recognize(ctx context.Context, p protocol.RecognizeParams) (protocol.RecognizeResult, error) {
+	defer c.s.lane(p.Agent)()
+	core, err := c.s.get()
+	if err != nil {
+		return protocol.RecognizeResult{}, err
+	}
+	return core.Recognize(ctx, p)
+}
+
 func (c sharedCore) Observe(ctx context.Context, p protocol.ObserveParams) (protocol.ObserveResult, error) {
 	defer c.s.lane(p.Agent)()
 	core, err := c.s.get()
@@ -278,23 +287,6 @@ func (c sharedCore) Sync(ctx context.Context, p protocol.SyncParams) (protocol.S
 	return core.Sync(ctx, p)
 }
 
-func (c sharedCore) Recognize(ctx context.Context, p protocol.RecognizeParams) (protocol.RecognizeResult, error) {
-	defer c.s.lane(p.Agent)()
-	core, err := c.s.get()
-	if err != nil {
-		return protocol.RecognizeResult{}, err
-	}
-	return core.Recognize(ctx, p)
-}
-
-func (c sharedCore) Schemes() []string {
-	core, err := c.s.get()
-	if err != nil {
-		return nil
-	}
-	return core.Schemes()
-}
-
 func (c sharedCore) Release(ctx context.Context, p protocol.ReleaseParams) (protocol.ReleaseResult, error) {
 	defer c.s.lane(p.Agent)()
 	core, err := c.s.get()
@@ -302,6 +294,15 @@ func (c sharedCore) Release(ctx context.Context, p protocol.ReleaseParams) (prot
 		return protocol.ReleaseResult{}, err
 	}
 	return core.Release(ctx, p)
+}
+
+// Schemes are the shared session's (none once it is closed).
+func (c sharedCore) Schemes() []string {
+	core, err := c.s.get()
+	if err != nil {
+		return nil
+	}
+	return core.Schemes()
 }
 
 func (c sharedCore) Stats() protocol.StatsResult {
