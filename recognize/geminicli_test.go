@@ -55,7 +55,7 @@ func FuzzGeminiCLI(f *testing.F) {
 		}
 	}
 	f.Add(uint8(0), "/ws/a.txt", "alpha\nbeta\n\tgamma\nbeta\n\ndelta  \n")
-	f.Add(uint8(0), "a.txt", fmt.Sprintf("\nIMPORTANT: The file content has been truncated.\nStatus: Showing lines 2-3 of 7 total lines.\nAction: To read more of the file, you can use the 'start_line' and 'end_line' parameters in a subsequent 'read_file' call. For example, to read the next section of the file, use start_line: 4.\n\n--- FILE CONTENT (truncated) ---\nbeta\n\tgamma"))
+	f.Add(uint8(0), "a.txt", "\nIMPORTANT: The file content has been truncated.\nStatus: Showing lines 2-3 of 7 total lines.\nAction: To read more of the file, you can use the 'start_line' and 'end_line' parameters in a subsequent 'read_file' call. For example, to read the next section of the file, use start_line: 4.\n\n--- FILE CONTENT (truncated) ---\nbeta\n\tgamma")
 	f.Add(uint8(1), "beta", "Found 2 matches for pattern \"beta\" in the workspace directory:\n---\nFile: a.txt\nL2: beta\nL4: beta\n---")
 	f.Add(uint8(2), "cat -n a.txt", "<untrusted_context>\nOutput: 1\talpha\n     2\tbeta\nProcess Group PGID: 7\n</untrusted_context>")
 	files := fuzzWorkspace()
