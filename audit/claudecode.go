@@ -91,13 +91,20 @@ type ccToolUse struct {
 	input json.RawMessage
 }
 
+// ccParse is one transcript being read into a session.
+type ccParse struct {
+	s        *Session
+	uses     map[string]ccToolUse
+	resultOf map[string]string // tool_use_id -> the record (uuid) holding its result
+	anchors  []string          // results in the context, oldest first
+	charsOf  map[string]int
+	lastMsg  string // the assistant message the last records belong to
+}
+
 func parseClaudeCode(file string, data []byte) (*Session, error) {
-	s := &Session{File: file, Format: FormatClaudeCode}
-	uses := map[string]ccToolUse{}
-	resultOf := map[string]string{} // tool_use_id -> the record (uuid) holding its result
-	var anchors []string
-	charsOf := map[string]int{}
-	lastMsg := ""
+	p := &ccParse{s: &Session{File: file, Format: FormatClaudeCode}, uses: map[string]ccToolUse{},
+		resultOf: map[string]string{}, charsOf: map[string]int{}}
+	s := p.s
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 256<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -114,60 +121,11 @@ func parseClaudeCode(file string, data []byte) (*Session, error) {
 		at, _ := time.Parse(time.RFC3339Nano, r.Timestamp)
 		switch {
 		case r.Type == "system" && r.Subtype == "compact_boundary":
-			keep := map[string]bool{}
-			if r.Compact != nil && r.Compact.Preserved != nil {
-				for _, u := range r.Compact.Preserved.AllUUIDs {
-					keep[u] = true
-				}
-			}
-			st := Step{Time: at}
-			var kept []string
-			for _, a := range anchors {
-				if keep[resultOf[a]] {
-					kept = append(kept, a)
-					continue
-				}
-				st.Forget = append(st.Forget, a)
-				st.ForgetChars += charsOf[a]
-			}
-			anchors = kept
-			if len(st.Forget) > 0 {
-				s.Steps = append(s.Steps, st)
-			}
-			lastMsg = ""
+			p.compact(r, at)
 		case r.Type == "assistant" && r.Message != nil:
-			if r.Message.ID == "" || r.Message.ID != lastMsg {
-				s.Steps = append(s.Steps, Step{Model: true, Time: at})
-				lastMsg = r.Message.ID
-			}
-			for _, b := range ccBlocks(r.Message.Content) {
-				switch b.Type {
-				case "text", "thinking":
-					s.Steps = append(s.Steps, Step{Chars: len(b.Text)})
-				case "tool_use":
-					uses[b.ID] = ccToolUse{name: b.Name, input: b.Input}
-					s.Steps = append(s.Steps, Step{Chars: len(b.Input)})
-				}
-			}
+			p.assistant(r, at)
 		case r.Type == "user" && r.Message != nil:
-			lastMsg = ""
-			var prompt string
-			if json.Unmarshal(r.Message.Content, &prompt) == nil {
-				s.Steps = append(s.Steps, Step{Chars: len(prompt), Time: at})
-				continue
-			}
-			for _, b := range ccBlocks(r.Message.Content) {
-				switch b.Type {
-				case "text":
-					s.Steps = append(s.Steps, Step{Chars: len(b.Text), Time: at})
-				case "tool_result":
-					st := ccToolStep(r, b, uses[b.ToolUseID], at)
-					s.Steps = append(s.Steps, st)
-					anchors = append(anchors, b.ToolUseID)
-					resultOf[b.ToolUseID] = r.UUID
-					charsOf[b.ToolUseID] = st.Chars + len(uses[b.ToolUseID].input)
-				}
-			}
+			p.user(r, at)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -180,6 +138,72 @@ func parseClaudeCode(file string, data []byte) (*Session, error) {
 		return nil, errors.New("a claude code transcript without messages")
 	}
 	return s, nil
+}
+
+// compact is a compaction boundary: every result it did not preserve
+// leaves the context.
+func (p *ccParse) compact(r ccRecord, at time.Time) {
+	keep := map[string]bool{}
+	if r.Compact != nil && r.Compact.Preserved != nil {
+		for _, u := range r.Compact.Preserved.AllUUIDs {
+			keep[u] = true
+		}
+	}
+	st := Step{Time: at}
+	var kept []string
+	for _, a := range p.anchors {
+		if keep[p.resultOf[a]] {
+			kept = append(kept, a)
+			continue
+		}
+		st.Forget = append(st.Forget, a)
+		st.ForgetChars += p.charsOf[a]
+	}
+	p.anchors = kept
+	if len(st.Forget) > 0 {
+		p.s.Steps = append(p.s.Steps, st)
+	}
+	p.lastMsg = ""
+}
+
+// assistant is a record of the model's answer: a model call when it starts
+// a new message, then its text and tool calls.
+func (p *ccParse) assistant(r ccRecord, at time.Time) {
+	if r.Message.ID == "" || r.Message.ID != p.lastMsg {
+		p.s.Steps = append(p.s.Steps, Step{Model: true, Time: at})
+		p.lastMsg = r.Message.ID
+	}
+	for _, b := range ccBlocks(r.Message.Content) {
+		switch b.Type {
+		case "text", "thinking":
+			p.s.Steps = append(p.s.Steps, Step{Chars: len(b.Text)})
+		case "tool_use":
+			p.uses[b.ID] = ccToolUse{name: b.Name, input: b.Input}
+			p.s.Steps = append(p.s.Steps, Step{Chars: len(b.Input)})
+		}
+	}
+}
+
+// user is a prompt, or the tool results the runtime sent back.
+func (p *ccParse) user(r ccRecord, at time.Time) {
+	p.lastMsg = ""
+	var prompt string
+	if json.Unmarshal(r.Message.Content, &prompt) == nil {
+		p.s.Steps = append(p.s.Steps, Step{Chars: len(prompt), Time: at})
+		return
+	}
+	for _, b := range ccBlocks(r.Message.Content) {
+		switch b.Type {
+		case "text":
+			p.s.Steps = append(p.s.Steps, Step{Chars: len(b.Text), Time: at})
+		case "tool_result":
+			st := ccToolStep(r, b, p.uses[b.ToolUseID], at)
+			p.s.Steps = append(p.s.Steps, st)
+			p.anchors = append(p.anchors, b.ToolUseID)
+			p.resultOf[b.ToolUseID] = r.UUID
+			p.charsOf[b.ToolUseID] = st.Chars + len(p.uses[b.ToolUseID].input)
+		}
+	}
 }
 
 // ccToolStep is one tool result: its structured answer, where the record

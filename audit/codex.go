@@ -100,16 +100,24 @@ func isCodexRollout(data []byte) bool {
 var cxModelItems = map[string]bool{"function_call": true, "custom_tool_call": true, "reasoning": true,
 	"web_search_call": true, "local_shell_call": true, "tool_search_call": true}
 
+// cxParse is one rollout being read into a session.
+type cxParse struct {
+	s       *Session
+	calls   map[string]cxPending
+	changes map[string]json.RawMessage // call id -> FileChange.changes
+	cwd     string
+	inCall  bool // the last item was the model's
+}
+
+// cxPending is a tool call the model made, until its output is read.
+type cxPending struct {
+	name string
+	args json.RawMessage
+}
+
 func parseCodex(file string, data []byte) (*Session, error) {
-	s := &Session{File: file, Format: FormatCodex}
-	type pending struct {
-		name string
-		args json.RawMessage
-	}
-	calls := map[string]pending{}
-	changes := map[string]json.RawMessage{} // call id -> FileChange.changes
-	cwd := ""
-	inCall := false // the last item was the model's
+	p := &cxParse{s: &Session{File: file, Format: FormatCodex}, calls: map[string]cxPending{}, changes: map[string]json.RawMessage{}}
+	s := p.s
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 256<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -132,61 +140,19 @@ func parseCodex(file string, data []byte) (*Session, error) {
 				s.ID = m.ID
 			}
 			if m.Cwd != "" {
-				cwd = m.Cwd
+				p.cwd = m.Cwd
 			}
 		case "event_msg":
 			var e cxEvent
 			if json.Unmarshal(l.Payload, &e) == nil && e.Type == "item_completed" && e.Item != nil && e.Item.Type == "FileChange" {
-				changes[e.Item.ID] = e.Item.Changes
+				p.changes[e.Item.ID] = e.Item.Changes
 			}
 		case "response_item":
-			var p cxItem
-			if err := json.Unmarshal(l.Payload, &p); err != nil {
+			var it cxItem
+			if err := json.Unmarshal(l.Payload, &it); err != nil {
 				return nil, fmt.Errorf("line %d: response_item: %w", n, err)
 			}
-			model := cxModelItems[p.Type] || p.Type == "message" && p.Role == "assistant"
-			if model && !inCall {
-				s.Steps = append(s.Steps, Step{Model: true, Time: at.UTC()})
-			}
-			inCall = model
-			switch p.Type {
-			case "message":
-				chars := 0
-				for _, c := range p.Content {
-					chars += len(c.Text)
-				}
-				s.Steps = append(s.Steps, Step{Chars: chars})
-			case "reasoning":
-				chars := 0
-				for _, c := range p.Summary {
-					chars += len(c.Text)
-				}
-				s.Steps = append(s.Steps, Step{Chars: chars})
-			case "function_call":
-				args := json.RawMessage(p.Arguments)
-				if !json.Valid(args) {
-					args = nil
-				}
-				calls[p.CallID] = pending{p.Name, args}
-				s.Steps = append(s.Steps, Step{Chars: len(p.Arguments)})
-			case "custom_tool_call":
-				// Freeform input (apply_patch's patch): the arguments the hook shows, {"command": INPUT}.
-				args, _ := json.Marshal(map[string]string{"command": p.Input})
-				calls[p.CallID] = pending{p.Name, args}
-				s.Steps = append(s.Steps, Step{Chars: len(p.Input)})
-			case "web_search_call":
-				call := &recognize.Call{Runtime: recognize.Codex, Tool: "web_search", Args: p.Action, Cwd: cwd}
-				s.Steps = append(s.Steps, Step{Tool: call, Anchor: p.ID, Time: at.UTC(), Chars: len(p.Action)})
-			case "function_call_output", "custom_tool_call_output":
-				c, ok := calls[p.CallID]
-				if !ok {
-					continue // an output of a call the rollout does not hold
-				}
-				out := cxOutputText(p.Output)
-				call := &recognize.Call{Runtime: recognize.Codex, Tool: c.name, Args: c.args, Output: out, Cwd: cwd,
-					Metadata: changes[p.CallID]}
-				s.Steps = append(s.Steps, Step{Tool: call, Anchor: p.CallID, Time: at.UTC(), Chars: len(out)})
-			}
+			p.item(it, at.UTC())
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -196,6 +162,54 @@ func parseCodex(file string, data []byte) (*Session, error) {
 		return nil, errors.New("a codex rollout without session_meta")
 	}
 	return s, nil
+}
+
+// item is one response item: the model's (a new model call when it follows
+// anything else), or a tool's output.
+func (p *cxParse) item(it cxItem, at time.Time) {
+	model := cxModelItems[it.Type] || it.Type == "message" && it.Role == "assistant"
+	if model && !p.inCall {
+		p.s.Steps = append(p.s.Steps, Step{Model: true, Time: at})
+	}
+	p.inCall = model
+	switch it.Type {
+	case "message":
+		chars := 0
+		for _, c := range it.Content {
+			chars += len(c.Text)
+		}
+		p.s.Steps = append(p.s.Steps, Step{Chars: chars})
+	case "reasoning":
+		chars := 0
+		for _, c := range it.Summary {
+			chars += len(c.Text)
+		}
+		p.s.Steps = append(p.s.Steps, Step{Chars: chars})
+	case "function_call":
+		args := json.RawMessage(it.Arguments)
+		if !json.Valid(args) {
+			args = nil
+		}
+		p.calls[it.CallID] = cxPending{it.Name, args}
+		p.s.Steps = append(p.s.Steps, Step{Chars: len(it.Arguments)})
+	case "custom_tool_call":
+		// Freeform input (apply_patch's patch): the arguments the hook shows, {"command": INPUT}.
+		args, _ := json.Marshal(map[string]string{"command": it.Input})
+		p.calls[it.CallID] = cxPending{it.Name, args}
+		p.s.Steps = append(p.s.Steps, Step{Chars: len(it.Input)})
+	case "web_search_call":
+		call := &recognize.Call{Runtime: recognize.Codex, Tool: "web_search", Args: it.Action, Cwd: p.cwd}
+		p.s.Steps = append(p.s.Steps, Step{Tool: call, Anchor: it.ID, Time: at, Chars: len(it.Action)})
+	case "function_call_output", "custom_tool_call_output":
+		c, ok := p.calls[it.CallID]
+		if !ok {
+			return // an output of a call the rollout does not hold
+		}
+		out := cxOutputText(it.Output)
+		call := &recognize.Call{Runtime: recognize.Codex, Tool: c.name, Args: c.args, Output: out, Cwd: p.cwd,
+			Metadata: p.changes[it.CallID]}
+		p.s.Steps = append(p.s.Steps, Step{Tool: call, Anchor: it.CallID, Time: at, Chars: len(out)})
+	}
 }
 
 // cxOutputText is a tool output's text as the model saw it: a string, or

@@ -139,96 +139,18 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // hooks.state of $CODEX_HOME/config.toml; a second listing checks that
 // every one of them is trusted. It returns how many there are.
 func trustCodexHooks(ctx context.Context, bin, home string) (int, error) {
-	cmd := exec.CommandContext(ctx, bin, "app-server")
-	cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
-	cmd.Dir = home
-	stdin, err := cmd.StdinPipe()
+	app, err := startAppServer(ctx, bin, home)
 	if err != nil {
 		return 0, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	defer app.close()
+	if err := app.call("initialize", map[string]any{"clientInfo": map[string]string{"name": "concord", "version": version}}, nil); err != nil {
 		return 0, err
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("start %s app-server: %w", bin, err)
-	}
-	defer func() {
-		stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
-	dec := json.NewDecoder(stdout)
-	id := 0
-	call := func(method string, params, result any) error {
-		id++
-		msg, err := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
-		if err != nil {
-			return err
-		}
-		if _, err := stdin.Write(append(msg, '\n')); err != nil {
-			return fmt.Errorf("%s: %w", method, err)
-		}
-		for {
-			var reply struct {
-				ID     *int            `json:"id"`
-				Method string          `json:"method"`
-				Result json.RawMessage `json:"result"`
-				Error  *struct {
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			if err := dec.Decode(&reply); err != nil {
-				return fmt.Errorf("%s: %w (stderr: %s)", method, err, strings.TrimSpace(stderr.String()))
-			}
-			if reply.ID == nil || *reply.ID != id || reply.Method != "" {
-				continue // a notification, or a request of the server's
-			}
-			if reply.Error != nil {
-				return fmt.Errorf("%s: %s", method, reply.Error.Message)
-			}
-			if result == nil {
-				return nil
-			}
-			return json.Unmarshal(reply.Result, result)
-		}
-	}
-	if err := call("initialize", map[string]any{"clientInfo": map[string]string{"name": "concord", "version": version}}, nil); err != nil {
+	if _, err := app.stdin.Write([]byte(`{"method":"initialized"}` + "\n")); err != nil {
 		return 0, err
 	}
-	if _, err := stdin.Write([]byte(`{"method":"initialized"}` + "\n")); err != nil {
-		return 0, err
-	}
-	type hookInfo struct {
-		Key         string `json:"key"`
-		Command     string `json:"command"`
-		CurrentHash string `json:"currentHash"`
-		TrustStatus string `json:"trustStatus"`
-	}
-	ours := func() ([]hookInfo, error) {
-		var list struct {
-			Data []struct {
-				Hooks []hookInfo `json:"hooks"`
-			} `json:"data"`
-		}
-		if err := call("hooks/list", map[string]any{"cwds": []string{home}}, &list); err != nil {
-			return nil, err
-		}
-		var hs []hookInfo
-		seen := map[string]bool{}
-		for _, d := range list.Data {
-			for _, h := range d.Hooks {
-				if strings.HasSuffix(h.Command, " hook codex") && !seen[h.Key] {
-					seen[h.Key] = true
-					hs = append(hs, h)
-				}
-			}
-		}
-		return hs, nil
-	}
-	hs, err := ours()
+	hs, err := app.concordHooks(home)
 	if err != nil {
 		return 0, err
 	}
@@ -243,11 +165,11 @@ func trustCodexHooks(ctx context.Context, bin, home string) (int, error) {
 	}
 	if len(state) > 0 {
 		edit := map[string]any{"keyPath": "hooks.state", "mergeStrategy": "upsert", "value": state}
-		if err := call("config/batchWrite", map[string]any{"edits": []any{edit}}, nil); err != nil {
+		if err := app.call("config/batchWrite", map[string]any{"edits": []any{edit}}, nil); err != nil {
 			return 0, err
 		}
 	}
-	if hs, err = ours(); err != nil {
+	if hs, err = app.concordHooks(home); err != nil {
 		return 0, err
 	}
 	for _, h := range hs {
@@ -256,6 +178,108 @@ func trustCodexHooks(ctx context.Context, bin, home string) (int, error) {
 		}
 	}
 	return len(hs), nil
+}
+
+// appServer is a `codex app-server` child spoken to in JSON lines.
+type appServer struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	dec    *json.Decoder
+	stderr bytes.Buffer
+	id     int
+}
+
+func startAppServer(ctx context.Context, bin, home string) (*appServer, error) {
+	a := &appServer{cmd: exec.CommandContext(ctx, bin, "app-server")}
+	a.cmd.Env = append(os.Environ(), "CODEX_HOME="+home)
+	a.cmd.Dir = home
+	var err error
+	if a.stdin, err = a.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := a.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	a.cmd.Stderr = &a.stderr
+	if err := a.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s app-server: %w", bin, err)
+	}
+	a.dec = json.NewDecoder(stdout)
+	return a, nil
+}
+
+func (a *appServer) close() {
+	a.stdin.Close()
+	_ = a.cmd.Process.Kill()
+	_ = a.cmd.Wait()
+}
+
+// call sends one request and decodes its answer into result (nil: none),
+// passing over the server's notifications and requests.
+func (a *appServer) call(method string, params, result any) error {
+	a.id++
+	msg, err := json.Marshal(map[string]any{"id": a.id, "method": method, "params": params})
+	if err != nil {
+		return err
+	}
+	if _, err := a.stdin.Write(append(msg, '\n')); err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	for {
+		var reply struct {
+			ID     *int            `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := a.dec.Decode(&reply); err != nil {
+			return fmt.Errorf("%s: %w (stderr: %s)", method, err, strings.TrimSpace(a.stderr.String()))
+		}
+		if reply.ID == nil || *reply.ID != a.id || reply.Method != "" {
+			continue // a notification, or a request of the server's
+		}
+		if reply.Error != nil {
+			return fmt.Errorf("%s: %s", method, reply.Error.Message)
+		}
+		if result == nil {
+			return nil
+		}
+		return json.Unmarshal(reply.Result, result)
+	}
+}
+
+// codexHook is one hook as hooks/list reports it.
+type codexHook struct {
+	Key         string `json:"key"`
+	Command     string `json:"command"`
+	CurrentHash string `json:"currentHash"`
+	TrustStatus string `json:"trustStatus"`
+}
+
+// concordHooks lists Concord's hooks (the commands ending in " hook codex").
+func (a *appServer) concordHooks(home string) ([]codexHook, error) {
+	var list struct {
+		Data []struct {
+			Hooks []codexHook `json:"hooks"`
+		} `json:"data"`
+	}
+	if err := a.call("hooks/list", map[string]any{"cwds": []string{home}}, &list); err != nil {
+		return nil, err
+	}
+	var hs []codexHook
+	seen := map[string]bool{}
+	for _, d := range list.Data {
+		for _, h := range d.Hooks {
+			if strings.HasSuffix(h.Command, " hook codex") && !seen[h.Key] {
+				seen[h.Key] = true
+				hs = append(hs, h)
+			}
+		}
+	}
+	return hs, nil
 }
 
 // codexHooks is hooks.json (old, possibly empty) with Concord's entries

@@ -139,15 +139,15 @@ type Summary struct {
 	FirstError       string  `json:"first_error,omitempty"`
 }
 
-// Run plays every mode on every task of every workload.
-func Run(ctx context.Context, cfg Config, wls []Workload) (*Report, error) {
+// withDefaults checks cfg and fills in what it leaves out.
+func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Agent == nil {
-		return nil, fmt.Errorf("bench: no agent")
+		return cfg, fmt.Errorf("bench: no agent")
 	}
 	if cfg.Counter == nil {
 		c, err := tokens.New()
 		if err != nil {
-			return nil, err
+			return cfg, err
 		}
 		cfg.Counter = c
 	}
@@ -162,8 +162,17 @@ func Run(ctx context.Context, cfg Config, wls []Workload) (*Report, error) {
 	}
 	for _, m := range cfg.Modes {
 		if !validMode(m) {
-			return nil, fmt.Errorf("bench: unknown mode %q (want one of %v)", m, AllModes)
+			return cfg, fmt.Errorf("bench: unknown mode %q (want one of %v)", m, AllModes)
 		}
+	}
+	return cfg, nil
+}
+
+// Run plays every mode on every task of every workload.
+func Run(ctx context.Context, cfg Config, wls []Workload) (*Report, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	root, err := makeRoot(cfg.TempDir)
 	if err != nil {
