@@ -191,12 +191,23 @@ func (e *env) at(r *anthropic.Request) files {
 	return e.snaps[sha256.Sum256(r.Body)]
 }
 
+// kill ends the running claude -p as a crash would (no SessionEnd).
+func (e *env) kill() {
+	e.mu.Lock()
+	cancel := e.cancel
+	e.mu.Unlock()
+	cancel()
+}
+
 // run runs claude -p through script.
 func (e *env) run(script ...anthropic.Step) error {
 	e.fake.SetScript(script...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	// Under mu: the fake model's handler calls it (kill), on its own goroutine.
+	e.mu.Lock()
 	e.cancel = cancel
+	e.mu.Unlock()
 	args := append([]string{}, e.claudeArgs...)
 	if e.plugin {
 		args = append(args, "--plugin-dir", pluginDir)

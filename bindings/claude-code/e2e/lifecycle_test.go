@@ -52,16 +52,23 @@ func TestIdleEnd(t *testing.T) {
 	e := newEnv(t, true)
 	e.idle = "1s"
 	e.write(e.p("a.txt"), "a\n")
-	var alive []int
+	var (
+		mu    sync.Mutex // alive is set on the fake model's goroutine
+		alive []int
+	)
 	err := e.run(
 		step(nil, read(e.p("a.txt"))),
 		noop(func(*anthropic.Request) error {
+			mu.Lock()
 			alive = e.servers()
-			e.cancel() // kills claude -p: no SessionEnd
+			mu.Unlock()
+			e.kill() // kills claude -p: no SessionEnd
 			return nil
 		}),
 		anthropic.Say("done"),
 	)
+	mu.Lock()
+	defer mu.Unlock()
 	if err == nil {
 		t.Fatal("claude survived its kill")
 	}

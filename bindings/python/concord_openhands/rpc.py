@@ -17,15 +17,13 @@ from collections import deque
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .wire import CODE_INTERNAL_ERROR, CODE_METHOD_NOT_FOUND, METHOD_EXIT, METHOD_SHUTDOWN, ErrorObject
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 10.0
-RequestHandler = Callable[[str, Any], Any]  # (method, params) -> result; raise RpcError to answer an error
-NotificationHandler = Callable[[str, Any], None]
 
 
 class RpcError(Exception):
@@ -51,10 +49,8 @@ class RpcClient:
     """One `concord serve` child process and the JSON-RPC conversation with it."""
 
     def __init__(self, argv: Sequence[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
-                 on_request: RequestHandler | None = None, on_notification: NotificationHandler | None = None,
                  stderr_lines: int = 200) -> None:
         self.argv = list(argv)
-        self._on_request, self._on_notification = on_request, on_notification
         self._write_lock, self._state_lock = threading.Lock(), threading.Lock()
         self._pending: dict[int, _Pending] = {}
         self._next_id = 0
@@ -158,42 +154,25 @@ class RpcClient:
     def _dispatch(self, msg: dict[str, Any]) -> None:
         method = msg.get("method")
         if method is not None and "id" not in msg:
-            # Notifications are hints (blocksChanged): cheap handlers, in order, on the reader thread.
-            if self._on_notification is not None:
-                try:
-                    self._on_notification(method, msg.get("params"))
-                except Exception:  # a handler bug must not kill the reader
-                    log.exception("concord: notification handler failed")
-        elif method is not None:
-            # A request (readSource) may be slow, and a call of ours may wait on its reply: own thread.
-            threading.Thread(target=self._answer_request, args=(msg["id"], method, msg.get("params")),
-                             name="concord-rpc-request", daemon=True).start()
-        else:
-            req_id = msg.get("id")
-            with self._state_lock:
-                pending = self._pending.pop(req_id, None) if isinstance(req_id, int) else None
-            if pending is None:
-                return  # a late answer to a call that timed out
-            err = msg.get("error")
-            if err is not None:
-                err = err if isinstance(err, dict) else ErrorObject(code=CODE_INTERNAL_ERROR, message=str(err))
-                pending.error = RpcError(int(err.get("code", CODE_INTERNAL_ERROR)), str(err.get("message", "")),
-                                         err.get("data"))
-            pending.result = msg.get("result")
-            pending.done.set()
-
-    def _answer_request(self, req_id: Any, method: str, params: Any) -> None:
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id}
-        try:
-            if self._on_request is None:
-                raise RpcError(CODE_METHOD_NOT_FOUND, f"client does not handle {method}")
-            reply["result"] = self._on_request(method, params)
-        except RpcError as exc:
-            reply["error"] = ErrorObject(code=exc.code, message=exc.message)
-        except Exception as exc:  # answer, never hang the server
-            reply["error"] = ErrorObject(code=CODE_INTERNAL_ERROR, message=f"{method}: {exc}")
-        with suppress(ServerUnavailable):
-            self._send(reply)
+            return  # a hint (blocksChanged): this binding syncs before every model call anyway
+        if method is not None:
+            # readSource: this binding registers no keyed sources; answered at once, never left hanging.
+            with suppress(ServerUnavailable):
+                self._send({"jsonrpc": "2.0", "id": msg["id"],
+                            "error": ErrorObject(code=CODE_METHOD_NOT_FOUND, message=f"client does not handle {method}")})
+            return
+        req_id = msg.get("id")
+        with self._state_lock:
+            pending = self._pending.pop(req_id, None) if isinstance(req_id, int) else None
+        if pending is None:
+            return  # a late answer to a call that timed out
+        err = msg.get("error")
+        if err is not None:
+            err = err if isinstance(err, dict) else ErrorObject(code=CODE_INTERNAL_ERROR, message=str(err))
+            pending.error = RpcError(int(err.get("code", CODE_INTERNAL_ERROR)), str(err.get("message", "")),
+                                     err.get("data"))
+        pending.result = msg.get("result")
+        pending.done.set()
 
     def _drain_stderr(self) -> None:
         assert self._proc.stderr is not None
