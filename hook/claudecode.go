@@ -25,15 +25,12 @@ const ClaudeCodeRuntime = "claude-code"
 func (ClaudeCode) Name() string { return ClaudeCodeRuntime }
 
 type claudeInput struct {
-	SessionID     string          `json:"session_id"`
-	Cwd           string          `json:"cwd"`
-	HookEventName string          `json:"hook_event_name"`
-	AgentID       string          `json:"agent_id"`
-	Source        string          `json:"source"`
-	ToolName      string          `json:"tool_name"`
-	ToolInput     json.RawMessage `json:"tool_input"`
-	ToolResponse  json.RawMessage `json:"tool_response"`
-	ToolUseID     string          `json:"tool_use_id"`
+	commonInput
+	AgentID      string          `json:"agent_id"`
+	ToolName     string          `json:"tool_name"`
+	ToolInput    json.RawMessage `json:"tool_input"`
+	ToolResponse json.RawMessage `json:"tool_response"`
+	ToolUseID    string          `json:"tool_use_id"`
 }
 
 var claudeKinds = map[string]Kind{
@@ -50,11 +47,10 @@ func (ClaudeCode) Parse(input []byte) (Event, error) {
 	if err := json.Unmarshal(input, &in); err != nil {
 		return Event{}, fmt.Errorf("claude-code hook input: %w", err)
 	}
-	if in.SessionID == "" {
-		return Event{}, errors.New("claude-code hook input: no session_id")
+	ev, err := in.event(ClaudeCodeRuntime, claudeKinds)
+	if err != nil {
+		return Event{}, err
 	}
-	ev := Event{Kind: claudeKinds[in.HookEventName], Name: in.HookEventName, Session: in.SessionID,
-		Agent: MainAgent, Cwd: in.Cwd, Source: in.Source}
 	if in.AgentID != "" {
 		ev.Agent = in.AgentID
 	}
@@ -71,22 +67,7 @@ func (ClaudeCode) Parse(input []byte) (Event, error) {
 	return ev, nil
 }
 
-// Answer is {"hookSpecificOutput": {"hookEventName": NAME,
-// "additionalContext": TEXT}} for the events that take context; nothing
-// when there is nothing to say.
+// Answer is additionalContext for a tool result, a prompt or a session's start.
 func (ClaudeCode) Answer(ev Event, text string) []byte {
-	if text == "" {
-		return nil
-	}
-	switch ev.Kind {
-	case KindToolDone, KindPrompt, KindSessionStart:
-	default:
-		return nil
-	}
-	out, err := json.Marshal(map[string]any{"hookSpecificOutput": map[string]string{
-		"hookEventName": ev.Name, "additionalContext": text}})
-	if err != nil {
-		return nil // strings always marshal
-	}
-	return append(out, '\n')
+	return contextAnswer(ev, text, KindToolDone, KindPrompt, KindSessionStart)
 }

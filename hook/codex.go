@@ -31,11 +31,8 @@ const CodexRuntime = "codex"
 func (Codex) Name() string { return CodexRuntime }
 
 type codexInput struct {
-	SessionID      string          `json:"session_id"`
+	commonInput
 	TranscriptPath string          `json:"transcript_path"`
-	Cwd            string          `json:"cwd"`
-	HookEventName  string          `json:"hook_event_name"`
-	Source         string          `json:"source"`
 	ToolName       string          `json:"tool_name"`
 	ToolInput      json.RawMessage `json:"tool_input"`
 	ToolResponse   json.RawMessage `json:"tool_response"`
@@ -55,11 +52,10 @@ func (Codex) Parse(input []byte) (Event, error) {
 	if err := json.Unmarshal(input, &in); err != nil {
 		return Event{}, fmt.Errorf("codex hook input: %w", err)
 	}
-	if in.SessionID == "" {
-		return Event{}, errors.New("codex hook input: no session_id")
+	ev, err := in.event(CodexRuntime, codexKinds)
+	if err != nil {
+		return Event{}, err
 	}
-	ev := Event{Kind: codexKinds[in.HookEventName], Name: in.HookEventName, Session: in.SessionID,
-		Agent: MainAgent, Cwd: in.Cwd, Source: in.Source}
 	if ev.Kind != KindToolDone {
 		return ev, nil
 	}
@@ -139,22 +135,7 @@ func quote(s string) string {
 	return string(b)
 }
 
-// Answer is {"hookSpecificOutput": {"hookEventName": NAME,
-// "additionalContext": TEXT}} for the events that take context; nothing
-// when there is nothing to say.
+// Answer is additionalContext for a tool result, a prompt or a session's start.
 func (Codex) Answer(ev Event, text string) []byte {
-	if text == "" {
-		return nil
-	}
-	switch ev.Kind {
-	case KindToolDone, KindPrompt, KindSessionStart:
-	default:
-		return nil
-	}
-	out, err := json.Marshal(map[string]any{"hookSpecificOutput": map[string]string{
-		"hookEventName": ev.Name, "additionalContext": text}})
-	if err != nil {
-		return nil // strings always marshal
-	}
-	return append(out, '\n')
+	return contextAnswer(ev, text, KindToolDone, KindPrompt, KindSessionStart)
 }

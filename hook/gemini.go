@@ -32,14 +32,11 @@ const GeminiCLIRuntime = "gemini-cli"
 func (GeminiCLI) Name() string { return GeminiCLIRuntime }
 
 type geminiInput struct {
-	SessionID     string          `json:"session_id"`
-	Cwd           string          `json:"cwd"`
-	HookEventName string          `json:"hook_event_name"`
-	Timestamp     string          `json:"timestamp"`
-	Source        string          `json:"source"`
-	ToolName      string          `json:"tool_name"`
-	ToolInput     json.RawMessage `json:"tool_input"`
-	ToolResponse  struct {
+	commonInput
+	Timestamp    string          `json:"timestamp"`
+	ToolName     string          `json:"tool_name"`
+	ToolInput    json.RawMessage `json:"tool_input"`
+	ToolResponse struct {
 		LLMContent json.RawMessage `json:"llmContent"`
 		Error      json.RawMessage `json:"error"`
 	} `json:"tool_response"`
@@ -57,11 +54,10 @@ func (GeminiCLI) Parse(input []byte) (Event, error) {
 	if err := json.Unmarshal(input, &in); err != nil {
 		return Event{}, fmt.Errorf("gemini-cli hook input: %w", err)
 	}
-	if in.SessionID == "" {
-		return Event{}, errors.New("gemini-cli hook input: no session_id")
+	ev, err := in.event(GeminiCLIRuntime, geminiKinds)
+	if err != nil {
+		return Event{}, err
 	}
-	ev := Event{Kind: geminiKinds[in.HookEventName], Name: in.HookEventName, Session: in.SessionID,
-		Agent: MainAgent, Cwd: in.Cwd, Source: in.Source}
 	if ev.Kind != KindToolDone {
 		return ev, nil
 	}
@@ -111,17 +107,7 @@ func geminiAnchor(in geminiInput) string {
 	return name + " at " + at
 }
 
-// Answer is {"hookSpecificOutput": {"hookEventName": NAME,
-// "additionalContext": TEXT}} for the events that take context; nothing
-// when there is nothing to say.
+// Answer is additionalContext for AfterTool and BeforeAgent.
 func (GeminiCLI) Answer(ev Event, text string) []byte {
-	if text == "" || (ev.Kind != KindToolDone && ev.Kind != KindPrompt) {
-		return nil
-	}
-	out, err := json.Marshal(map[string]any{"hookSpecificOutput": map[string]string{
-		"hookEventName": ev.Name, "additionalContext": text}})
-	if err != nil {
-		return nil // strings always marshal
-	}
-	return append(out, '\n')
+	return contextAnswer(ev, text, KindToolDone, KindPrompt)
 }

@@ -6,26 +6,9 @@ import (
 	"context"
 	"errors"
 	"io"
-	"time"
 )
 
 var errUnix = errors.New("hooks need unix sockets (Linux, macOS)")
-
-// Config configures Run (unix only).
-type Config struct {
-	Exe       string
-	Dir       string
-	Roots     []string
-	Idle      time.Duration
-	Timeout   time.Duration
-	ServeArgs []string
-	Version   string
-}
-
-const (
-	DefaultIdle    = time.Hour
-	DefaultTimeout = 5 * time.Second
-)
 
 func FromEnv(cfg Config) (Config, error) { return cfg, nil }
 

@@ -13,6 +13,9 @@
 package hook
 
 import (
+	"encoding/json"
+	"errors"
+	"slices"
 	"sort"
 
 	"github.com/concord-ctx/concord/protocol"
@@ -115,4 +118,38 @@ func Runtimes() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// commonInput is what every runtime's hook input carries (Claude Code,
+// Codex and Gemini CLI name these fields alike).
+type commonInput struct {
+	SessionID     string `json:"session_id"`
+	Cwd           string `json:"cwd"`
+	HookEventName string `json:"hook_event_name"`
+	Source        string `json:"source"`
+}
+
+// event is the Event these fields make for runtime, its kind by the
+// runtime's event names; an input without a session is refused.
+func (c commonInput) event(runtime string, kinds map[string]Kind) (Event, error) {
+	if c.SessionID == "" {
+		return Event{}, errors.New(runtime + " hook input: no session_id")
+	}
+	return Event{Kind: kinds[c.HookEventName], Name: c.HookEventName, Session: c.SessionID,
+		Agent: MainAgent, Cwd: c.Cwd, Source: c.Source}, nil
+}
+
+// contextAnswer is {"hookSpecificOutput": {"hookEventName": NAME,
+// "additionalContext": TEXT}}, the answer all three runtimes take, for an
+// event of a kind in takes; nothing when there is nothing to say.
+func contextAnswer(ev Event, text string, takes ...Kind) []byte {
+	if text == "" || !slices.Contains(takes, ev.Kind) {
+		return nil
+	}
+	out, err := json.Marshal(map[string]any{"hookSpecificOutput": map[string]string{
+		"hookEventName": ev.Name, "additionalContext": text}})
+	if err != nil {
+		return nil // strings always marshal
+	}
+	return append(out, '\n')
 }
