@@ -510,11 +510,5 @@ func (r *recognizer) ccGlob() Result {
 		}
 		rel = append(rel, filepath.ToSlash(rp))
 	}
-	glob := strings.TrimPrefix(pattern, "./")
-	if strings.Contains(glob, "/") {
-		glob = strings.TrimPrefix(glob, "/")
-	} else {
-		glob = "**/" + glob
-	}
-	return r.fitListing(format, base, rel, listQuery{depth: 0, hidden: true, ignore: []string{".git"}, glob: glob})
+	return r.globListing(format, base, rel, pattern)
 }

@@ -325,6 +325,13 @@ func (r *recognizer) ocGlob() Result {
 			rel = append(rel, filepath.ToSlash(rp))
 		}
 	}
+	return r.globListing(format, base, rel, pattern)
+}
+
+// globListing is a glob tool's result (the files under base that match
+// pattern, as paths relative to base) as a listing source: a pattern
+// without a slash matches at any depth, as both tools' globbers do.
+func (r *recognizer) globListing(format, base string, rel []string, pattern string) Result {
 	g := strings.TrimPrefix(pattern, "./")
 	if strings.Contains(g, "/") {
 		g = strings.TrimPrefix(g, "/")

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/concord-ctx/concord/protocol"
@@ -40,22 +41,13 @@ func (m *Manager) renderings(views []protocol.BlockView) []rendering {
 		}
 		names := make([]string, 0, len(b.links))
 		for _, l := range b.links {
-			if n := l.name(); !containsString(names, n) {
+			if n := l.name(); !slices.Contains(names, n) {
 				names = append(names, n)
 			}
 		}
 		rs = append(rs, rendering{at: i, view: b.x.view, names: strings.Join(names, ", ")})
 	}
 	return rs
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // render fills View and Show of each rendering's view. Outside the lock.
