@@ -138,6 +138,7 @@ func (m *Manager) compact(p protocol.CompactedParams) protocol.CompactedResult {
 			}
 		}
 	}
+	d.prune()
 	hadAnchor := ag.byAnchor[p.Anchor] != nil
 	var nb *block
 	if len(d.provs) > 0 {
@@ -221,6 +222,38 @@ func (d *derivation) add(pv *prov) {
 		}
 	}
 	d.provs = append(d.provs, pv)
+}
+
+// prune drops a range that another range of the same source holds with
+// the same lines (a grep hit inside a read of its file): one change would
+// otherwise be corrected twice.
+func (d *derivation) prune() {
+	keep := d.provs[:0]
+	for i, p := range d.provs {
+		inside := false
+		for j, q := range d.provs {
+			if i != j && q.src == p.src && q.holds(p) && (!p.holds(q) || j < i) {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			keep = append(keep, p)
+		} else if p.block != nil {
+			p.src.detach(p)
+		}
+	}
+	clear(d.provs[len(keep):])
+	d.provs = keep
+}
+
+// holds reports whether q's lines contain p's, with the same text there.
+func (q *prov) holds(p *prov) bool {
+	if p.orig.Start < q.orig.Start || p.orig.End > q.orig.End || p.whole && !q.whole {
+		return false
+	}
+	off := p.orig.Start - q.orig.Start
+	return off+len(p.old) <= len(q.old) && slices.Equal(q.old[off:off+len(p.old)], p.old)
 }
 
 // detach removes pv from s's ranges (and its agent's count of them).
