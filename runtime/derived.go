@@ -145,8 +145,9 @@ func (m *Manager) compact(p protocol.CompactedParams) protocol.CompactedResult {
 		nb = m.ix.newBlock(ag, p.Anchor, ag.turn, 0)
 		nb.ext().derived = d
 		for _, pv := range d.provs {
-			if pv.block == nil { // new: attach it to its source
+			if pv.block == nil { // new: attach it to its source, which stays (or is again) watched
 				pv.src.provs = append(pv.src.provs, pv)
+				m.ix.unwatch = append(m.ix.unwatch, pv.src)
 				if ag.provRefs == nil {
 					ag.provRefs = map[*source]int{}
 				}
@@ -158,7 +159,7 @@ func (m *Manager) compact(p protocol.CompactedParams) protocol.CompactedResult {
 	}
 	for _, b := range olds {
 		m.ix.drop(b, "released")
-		if b.anchor != p.Anchor || slices.Contains(p.Replaced, b.anchor) {
+		if b.anchor != p.Anchor { // the summary's own anchor is not gone: the new summary holds it
 			res.Released = append(res.Released, b.anchor)
 		}
 	}
@@ -197,7 +198,7 @@ func provOf(l *link) *prov {
 		pv.version = l.version
 	}
 	if l.whole {
-		pv.old = locator.SplitLines(text)
+		pv.old = wholeLines(text)
 		pv.orig = Range{Start: 1, End: len(pv.old)}
 	} else {
 		pv.orig = l.shownRange()
@@ -334,6 +335,9 @@ func (m *Manager) judge(pv *prov) bool {
 func (m *Manager) judgeText(pv *prov) {
 	src := pv.src
 	lines := src.getLines()
+	if pv.whole {
+		lines = wholeLines(src.text)
+	}
 	pv.clause, pv.reason = "", ""
 	cur, found := m.locate(pv, lines)
 	if !found {
@@ -405,11 +409,11 @@ func changes(old, cur []string) []locator.Hunk {
 // neither can be told, the same line numbers; found is false when the lines
 // are gone.
 func (m *Manager) locate(pv *prov, lines []string) (Range, bool) {
+	if pv.whole {
+		return Range{Start: 1, End: len(lines)}, true // emptied: every line changed
+	}
 	if len(lines) == 0 {
 		return Range{}, false
-	}
-	if pv.whole {
-		return Range{Start: 1, End: len(lines)}, true
 	}
 	at := pv.at
 	if at.Start >= 1 && at.End <= len(lines) && slices.Equal(lines[at.Start-1:at.End], pv.old) {
@@ -625,4 +629,15 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return itoa(n) + " " + what + "s"
+}
+
+// wholeLines are a whole source's lines as a summary's range keeps them:
+// without the blank lines at its end, which tools show differently (with
+// or without a final newline) and which state nothing.
+func wholeLines(text string) []string {
+	ls := locator.SplitLines(text)
+	for len(ls) > 0 && strings.TrimSpace(ls[len(ls)-1]) == "" {
+		ls = ls[:len(ls)-1]
+	}
+	return ls
 }
