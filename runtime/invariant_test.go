@@ -1406,7 +1406,9 @@ func (r *invRun) compact(ag *invAgent) {
 		for _, w := range want {
 			if w.uri == pr.URI && w.orig == (Range{Start: pr.StartLine, End: pr.EndLine}) {
 				found = true
-				if !slices.ContainsFunc(got, func(g invProv) bool { return g.uri == w.uri && g.whole == w.whole && g.orig == w.orig && slices.Equal(g.old, w.old) }) {
+				if !slices.ContainsFunc(got, func(g invProv) bool {
+					return g.uri == w.uri && g.whole == w.whole && g.orig == w.orig && slices.Equal(g.old, w.old)
+				}) {
 					got = append(got, w)
 				}
 			}
