@@ -3,7 +3,6 @@ package recognize
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
@@ -14,7 +13,7 @@ const readFileHeader = "Read file: "
 
 // showingRE is read_file's header of a read that stopped before the end:
 // the head, the path as the model gave it, and the limit it read with.
-var showingRE = regexp.MustCompile(`\A(Read file: .*?) \(showing lines \d+-\d+ of \d+\) ` +
+var showingRE = lazyRegexp(`\A(Read file: .*?) \(showing lines \d+-\d+ of \d+\) ` +
 	`To read more, use: read_file\(file_path='(.*)', offset=\d+, limit=(\d+)\)\z`)
 
 // readFile is read_file's numbered read: a "Read file: PATH" header (with
@@ -44,7 +43,7 @@ func (r *recognizer) readFile() Result {
 	}
 	path := r.str("file_path")
 	shown := strings.TrimPrefix(header, readFileHeader)
-	if m := showingRE.FindStringSubmatch(header); m != nil {
+	if m := showingRE().FindStringSubmatch(header); m != nil {
 		shown = strings.TrimPrefix(m[1], readFileHeader)
 	}
 	if filepath.IsAbs(shown) {
@@ -76,7 +75,7 @@ func renderReadFile(header string, ends bool, p Part) string {
 	}
 	lines := textLines(p)
 	end := start + len(lines) - 1
-	if m := showingRE.FindStringSubmatch(header); m != nil && p.Total > 0 {
+	if m := showingRE().FindStringSubmatch(header); m != nil && p.Total > 0 {
 		header = m[1]
 		if end < p.Total {
 			header = fmt.Sprintf("%s (showing lines %d-%d of %d) To read more, use: read_file(file_path='%s', offset=%d, limit=%s)",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,29 +35,11 @@ CONCORD_HOOK_TIMEOUT (bounds one hook; default 5s).`,
 }
 
 func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	// Whatever happens, status 0: a hook's failure must never stop the
-	// agent (Claude Code reads status 2 as "block this tool call").
-	if len(args) != 1 {
-		fmt.Fprintf(stderr, "concord hook: want one runtime (%s), got %d arguments\n", strings.Join(hook.Runtimes(), ", "), len(args))
-		return nil
-	}
-	rt, ok := hook.Lookup(args[0])
-	if !ok {
-		fmt.Fprintf(stderr, "concord hook: unknown runtime %q (want %s)\n", args[0], strings.Join(hook.Runtimes(), ", "))
-		return nil
-	}
 	exe, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(stderr, "concord hook %s: %v (no context added)\n", rt.Name(), err)
+		fmt.Fprintf(stderr, "concord hook: %v (no context added)\n", err)
 		return nil
 	}
-	cfg, err := hook.FromEnv(hook.Config{Exe: exe, Version: version})
-	if err != nil {
-		fmt.Fprintf(stderr, "concord hook %s: %v (no context added)\n", rt.Name(), err)
-		return nil
-	}
-	if err := hook.Run(ctx, rt, cfg, stdin, stdout, stderr); err != nil && !errors.Is(err, context.Canceled) {
-		return nil // Run said why on stderr and in the log
-	}
+	hook.Main(ctx, args, exe, version, stdin, stdout, stderr)
 	return nil
 }

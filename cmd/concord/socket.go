@@ -73,6 +73,7 @@ func serveSocket(ctx context.Context, so socketOptions, cfg rpc.Config, logw io.
 		stop()
 	}
 	cfg.OnShutdown = func() { end("shutdown") }
+	hooks := hookConns{shared: shared, log: log, end: end}
 
 	var last atomic.Int64 // unix nanos of the latest accept, read or close
 	touch := func() { last.Store(time.Now().UnixNano()) }
@@ -114,9 +115,7 @@ func serveSocket(ctx context.Context, so socketOptions, cfg rpc.Config, logw io.
 				defer conns.Done()
 				defer touch()
 				defer c.Close()
-				if _, err := rpc.Serve(connCtx, activity{c, touch}, c, cfg); err != nil {
-					log.Error("serve a connection", "error", err)
-				}
+				hooks.serveConn(connCtx, activity{c, touch}, c, cfg)
 			}()
 		}
 	}()

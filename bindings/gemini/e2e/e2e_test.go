@@ -38,11 +38,13 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	concordBin = filepath.Join(dir, "concord")
-	build := exec.Command("go", "build", "-o", concordBin, "./cmd/concord")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build concord: %v\n%s", err, out)
-		return 1
+	for _, cmd := range []string{"concord", "concord-hook"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "./cmd/"+cmd)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
+			return 1
+		}
 	}
 	return m.Run()
 }
@@ -123,8 +125,8 @@ func play(t *testing.T, s scenario) *fake.Server {
 	return model
 }
 
-// installExtension copies bindings/gemini/extension with the built concord at bin/concord and
-// installs it as a user would.
+// installExtension copies bindings/gemini/extension with the built concord and concord-hook
+// in bin/ and installs it as a user would.
 func installExtension(t *testing.T, ws *geminicli.Workspace) {
 	t.Helper()
 	root, err := geminicli.ModuleRoot()
@@ -137,6 +139,7 @@ func installExtension(t *testing.T, ws *geminicli.Workspace) {
 		copyFile(t, filepath.Join(src, f), filepath.Join(dst, f), 0o644)
 	}
 	copyFile(t, concordBin, filepath.Join(dst, "bin", "concord"), 0o755)
+	copyFile(t, concordBin+"-hook", filepath.Join(dst, "bin", "concord-hook"), 0o755)
 	out, err := ws.Gemini(context.Background(), "extensions", "install", dst, "--consent")
 	if err != nil {
 		t.Fatal(err)
