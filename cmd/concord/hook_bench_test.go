@@ -67,15 +67,24 @@ func BenchmarkHookToolCall(b *testing.B) {
 	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	// Codex reads a command's exit code from its rollout.
+	// Codex reads a command's exit code from its rollout, where it wrote the
+	// command's record just before the hook: each call appends one, after
+	// a session's worth of others.
 	rollout := filepath.Join(dir, "rollout.jsonl")
 	var rl bytes.Buffer
-	const rolloutCalls = 2000
-	for i := range rolloutCalls {
-		fmt.Fprintf(&rl, `{"timestamp":"2026-12-05T09:00:00.000Z","type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution","id":"call_%d","command":["/bin/bash","-lc","cat a.txt"],"exit_code":0}}}`+"\n", i)
+	for i := range 2000 {
+		fmt.Fprintf(&rl, `{"timestamp":"2026-12-05T09:00:00.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"step %d"}]}}`+"\n", i)
 	}
 	if err := os.WriteFile(rollout, rl.Bytes(), 0o644); err != nil {
 		b.Fatal(err)
+	}
+	appendRollout := func(id string) {
+		f, err := os.OpenFile(rollout, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		fmt.Fprintf(f, `{"timestamp":"2026-12-05T09:00:00.000Z","type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution","id":%q,"command":["/bin/bash","-lc","cat a.txt"],"exit_code":0}}}`+"\n", id)
 	}
 	// Each runtime's PostToolUse (AfterTool) of a read of file, in the
 	// format its real binary writes (testdata/claudecode, testdata/codex,
@@ -89,10 +98,11 @@ func BenchmarkHookToolCall(b *testing.B) {
 				"tool_use_id": fmt.Sprintf("toolu_bench_%d", i)}
 		},
 		"codex": func(i int) map[string]any {
+			appendRollout(fmt.Sprintf("call_%d", i))
 			return map[string]any{"session_id": "bench", "turn_id": "t", "transcript_path": rollout, "cwd": dir,
 				"hook_event_name": "PostToolUse", "model": "gpt-5.5", "permission_mode": "bypassPermissions", "tool_name": "Bash",
 				"tool_input": map[string]string{"command": "cat a.txt"}, "tool_response": content,
-				"tool_use_id": fmt.Sprintf("call_%d", i%rolloutCalls)}
+				"tool_use_id": fmt.Sprintf("call_%d", i)}
 		},
 		"gemini-cli": func(i int) map[string]any {
 			return map[string]any{"session_id": "bench", "transcript_path": "/dev/null", "cwd": dir, "hook_event_name": "AfterTool",
