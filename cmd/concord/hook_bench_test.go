@@ -29,8 +29,8 @@ func main() {
 
 // BenchmarkHookToolCall is what a hook adds to each tool call of each
 // runtime: the hook process's start, one round trip to the session's
-// server, and the server's recognize and sync of the call (the file
-// unchanged, so nothing to say), interleaved call by call with a no-op
+// server, and the server's recognize and sync of the call (a read of one
+// of a project's files, unchanged, so nothing to say), interleaved call by call with a no-op
 // hook binary. p50-ms and p99-ms are the hook's per call, noop-p50-ms the
 // no-op's, x-noop their ratio: the issues' bound is at most 1.5. The runtimes' configurations run concord-hook; `concord
 // hook` (the whole binary, same code) and `concord version` (the whole
@@ -62,10 +62,19 @@ func BenchmarkHookToolCall(b *testing.B) {
 	if err := os.Mkdir(xdg, 0o700); err != nil {
 		b.Fatal(err)
 	}
-	file := filepath.Join(dir, "a.txt")
+	// A session's reads go over a project's files: the call i reads one of
+	// 100, in turn. (Re-reading one file a thousand times is its own cost,
+	// in the core: runtime's BenchmarkRereadOneFile.)
+	const files = 100
 	content := "alpha\nbeta\ngamma\n"
-	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
-		b.Fatal(err)
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d.txt", i)), []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fileOf := func(i int) (name, path string) {
+		name = fmt.Sprintf("f%03d.txt", i%files)
+		return name, filepath.Join(dir, name)
 	}
 	// Codex reads a command's exit code from its rollout, where it wrote the
 	// command's record just before the hook: each call appends one, after
@@ -91,20 +100,23 @@ func BenchmarkHookToolCall(b *testing.B) {
 	// testdata/gemini).
 	events := map[string]func(i int) map[string]any{
 		"claude-code": func(i int) map[string]any {
+			_, file := fileOf(i)
 			return map[string]any{"session_id": "bench", "transcript_path": "/dev/null", "cwd": dir, "hook_event_name": "PostToolUse",
 				"tool_name": "Read", "tool_input": map[string]any{"file_path": file},
 				"tool_response": map[string]any{"type": "text", "file": map[string]any{"filePath": file, "content": content,
-					"numLines": 3, "startLine": 1, "totalLines": 3}},
+					"numLines": 4, "startLine": 1, "totalLines": 4}}, // as Claude Code counts: the empty line after the last newline too
 				"tool_use_id": fmt.Sprintf("toolu_bench_%d", i)}
 		},
 		"codex": func(i int) map[string]any {
 			appendRollout(fmt.Sprintf("call_%d", i))
+			name, _ := fileOf(i)
 			return map[string]any{"session_id": "bench", "turn_id": "t", "transcript_path": rollout, "cwd": dir,
 				"hook_event_name": "PostToolUse", "model": "gpt-5.5", "permission_mode": "bypassPermissions", "tool_name": "Bash",
-				"tool_input": map[string]string{"command": "cat a.txt"}, "tool_response": content,
+				"tool_input": map[string]string{"command": "cat " + name}, "tool_response": content,
 				"tool_use_id": fmt.Sprintf("call_%d", i)}
 		},
 		"gemini-cli": func(i int) map[string]any {
+			_, file := fileOf(i)
 			return map[string]any{"session_id": "bench", "transcript_path": "/dev/null", "cwd": dir, "hook_event_name": "AfterTool",
 				"timestamp": time.Date(2026, 12, 5, 9, 0, 0, i*int(time.Millisecond), time.UTC).Format(time.RFC3339Nano),
 				"tool_name": "read_file", "tool_input": map[string]any{"file_path": file},
