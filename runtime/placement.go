@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -553,14 +554,27 @@ func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []
 		inSync[b] = true
 	}
 	// The reads that may need a pointer: superseded, their copy in the
-	// prompt, nothing said of them yet. Of those, only the ones whose chain
-	// to their cover passes through bs (coverOf's touched) are looked at,
-	// in audit order; the audit trail holds up to a thousand others.
+	// prompt, nothing said of them yet, and their chain to their cover
+	// passing through bs. Those chains are bs and what its blocks
+	// superseded, transitively (covers): only they are looked at, in audit
+	// order; the audit trail holds up to a thousand others.
+	near := maps.Clone(inSync)
+	stack := slices.Clone(bs)
+	for len(stack) > 0 {
+		b := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, s := range ag.covers[b] {
+			if !near[s] {
+				near[s] = true
+				stack = append(stack, s)
+			}
+		}
+	}
 	candidate := func(s *block) bool {
-		return s != nil && s.stage == stageSuperseded && s.anchor != "" && s.pl.note != notePointer && s.pl.note != noteWarning && s.pl.deferred
+		return s != nil && near[s] && s.stage == stageSuperseded && s.anchor != "" && s.pl.note != notePointer && s.pl.note != noteWarning && s.pl.deferred
 	}
 	// Newest first, so that each read's cover is its next read's, known.
-	memo := make(map[*block]cover)
+	memo := make(map[*block]cover, len(near))
 	for i := len(ag.audit) - 1; i >= 0; i-- {
 		if s := ag.audit[i]; candidate(s) {
 			m.coverStep(s, inSync, memo)
