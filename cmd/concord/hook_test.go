@@ -529,6 +529,7 @@ func TestHookSocketRequests(t *testing.T) {
 		{"the protocol", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":` + init + "}\n" + `{"jsonrpc":"2.0","id":2,"method":"stats"}` + "\n",
 			[]string{`"id":1`, `"protocolVersion":1`, `"id":2`, `"blocks":{"valid":1}`}},
 		{"not JSON", "garbage\n", []string{`"code":-32700`}},
+		{"params of the wrong type", `{"jsonrpc":"2.0","id":7,"method":"hook","params":{"runtime":"claude-code","initialize":"yes","event":` + ev + "}}\n", []string{`"code":-32602`, "initialize", `"id":7`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := net.Dial("unix", h.sock("sock"))

@@ -29,15 +29,46 @@ type hookConns struct {
 // answered here, anything else goes to the protocol's server with that
 // message first.
 func (h hookConns) serveConn(ctx context.Context, in io.Reader, out io.Writer, cfg rpc.Config) {
-	r := bufio.NewReaderSize(in, 64<<10)
+	r := bufio.NewReaderSize(in, 16<<10)
 	first, err := readFirstLine(r, cfg.MaxMessage)
-	if err == nil && isHookRequest(first) {
-		h.answer(ctx, out, first, cfg.Policy)
-		return
+	if err == nil && mayBeHook(first) {
+		var req hookRequest
+		err := json.Unmarshal(first, &req)
+		if err != nil {
+			// A hook request whose params do not decode is refused as
+			// one, naming what is wrong (the protocol's server would say
+			// only that it has no such method).
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(first, &m) == nil {
+				req.ID, req.Method = m.ID, m.Method
+				err = fmt.Errorf("%w: %v", runtime.ErrInvalidParams, err)
+			}
+		}
+		if req.Method == protocol.MethodHook {
+			h.answer(ctx, out, req, err, cfg.Policy)
+			return
+		}
 	}
 	if _, err := rpc.Serve(ctx, io.MultiReader(bytes.NewReader(first), r), out, cfg); err != nil {
 		h.log.Error("serve a connection", "error", err)
 	}
+}
+
+// hookRequest is a hook request as read, in one decode of the line.
+type hookRequest struct {
+	ID     json.RawMessage     `json:"id"`
+	Method string              `json:"method"`
+	Params protocol.HookParams `json:"params"`
+}
+
+// mayBeHook tells at a glance a line that may be a hook request from one
+// that is surely not (most of a protocol client's): a hook's event may be
+// large, and is decoded once, not once more to learn the method.
+func mayBeHook(line []byte) bool {
+	return bytes.Contains(line, []byte(`"`+protocol.MethodHook+`"`))
 }
 
 // readFirstLine is the input up to its first newline, included; more than
@@ -62,28 +93,13 @@ func readFirstLine(r *bufio.Reader, max int64) ([]byte, error) {
 	}
 }
 
-// isHookRequest tells a hook request by its method alone.
-func isHookRequest(line []byte) bool {
-	var m struct {
-		Method string `json:"method"`
-	}
-	return bytes.Contains(line, []byte(`"`+protocol.MethodHook+`"`)) && json.Unmarshal(line, &m) == nil && m.Method == protocol.MethodHook
-}
-
 // answer handles one hook request and writes its answer: the session is
 // built by its initialize params when there is none (or attached to),
 // package hook does what the event means, and a session's end ends the
 // server once the answer is written.
-func (h hookConns) answer(ctx context.Context, out io.Writer, line []byte, operator protocol.PolicyConfig) {
-	var req struct {
-		ID     json.RawMessage     `json:"id"`
-		Params protocol.HookParams `json:"params"`
-	}
-	res, err := protocol.HookResult{}, error(nil)
-	end := false
-	if err = json.Unmarshal(line, &req); err != nil {
-		err = fmt.Errorf("%w: %v", runtime.ErrInvalidParams, err)
-	} else {
+func (h hookConns) answer(ctx context.Context, out io.Writer, req hookRequest, decodeErr error, operator protocol.PolicyConfig) {
+	res, end, err := protocol.HookResult{}, false, decodeErr
+	if err == nil {
 		res, end, err = h.handle(ctx, req.Params, operator)
 	}
 	msg := map[string]any{"jsonrpc": "2.0", "id": req.ID}
@@ -119,11 +135,10 @@ func (h hookConns) handle(ctx context.Context, p protocol.HookParams, operator p
 		return protocol.HookResult{}, false, fmt.Errorf("%w: initialize.protocolVersion: this server speaks %d, not %d",
 			runtime.ErrInvalidParams, protocol.Version, v)
 	}
-	opts, err := rpc.SessionOptions(*p.Initialize, operator)
-	if err != nil {
-		return protocol.HookResult{}, false, err
-	}
-	core, _, err := h.shared.attach(ctx, rpc.SessionConfig{Options: opts, Logger: h.log})
+	core, err := h.shared.attachWith(ctx, func() (rpc.SessionConfig, error) {
+		opts, err := rpc.SessionOptions(*p.Initialize, operator)
+		return rpc.SessionConfig{Options: opts, Logger: h.log}, err
+	})
 	if err != nil {
 		return protocol.HookResult{}, false, err
 	}
