@@ -261,3 +261,21 @@ dist-claude-code:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(CLAUDE_DIST)/claude-code/bin/concord-hook ./cmd/concord-hook
 	cp -R $(CLAUDE_SRC)/marketplace/.claude-plugin $(CLAUDE_DIST)/claude-code-marketplace/
 	cp -R $(CLAUDE_DIST)/claude-code $(CLAUDE_DIST)/claude-code-marketplace/concord
+
+# ---------------------------------------------------------------------------------------------
+# Gemini CLI (issue 35): the extension (bindings/gemini/extension: gemini-extension.json,
+# hooks/hooks.json) with concord and concord-hook for this machine in bin/, where hooks.json runs
+# concord-hook through ${extensionPath}.
+#   make dist-gemini        $(GEMINI_DIST)/gemini/, which `gemini extensions install` takes;
+#                           GEMINI_DIST defaults to dist/
+.PHONY: dist-gemini
+GEMINI_DIST ?= $(DIST)
+dist: dist-gemini
+
+dist-gemini:
+	rm -rf $(GEMINI_DIST)/gemini
+	mkdir -p $(GEMINI_DIST)/gemini/bin
+	cp -R bindings/gemini/extension/gemini-extension.json bindings/gemini/extension/hooks LICENSE $(GEMINI_DIST)/gemini/
+	node -e '$(CLAUDE_VERSION_JS)' $(GEMINI_DIST)/gemini/gemini-extension.json "$(VERSION)"
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(DIST_LDFLAGS)' -o $(GEMINI_DIST)/gemini/bin/concord ./cmd/concord
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(GEMINI_DIST)/gemini/bin/concord-hook ./cmd/concord-hook
