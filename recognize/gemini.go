@@ -33,7 +33,9 @@ func (r *recognizer) readFile() Result {
 	start, lines := 1, make([]string, 0, len(raw))
 	for k, ln := range raw {
 		n, text, ok := numbered(ln, false, false)
-		if !ok || k > 0 && n != start+len(lines) {
+		// Exactly as read_file numbers ("%6d  "): a line numbered otherwise
+		// is not its output, and would not render back as shown.
+		if !ok || k > 0 && n != start+len(lines) || ln != fmt.Sprintf("%6d  %s", n, text) {
 			return event(format, "not a numbered read")
 		}
 		if k == 0 {
@@ -58,7 +60,9 @@ func (r *recognizer) readFile() Result {
 		return event(format, "no line shown")
 	}
 	part := Part{Path: path, Text: join(lines)}
-	if !whole {
+	// One empty line shown is line 1, not an empty file: as a whole read
+	// its text ("") would be the file with no line.
+	if !whole || len(lines) == 1 && lines[0] == "" {
 		part.Start, part.End = start, start+len(lines)-1
 	}
 	res := Result{Kind: KindRead, Format: format, Parts: []Part{part}}
