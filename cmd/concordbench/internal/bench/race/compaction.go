@@ -36,7 +36,7 @@ func (c *Controller) Compact() ([]Restore, error) {
 		}
 		out = append(out, r)
 	}
-	r, err := c.noise()
+	r, err := c.noise(true)
 	if err != nil || r.File == "" {
 		return out, err
 	}
@@ -53,8 +53,9 @@ func slicesSorted(m map[string][]tasks.Mutation) []string {
 }
 
 // noise makes the task's noise edit once (caller holds mu); a zero Restore
-// when the task has no line for it.
-func (c *Controller) noise() (Restore, error) {
+// when the task has no line for it. seen: after the agent read the file
+// (not the oracle's final files).
+func (c *Controller) noise(seen bool) (Restore, error) {
 	if c.noised {
 		return Restore{}, nil
 	}
@@ -77,7 +78,7 @@ func (c *Controller) noise() (Restore, error) {
 	if err := writeInPlace(p, after); err != nil {
 		return Restore{}, fmt.Errorf("noise %s: %w", n.File, err)
 	}
-	r := Restore{File: n.File, Lines: []int{n.Line}, Mutated: []string{n.Old}, Original: []string{n.New}, Seen: true,
+	r := Restore{File: n.File, Lines: []int{n.Line}, Mutated: []string{n.Old}, Original: []string{n.New}, Seen: seen,
 		Reason: "noise-" + n.Kind, Before: string(b), After: after}
 	c.log = append(c.log, r)
 	return r, nil

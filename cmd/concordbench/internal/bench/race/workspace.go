@@ -231,7 +231,7 @@ func (c *Controller) Final(muts []tasks.Mutation) error {
 	if c.schedule == Compaction {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		_, err := c.noise()
+		_, err := c.noise(false)
 		return err
 	}
 	if c.schedule != Edits {
