@@ -26,12 +26,17 @@ const FormatClaudeCode = "claude-code"
 //	{"type": "assistant", "message": {"id": "msg_…", "content": [{"type": "text"|"tool_use", …}]}}
 //	{"type": "system", "subtype": "compact_boundary",
 //	 "compactMetadata": {"trigger": "auto"|"manual", "preservedMessages": {"allUuids": [...]}}}
+//	{"type": "user", "isCompactSummary": true, "uuid",
+//	 "message": {"role": "user", "content": "This session is being continued … Summary:\n…"}}
 //
 // and records of other types (attachment, api-request, queue-operation,
 // last-prompt, …) that carry no tool call. One API response may be written
 // as several assistant records with the same message id: they are one model
 // call. A compaction boundary drops every tool result from the prompt but
-// those whose record it preserves.
+// those whose record it preserves; the next user record marked
+// isCompactSummary (after the boundary's attachments) is the summary that
+// takes their place, anchored by its uuid. A later boundary that does not
+// preserve it drops that summary too.
 //
 // A subagent (the Agent tool) writes its own transcript under
 // <session id>/subagents/agent-<id>.jsonl (records marked isSidechain, with
@@ -48,6 +53,7 @@ type ccRecord struct {
 	SessionID     string          `json:"sessionId"`
 	AgentID       string          `json:"agentId"`
 	IsSidechain   bool            `json:"isSidechain"`
+	CompactSum    bool            `json:"isCompactSummary"` // the summary after a compact_boundary
 	Message       *ccMessage      `json:"message"`
 	ToolUseResult json.RawMessage `json:"toolUseResult"`
 	Compact       *struct {
@@ -99,11 +105,14 @@ type ccParse struct {
 	anchors  []string          // results in the context, oldest first
 	charsOf  map[string]int
 	lastMsg  string // the assistant message the last records belong to
+	// compacted: the index of the step of the last compaction boundary,
+	// until its summary is read (-1: none awaited).
+	compacted int
 }
 
 func parseClaudeCode(file string, data []byte) (*Session, error) {
 	p := &ccParse{s: &Session{File: file, Format: FormatClaudeCode}, uses: map[string]ccToolUse{},
-		resultOf: map[string]string{}, charsOf: map[string]int{}}
+		resultOf: map[string]string{}, charsOf: map[string]int{}, compacted: -1}
 	s := p.s
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 256<<20)
@@ -160,15 +169,33 @@ func (p *ccParse) compact(r ccRecord, at time.Time) {
 		st.ForgetChars += p.charsOf[a]
 	}
 	p.anchors = kept
+	p.compacted = -1
 	if len(st.Forget) > 0 {
 		p.s.Steps = append(p.s.Steps, st)
+		p.compacted = len(p.s.Steps) - 1
 	}
 	p.lastMsg = ""
+}
+
+// summary is the compaction summary after a boundary: it joins the
+// boundary's step, and stays in the context (as an anchor a later boundary
+// may drop) like a tool result.
+func (p *ccParse) summary(r ccRecord, text string) {
+	if p.compacted < 0 || r.UUID == "" || strings.TrimSpace(text) == "" {
+		return
+	}
+	st := &p.s.Steps[p.compacted]
+	st.Summary, st.SummaryAnchor = text, r.UUID
+	p.compacted = -1
+	p.anchors = append(p.anchors, r.UUID)
+	p.resultOf[r.UUID] = r.UUID
+	p.charsOf[r.UUID] = len(text)
 }
 
 // assistant is a record of the model's answer: a model call when it starts
 // a new message, then its text and tool calls.
 func (p *ccParse) assistant(r ccRecord, at time.Time) {
+	p.compacted = -1 // the model answered: no summary is coming
 	if r.Message.ID == "" || r.Message.ID != p.lastMsg {
 		p.s.Steps = append(p.s.Steps, Step{Model: true, Time: at})
 		p.lastMsg = r.Message.ID
@@ -187,6 +214,9 @@ func (p *ccParse) assistant(r ccRecord, at time.Time) {
 // user is a prompt, or the tool results the runtime sent back.
 func (p *ccParse) user(r ccRecord, at time.Time) {
 	p.lastMsg = ""
+	if r.CompactSum {
+		p.summary(r, ccResultText(r.Message.Content))
+	}
 	var prompt string
 	if json.Unmarshal(r.Message.Content, &prompt) == nil {
 		p.s.Steps = append(p.s.Steps, Step{Chars: len(prompt), Time: at})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/concord-ctx/concord/recognize"
@@ -21,7 +22,10 @@ import (
 //	                                    "output": "…", "metadata": {…}, "time": {…}}}, …]}]}
 //
 // Each step-start part is one model call (an assistant message without
-// step parts counts as one); a tool part is its completed result.
+// step parts counts as one); a tool part is its completed result. A user
+// message with a compaction part asks for a summary: the next assistant
+// message, marked summary, whose text takes the place of everything before
+// it (anchored by its message id).
 type ocExport struct {
 	Info *struct {
 		ID        string `json:"id"`
@@ -29,6 +33,7 @@ type ocExport struct {
 	} `json:"info"`
 	Messages []struct {
 		Info struct {
+			ID      string `json:"id"`
 			Role    string `json:"role"`
 			Summary bool   `json:"summary"` // the summary a compaction asked for
 			Time    struct {
@@ -82,7 +87,13 @@ func parseOpenCode(file string, data []byte) (*Session, error) {
 		at := ms(m.Info.Time.Created)
 		if compact != nil && !m.Info.Summary {
 			s.Steps = append(s.Steps, *compact)
+			if compact.Summary != "" {
+				anchors = append(anchors, compact.SummaryAnchor) // a later compaction replaces it too
+			}
 			compact = nil
+		}
+		if compact != nil && m.Info.Summary && m.Info.Role == "assistant" && m.Info.ID != "" {
+			compact.Summary, compact.SummaryAnchor = ocText(m.Parts), m.Info.ID
 		}
 		if m.Info.Role == "assistant" && !hasStep(m.Parts) {
 			s.Steps = append(s.Steps, Step{Model: true, Time: at})
@@ -115,6 +126,17 @@ func parseOpenCode(file string, data []byte) (*Session, error) {
 		}
 	}
 	return s, nil
+}
+
+// ocText is a message's text: its text parts, one after another.
+func ocText(parts []ocPart) string {
+	var texts []string
+	for _, p := range parts {
+		if p.Type == "text" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
 }
 
 func hasStep(parts []ocPart) bool {

@@ -189,6 +189,13 @@ func (r *ohReader) event(data []byte) error {
 		}
 		if ev.Summary != nil {
 			st.Chars = len(*ev.Summary)
+			if ev.ID != "" && *ev.Summary != "" {
+				// The SDK puts the summary in the view as an event of its
+				// own, "<condensation id>-summary": a later condensation
+				// forgets it by that id (testdata/audit/sessions/openhands).
+				st.Summary, st.SummaryAnchor = *ev.Summary, ev.ID+"-summary"
+				r.events[st.SummaryAnchor] = ohSeen{anchor: st.SummaryAnchor, chars: len(*ev.Summary)}
+			}
 		}
 		s.Steps = append(s.Steps, st)
 	}

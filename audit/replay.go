@@ -51,8 +51,11 @@ type blockRec struct {
 	call           int // model calls made before it was observed
 	stale          bool
 	forgotten      bool // condensed out of the prompt
-	kind           string
-	since, calls   int
+	// summary: a compaction summary (a derived block), stale once a sync
+	// says derived-stale: a line it restates changed.
+	summary      bool
+	kind         string
+	since, calls int
 }
 
 // replayer holds one session's replay.
@@ -64,6 +67,7 @@ type replayer struct {
 	now    time.Time
 	blocks map[string]*blockRec
 	order  []*blockRec
+	sums   []*blockRec // compaction summaries tracked as derived blocks
 	rep    *SessionReport
 	in     *intake.Intake    // the one way in, as the server's
 	step   *Step             // the step being taken in
@@ -241,8 +245,16 @@ func (r *replayer) forget(st *Step) error {
 			rec.forgotten = true
 		}
 	}
+	for _, rec := range r.sums {
+		if gone[rec.anchor] {
+			rec.forgotten = true
+		}
+	}
 	if len(st.Forget) == 0 {
 		return nil
+	}
+	if st.Summary != "" {
+		return r.compacted(st)
 	}
 	rel := protocol.ReleaseParams{Agent: agent, Anchors: st.Forget}
 	res, err := r.m.Release(r.ctx, rel)
@@ -252,6 +264,31 @@ func (r *replayer) forget(st *Step) error {
 	if err != nil {
 		return fmt.Errorf("release of condensed results: %w", err)
 	}
+	return nil
+}
+
+// compacted is a condensation with its summary: the summary takes the
+// forgotten results' place, reported to the core as compacted (as a binding
+// does), which keeps it as a derived block built from what they showed and
+// releases them. A summary whose replaced results showed nothing tracked
+// has no derived block, and is not counted.
+func (r *replayer) compacted(st *Step) error {
+	cp := protocol.CompactedParams{Agent: agent, Anchor: st.SummaryAnchor, Text: st.Summary, Replaced: st.Forget}
+	res, err := r.m.Compacted(r.ctx, cp)
+	if r.record != nil {
+		r.record(protocol.MethodCompacted, cp, res, err)
+	}
+	if err != nil {
+		return fmt.Errorf("compacted summary %s: %w", st.SummaryAnchor, err)
+	}
+	if res.Derived == "" {
+		return nil
+	}
+	r.rep.Summaries++
+	rec := &blockRec{anchor: st.SummaryAnchor, format: "summary", summary: true, chars: len(st.Summary),
+		at: r.chars, call: r.calls}
+	r.blocks[res.Derived] = rec
+	r.sums = append(r.sums, rec)
 	return nil
 }
 
@@ -316,6 +353,19 @@ func (r *replayer) call() error {
 		pt.StaleViews++
 		pt.StaleTokens += tokens(rec.chars)
 	}
+	// A summary, once a line it restates changed, stays wrong in the
+	// runtime's prompt until the runtime compacts it away, as a stale view
+	// does (without Concord nothing corrects it).
+	staleSummary := false
+	for _, rec := range r.sums {
+		if rec.stale && !rec.forgotten {
+			rec.calls++
+			staleSummary = true
+		}
+	}
+	if staleSummary {
+		r.rep.StaleSummaryCalls++
+	}
 	pt.Call, pt.PromptTokens, pt.ErrataTokens = r.calls, tokens(r.chars), tokens(r.errata)
 	r.rep.StaleTokens += pt.StaleTokens
 	if pt.StaleViews > 0 {
@@ -340,6 +390,10 @@ func (r *replayer) staleKind(bv protocol.BlockView, rec *blockRec) string {
 		return r.shownKind(rec)
 	case protocol.Invalid:
 		return StaleGone
+	case protocol.DerivedStale:
+		// A compaction summary: a line it restates changed (under the
+		// derived policy, mentioned by default).
+		return StaleChanged
 	case protocol.Patched:
 		if len(bv.Sources) != len(rec.parts) {
 			return StaleChanged
@@ -378,6 +432,11 @@ func (r *replayer) finish() {
 	}
 	for _, f := range files {
 		rep.Files = append(rep.Files, *f)
+	}
+	for _, rec := range r.sums {
+		if rec.stale {
+			rep.StaleSummaries++
+		}
 	}
 	sortFiles(rep.Files)
 	rep.Concord.ErrataTokens = tokens(rep.Concord.ErrataChars)

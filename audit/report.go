@@ -33,13 +33,21 @@ type SessionReport struct {
 	Writes       int `json:"writes"`
 	// UnknownWrites: edits the replay could not apply (their old text lies
 	// in lines the session never showed): the file's views are reported gone.
-	UnknownWrites  int         `json:"unknownWrites"`
-	OutsideChanges int         `json:"outsideChanges"` // reads that showed a file changed behind the agent's back (or by a command)
-	Listings       int         `json:"listings"`       // directory listings (not replayed)
-	Unrecognized   int         `json:"unrecognized"`   // tool calls with arguments that are not JSON
-	Condensations  int         `json:"condensations"`  // the runtime condensed its history (forgotten results leave the prompt)
-	Concord        Concord     `json:"concord"`
-	Timeline       []CallPoint `json:"timeline,omitempty"`
+	UnknownWrites  int `json:"unknownWrites"`
+	OutsideChanges int `json:"outsideChanges"` // reads that showed a file changed behind the agent's back (or by a command)
+	Listings       int `json:"listings"`       // directory listings (not replayed)
+	Unrecognized   int `json:"unrecognized"`   // tool calls with arguments that are not JSON
+	Condensations  int `json:"condensations"`  // the runtime condensed its history (forgotten results leave the prompt)
+	// Summaries: compaction summaries tracked as derived blocks (the
+	// results they replaced showed file text Concord tracks);
+	// StaleSummaries: those a sync found derived-stale while they were in
+	// the prompt (a line they restate changed); StaleSummaryCalls: model
+	// calls that carried a stale summary.
+	Summaries         int         `json:"summaries"`
+	StaleSummaries    int         `json:"staleSummaries"`
+	StaleSummaryCalls int         `json:"callsWithStaleSummary"`
+	Concord           Concord     `json:"concord"`
+	Timeline          []CallPoint `json:"timeline,omitempty"`
 }
 
 // Concord is what `concord serve` (placement auto) would have sent instead.
@@ -152,7 +160,11 @@ type Totals struct {
 	PromptTokens   int            `json:"promptTokens"`
 	UnknownWrites  int            `json:"unknownWrites"`
 	OutsideChanges int            `json:"outsideChanges"`
-	Concord        Concord        `json:"concord"`
+	// Summaries, StaleSummaries, StaleSummaryCalls: as SessionReport's.
+	Summaries         int     `json:"summaries"`
+	StaleSummaries    int     `json:"staleSummaries"`
+	StaleSummaryCalls int     `json:"callsWithStaleSummary"`
+	Concord           Concord `json:"concord"`
 }
 
 // WorstFiles is how many files the totals list.
@@ -192,6 +204,9 @@ func (r *Report) Add(s *SessionReport, keep bool) {
 	t.PromptTokens += s.PromptTokens
 	t.UnknownWrites += s.UnknownWrites
 	t.OutsideChanges += s.OutsideChanges
+	t.Summaries += s.Summaries
+	t.StaleSummaries += s.StaleSummaries
+	t.StaleSummaryCalls += s.StaleSummaryCalls
 	c := &t.Concord
 	c.InPlace += s.Concord.InPlace
 	c.Errata += s.Concord.Errata
@@ -258,6 +273,10 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  Concord instead: %d repairs in place, %d errata at the tail (~%d tokens)%s\n",
 				s.Concord.InPlace, s.Concord.Errata, s.Concord.ErrataTokens, cost(s.Concord.CacheCost, r.Price))
 		}
+		if s.Summaries > 0 {
+			fmt.Fprintf(&b, "  compaction summaries: %d tracked, %d stale (a line they restate changed while in the prompt), carried stale by %d calls\n",
+				s.Summaries, s.StaleSummaries, s.StaleSummaryCalls)
+		}
 	}
 	t := r.Totals
 	if len(r.Sessions) > 0 {
@@ -272,6 +291,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		t.StaleTokens, t.PromptTokens, pct(t.StaleTokens, t.PromptTokens), TokenBytes)
 	fmt.Fprintf(&b, "  Concord would have sent instead: %d repairs in place, %d errata at the tail (%d chars, ~%d tokens)%s\n",
 		t.Concord.InPlace, t.Concord.Errata, t.Concord.ErrataChars, t.Concord.ErrataTokens, cost(t.Concord.CacheCost, r.Price))
+	if t.Summaries > 0 {
+		fmt.Fprintf(&b, "  Compaction summaries: %d tracked, %d stale (a line they restate changed while they were in the prompt; %d calls carried one)\n",
+			t.Summaries, t.StaleSummaries, t.StaleSummaryCalls)
+	}
 	if t.UnknownWrites > 0 || t.OutsideChanges > 0 {
 		fmt.Fprintf(&b, "  Changes: %d edits of lines never shown (content unknown), %d reads that showed a file changed behind the agent's back\n",
 			t.UnknownWrites, t.OutsideChanges)

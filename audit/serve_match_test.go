@@ -95,6 +95,8 @@ func replayBesideServe(t *testing.T, s *Session) int {
 				got, err = core.Sync(ctx, p)
 			case protocol.ReleaseParams:
 				got, err = core.Release(ctx, p)
+			case protocol.CompactedParams:
+				got, err = core.Compacted(ctx, p)
 			default:
 				t.Fatalf("step %d: unknown request %T", i+1, p)
 			}

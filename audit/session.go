@@ -47,4 +47,11 @@ type Step struct {
 	// (and ForgetChars of prompt) left the prompt, which was rebuilt.
 	Forget      []string
 	ForgetChars int
+	// Summary: the message that took the forgotten results' place (a
+	// compaction summary, its full text), anchored at SummaryAnchor, when
+	// the log keeps it ("": none). The replay reports it as compacted, so
+	// the summary is tracked as a derived block built from what the
+	// forgotten results showed.
+	Summary       string
+	SummaryAnchor string
 }
