@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -308,4 +309,43 @@ func ccResultText(raw json.RawMessage) string {
 // transcript that is no session (a subagent's .meta.json).
 func ccSidecar(p string) bool {
 	return strings.HasSuffix(p, ".meta.json") && filepath.Base(filepath.Dir(p)) == "subagents"
+}
+
+// ccSeed puts the file a Claude Code Read showed into the virtual workspace
+// before the read is recognized, when the session never showed it before
+// and the read reached its final newline. Read shows that newline as an
+// empty last row, which recognize prints back only for a file that ends
+// with one, as every file on a server's disk it can read; the virtual
+// workspace knows a file only once a read is taken in, so without this the
+// first whole read of nearly every file (they end with a newline) would go
+// untracked. A file already known, or made unknown by an edit the replay
+// could not apply, is left to the read itself (it may show a change).
+func ccSeed(v *vfs, c recognize.Call) {
+	if c.Runtime != recognize.ClaudeCode || c.Tool != "Read" || len(c.Metadata) == 0 {
+		return
+	}
+	var r struct {
+		Type string `json:"type"`
+		File struct {
+			FilePath   string  `json:"filePath"`
+			Content    *string `json:"content"`
+			NumLines   int     `json:"numLines"`
+			StartLine  int     `json:"startLine"`
+			TotalLines int     `json:"totalLines"`
+		} `json:"file"`
+	}
+	if json.Unmarshal(c.Metadata, &r) != nil || r.Type != "text" || r.File.Content == nil {
+		return
+	}
+	f, content := r.File, *r.File.Content
+	p := path.Clean(f.FilePath)
+	start := max(f.StartLine, 1)
+	if !path.IsAbs(p) || v.files[p] != nil || !strings.HasSuffix(content, "\n") || start+f.NumLines-1 < f.TotalLines {
+		return
+	}
+	if start == 1 {
+		v.setWhole(p, strings.TrimSuffix(content, "\n"))
+		return
+	}
+	v.merge(p, start, strings.Split(strings.TrimSuffix(content, "\n"), "\n"))
 }

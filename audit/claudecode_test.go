@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,11 +55,12 @@ func TestAuditClaudeCode(t *testing.T) {
 		sub := strings.Contains(s.File, "/subagents/")
 		switch {
 		case scn == "read":
-			// small.txt changed behind the agent's back while its whole
-			// read and its line-2 window were in context: both went stale,
-			// carried one call, and one erratum would have said so.
-			if s.StaleViews != 2 || s.StaleCalls != 1 || s.Concord.Errata != 1 || s.OutsideChanges == 0 {
-				t.Errorf("read: %d stale views in %d calls, %d errata, %d outside changes; want 2, 1, 1, >0",
+			// small.txt changed behind the agent's back while its two whole
+			// reads (the first, and the same Read again) and its line-2
+			// window were in context: all three went stale, carried one
+			// call, and one erratum would have said so.
+			if s.StaleViews != 3 || s.StaleCalls != 1 || s.Concord.Errata != 1 || s.OutsideChanges == 0 {
+				t.Errorf("read: %d stale views in %d calls, %d errata, %d outside changes; want 3, 1, 1, >0",
 					s.StaleViews, s.StaleCalls, s.Concord.Errata, s.OutsideChanges)
 			}
 		case scn == "compact":
@@ -124,5 +126,126 @@ func TestClaudeCodeTranscript(t *testing.T) {
 	}
 	if len(forgot) != 1 || forgot[0] != "t1" {
 		t.Errorf("the compaction forgot %v; want [t1]", forgot)
+	}
+}
+
+// ccSummaryTranscript is a Claude Code transcript in the format 2.1.328
+// wrote in testdata/claudecode/compact: the agent reads config.yaml, the
+// session is compacted (a compact_boundary, then the user record marked
+// isCompactSummary that holds the summary), and the agent reads the file
+// again, which shows it as now.
+func ccSummaryTranscript(summary, now string, boundary bool) string {
+	const cwd = "/w"
+	ts := func(s int) string { return fmt.Sprintf("2026-12-05T09:19:%02d.000Z", s) }
+	rec := func(v map[string]any) string {
+		v["sessionId"], v["cwd"] = "s-sum", cwd
+		b, err := json.Marshal(v)
+		if err != nil {
+			panic(err)
+		}
+		return string(b)
+	}
+	read := func(id, uuid, content string, at int) []string {
+		lines := strings.Split(content, "\n")
+		var shown []string
+		for i, l := range lines {
+			shown = append(shown, fmt.Sprintf("%d\t%s", i+1, l))
+		}
+		return []string{
+			rec(map[string]any{"type": "assistant", "uuid": "a-" + uuid, "timestamp": ts(at), "message": map[string]any{
+				"id": "msg_" + id, "role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": "Read",
+					"input": map[string]any{"file_path": cwd + "/config.yaml"}}}}}),
+			rec(map[string]any{"type": "user", "uuid": uuid, "timestamp": ts(at + 1), "message": map[string]any{
+				"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": strings.Join(shown, "\n")}}},
+				"toolUseResult": map[string]any{"type": "text", "file": map[string]any{"filePath": cwd + "/config.yaml", "content": content,
+					"numLines": len(lines), "startLine": 1, "totalLines": len(lines)}}}),
+		}
+	}
+	answer := func(id string, at int) string {
+		return rec(map[string]any{"type": "assistant", "uuid": "a-" + id, "timestamp": ts(at), "message": map[string]any{
+			"id": "msg_" + id, "role": "assistant", "content": []any{map[string]any{"type": "text", "text": "ok"}}}})
+	}
+	const was = "retry_limit: 3\nregion: eu-west\nowner: ops team\n"
+	lines := []string{rec(map[string]any{"type": "user", "uuid": "u1", "timestamp": ts(0), "message": map[string]any{"role": "user", "content": "check the config"}})}
+	lines = append(lines, read("toolu_1", "r1", was, 1)...)
+	lines = append(lines, answer("m2", 3))
+	if boundary {
+		lines = append(lines,
+			rec(map[string]any{"type": "system", "subtype": "compact_boundary", "uuid": "cb1", "timestamp": ts(4), "parentUuid": nil,
+				"logicalParentUuid": "a-m2", "content": "Conversation compacted", "compactMetadata": map[string]any{"trigger": "manual",
+					"preservedMessages": map[string]any{"uuids": []string{}, "allUuids": []string{}}}}),
+			rec(map[string]any{"type": "attachment", "uuid": "at1", "timestamp": ts(4)}))
+		if summary != "" {
+			lines = append(lines, rec(map[string]any{"type": "user", "uuid": "sum1", "timestamp": ts(4), "isCompactSummary": true,
+				"isVisibleInTranscriptOnly": true, "message": map[string]any{"role": "user", "content": "This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\nSummary:\n" + summary}}))
+		}
+	}
+	lines = append(lines, read("toolu_2", "r2", now, 5)...)
+	lines = append(lines, answer("m4", 7), answer("m5", 8))
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// TestAuditClaudeCodeSummary: a compaction summary restating a line of a
+// read is tracked; when a later read shows that line changed, the summary
+// is stale for every later call it stays in the prompt, and Concord would
+// have sent one correction; a change to a line it never restated (under the
+// default rule, derived: mentioned) makes no stale summary.
+func TestAuditClaudeCodeSummary(t *testing.T) {
+	t.Parallel()
+	const summary = "The agent read /w/config.yaml: retry_limit is 3 and the region is eu-west."
+	tests := []struct {
+		name                       string
+		summary, now               string
+		boundary                   bool
+		condensations, summaries   int
+		staleSummaries, staleCalls int
+		errata                     int
+	}{
+		{name: "restated line changed", summary: summary, now: "retry_limit: 5\nregion: eu-west\nowner: ops team\n",
+			boundary: true, condensations: 1, summaries: 1, staleSummaries: 1, staleCalls: 2, errata: 1},
+		{name: "unrestated line changed", summary: summary, now: "retry_limit: 3\nregion: eu-west\nowner: platform team\n",
+			boundary: true, condensations: 1, summaries: 1},
+		{name: "unchanged", summary: summary, now: "retry_limit: 3\nregion: eu-west\nowner: ops team\n",
+			boundary: true, condensations: 1, summaries: 1},
+		{name: "compaction without a summary record", now: "retry_limit: 5\nregion: eu-west\nowner: ops team\n",
+			boundary: true, condensations: 1},
+		// The read itself stays in the prompt, stale: Concord corrects it.
+		{name: "no compaction", now: "retry_limit: 5\nregion: eu-west\nowner: ops team\n", errata: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			data := []byte(ccSummaryTranscript(tc.summary, tc.now, tc.boundary))
+			if !isClaudeCode(data) {
+				t.Fatal("not detected as a Claude Code transcript")
+			}
+			s, err := parseClaudeCode("s-sum.jsonl", data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sr, err := Replay(context.Background(), s, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sr.Condensations != tc.condensations || sr.Summaries != tc.summaries || sr.StaleSummaries != tc.staleSummaries ||
+				sr.StaleSummaryCalls != tc.staleCalls {
+				t.Errorf("%d condensations, %d summaries, %d stale, carried stale by %d calls; want %d, %d, %d, %d",
+					sr.Condensations, sr.Summaries, sr.StaleSummaries, sr.StaleSummaryCalls,
+					tc.condensations, tc.summaries, tc.staleSummaries, tc.staleCalls)
+			}
+			if sr.Concord.Errata != tc.errata {
+				t.Errorf("Concord would have sent %d errata, want %d", sr.Concord.Errata, tc.errata)
+			}
+			rep := NewReport(Options{})
+			rep.Add(sr, true)
+			var txt bytes.Buffer
+			if err := rep.WriteText(&txt); err != nil {
+				t.Fatal(err)
+			}
+			line := fmt.Sprintf("Compaction summaries: %d tracked, %d stale", tc.summaries, tc.staleSummaries)
+			if got := strings.Contains(txt.String(), line); got != (tc.summaries > 0) {
+				t.Errorf("text report (want %q: %v):\n%s", line, tc.summaries > 0, txt.String())
+			}
+		})
 	}
 }

@@ -141,6 +141,7 @@ func (r *replayer) take(st *Step) error {
 func (r *replayer) tool(st *Step) error {
 	r.rep.ToolResults++
 	r.step, r.res = st, nil
+	ccSeed(r.v, *st.Tool)
 	params := protocol.RecognizeParams{Agent: agent, Turn: r.calls + 1, Anchor: st.Anchor, Call: wireCall(*st.Tool)}
 	out, err := r.in.Recognize(r.ctx, params)
 	if r.record != nil {
