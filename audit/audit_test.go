@@ -89,6 +89,12 @@ func TestAuditRealStores(t *testing.T) {
 						t.Errorf("compacted session: %d condensations, %d stale views, %d of %d calls; want 1, 1, 2 of 5",
 							s.Condensations, s.StaleViews, s.StaleCalls, s.Calls)
 					}
+					// Its summary ("ok", the assistant message marked
+					// summary) is tracked, built from the reads it
+					// replaced; it restates no line, so nothing makes it stale.
+					if s.Summaries != 1 || s.StaleSummaries != 0 {
+						t.Errorf("compacted session: %d summaries, %d stale; want 1, 0", s.Summaries, s.StaleSummaries)
+					}
 				}
 				if s.Session == condensedID {
 					// The SDK's condenser forgot the first four calls' results:
@@ -98,6 +104,12 @@ func TestAuditRealStores(t *testing.T) {
 					if s.Condensations != 2 || s.StaleViews != 1 || s.Duration.Max != 2 {
 						t.Errorf("condensed session: %d condensations, %d stale views carried at most %d calls; want 2, 1, 2",
 							s.Condensations, s.StaleViews, s.Duration.Max)
+					}
+					// Each Condensation's summary is tracked (the second
+					// replaces the first, "<id>-summary", and takes its
+					// provenance on); neither quotes a line that changed.
+					if s.Summaries != 2 || s.StaleSummaries != 0 {
+						t.Errorf("condensed session: %d summaries, %d stale; want 2, 0", s.Summaries, s.StaleSummaries)
 					}
 				}
 			}

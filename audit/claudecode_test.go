@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -64,9 +66,11 @@ func TestAuditClaudeCode(t *testing.T) {
 					s.StaleViews, s.StaleCalls, s.Concord.Errata, s.OutsideChanges)
 			}
 		case scn == "compact":
-			// An automatic compaction, then /compact: each drops results.
-			if s.Condensations != 2 {
-				t.Errorf("compact: %d condensations, want 2", s.Condensations)
+			// An automatic compaction, then /compact: each drops results,
+			// and each summary (the fake model's, restating nothing) is
+			// tracked, built from the reads it replaced.
+			if s.Condensations != 2 || s.Summaries != 2 || s.StaleSummaries != 0 {
+				t.Errorf("compact: %d condensations, %d summaries (%d stale); want 2, 2, 0", s.Condensations, s.Summaries, s.StaleSummaries)
 			}
 		case scn == "agent" && sub:
 			// The subagent is its own session: its id is the agent id,
@@ -246,6 +250,53 @@ func TestAuditClaudeCodeSummary(t *testing.T) {
 			if got := strings.Contains(txt.String(), line); got != (tc.summaries > 0) {
 				t.Errorf("text report (want %q: %v):\n%s", line, tc.summaries > 0, txt.String())
 			}
+			var page bytes.Buffer
+			if err := rep.WriteHTML(&page); err != nil {
+				t.Fatal(err)
+			}
+			row := fmt.Sprintf("<tr><th>Compaction summaries</th><td class=\"n\">%d tracked, %d stale", tc.summaries, tc.staleSummaries)
+			if got := strings.Contains(page.String(), row); got != (tc.summaries > 0) {
+				t.Errorf("HTML report: row %q present %v, want %v", row, got, tc.summaries > 0)
+			}
 		})
+	}
+}
+
+// TestClaudeCodeCompactSummaries: in the transcript Claude Code 2.1.328
+// wrote (testdata/claudecode/compact), each compact_boundary's step carries
+// the summary of the isCompactSummary record after it, anchored by that
+// record's uuid, and the second compaction (/compact) replaces the first
+// summary along with the reads.
+func TestClaudeCodeCompactSummaries(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("../testdata/claudecode/compact/home/.claude/projects/*/*.jsonl")
+	if err != nil || len(files) != 1 {
+		t.Fatalf("capture %v (%v): want one transcript", files, err)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := parseClaudeCode(files[0], data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Step
+	for _, st := range s.Steps {
+		if st.Forget != nil {
+			got = append(got, st)
+		}
+	}
+	const first, second = "1a3f6adb-dec5-4e17-8536-04ea357ec3e6", "b45a4e49-2bb1-4e3f-b0be-aa551108c62e"
+	if len(got) != 2 || got[0].SummaryAnchor != first || got[1].SummaryAnchor != second {
+		t.Fatalf("compactions %+v; want 2, anchored %s and %s", got, first, second)
+	}
+	for _, st := range got {
+		if !strings.Contains(st.Summary, "Summary:\nThe fake model's summary of the session so far.") {
+			t.Errorf("summary %s: %q lacks the fake model's summary", st.SummaryAnchor, st.Summary)
+		}
+	}
+	if !slices.Contains(got[1].Forget, first) || slices.Contains(got[0].Forget, first) {
+		t.Errorf("forgotten %v then %v: want the first summary replaced by the second compaction only", got[0].Forget, got[1].Forget)
 	}
 }

@@ -42,6 +42,10 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 	row("Stale tokens sent", fmt.Sprintf("~%d of %d prompt tokens (%s)", t.StaleTokens, t.PromptTokens, pct(t.StaleTokens, t.PromptTokens)))
 	row("Concord instead", fmt.Sprintf("%d repairs in place, %d errata at the tail (~%d tokens)%s",
 		t.Concord.InPlace, t.Concord.Errata, t.Concord.ErrataTokens, cost(t.Concord.CacheCost, r.Price)))
+	if t.Summaries > 0 {
+		row("Compaction summaries", fmt.Sprintf("%d tracked, %d stale (a line they restate changed while in the prompt; %d calls carried one)",
+			t.Summaries, t.StaleSummaries, t.StaleSummaryCalls))
+	}
 	b.WriteString("</tbody></table>\n")
 	if len(t.Files) > 0 {
 		b.WriteString("<h2>Worst files</h2>\n<table id=\"files\"><thead><tr><th>File</th><th>Session</th><th>Stale views</th><th>Stale tokens sent</th></tr></thead><tbody>\n")
@@ -67,8 +71,12 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 <p class="legend"><span class="stale" style="background:#d33"></span>stale tokens the call carried<span style="background:#36c"></span>Concord's errata at its tail</p>
 `)
 	for _, s := range ss {
-		fmt.Fprintf(&b, "<h3>%s</h3>\n<p>%s, %s: %d model calls, %d carried a stale view; %d of %d views went stale; ~%d stale tokens sent.</p>\n",
-			esc(s.Session), esc(s.Format), esc(s.File), s.Calls, s.StaleCalls, s.StaleViews, s.Views, s.StaleTokens)
+		sums := ""
+		if s.Summaries > 0 {
+			sums = fmt.Sprintf("; %d of %d compaction summaries went stale", s.StaleSummaries, s.Summaries)
+		}
+		fmt.Fprintf(&b, "<h3>%s</h3>\n<p>%s, %s: %d model calls, %d carried a stale view; %d of %d views went stale; ~%d stale tokens sent%s.</p>\n",
+			esc(s.Session), esc(s.Format), esc(s.File), s.Calls, s.StaleCalls, s.StaleViews, s.Views, s.StaleTokens, esc(sums))
 		timeline(&b, s)
 	}
 	b.WriteString("</body></html>\n")
