@@ -85,3 +85,15 @@ func FuzzParseCodex(f *testing.F) {
 		replayAny(t, s, err)
 	})
 }
+
+// FuzzParseClaudeCode: a transcript (the real ones Claude Code 2.1.328
+// wrote, and a compaction whose summary restates a line that then changes,
+// seed it).
+func FuzzParseClaudeCode(f *testing.F) {
+	seeds(f, filepath.Join("..", "testdata", "claudecode", "*", "home", ".claude", "projects", "*", "*.jsonl"))
+	f.Add([]byte(ccSummaryTranscript("retry_limit is 3", "retry_limit: 5\n", true)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := parseClaudeCode("f.jsonl", data)
+		replayAny(t, s, err)
+	})
+}
