@@ -15,7 +15,14 @@ type Core interface {
 	Recognize(ctx context.Context, p protocol.RecognizeParams) (protocol.RecognizeResult, error)
 	Sync(ctx context.Context, p protocol.SyncParams) (protocol.SyncResult, error)
 	Release(ctx context.Context, p protocol.ReleaseParams) (protocol.ReleaseResult, error)
+	Compacted(ctx context.Context, p protocol.CompactedParams) (protocol.CompactedResult, error)
 }
+
+// CompactedAnchor names a runtime's compaction summary in the errata the
+// model reads ("The summary in the compacted conversation is outdated:
+// …"). One per agent: a later compaction summarizes the earlier summary
+// too, and takes its place (its provenance carried over).
+const CompactedAnchor = "the compacted conversation"
 
 // Outcome is what handling an event gives: the hook's stdout, and whether
 // the session ended (the server then shuts down).
@@ -60,13 +67,58 @@ func handle(ctx context.Context, core Core, log *slog.Logger, ev Event) (string,
 	case KindPrompt:
 		return syncErrata(ctx, core, log, ev.Agent)
 	case KindSessionStart:
-		if ev.Source == SourceCompact || ev.Source == SourceClear {
+		// After a compaction the runtime says with what summary
+		// (KindCompacted), which then takes the place of the agent's reads;
+		// a cleared context has none.
+		if ev.Source == SourceClear {
 			return "", releaseAll(ctx, core, log, ev.Agent)
 		}
 	case KindPreCompact, KindSubagentStop:
 		return "", releaseAll(ctx, core, log, ev.Agent)
+	case KindCompacted:
+		return "", compacted(ctx, core, log, ev.Agent, ev.Summary)
 	}
 	return "", nil
+}
+
+// compacted tells the session that agent's summary replaced its earlier
+// tool results: the server keeps what they showed as the summary's
+// provenance and releases them (derived context, docs/protocol.md
+// "compacted"). A compaction without a summary releases them.
+func compacted(ctx context.Context, core Core, log *slog.Logger, agent, summary string) error {
+	if strings.TrimSpace(summary) == "" {
+		return releaseAll(ctx, core, log, agent)
+	}
+	// The earlier summary is not among the replaced: the new one takes its
+	// anchor, and its provenance with it.
+	anchors, err := anchorsOf(ctx, core, agent, CompactedAnchor)
+	if err != nil {
+		return err
+	}
+	res, err := core.Compacted(ctx, protocol.CompactedParams{Agent: agent, Anchor: CompactedAnchor, Text: summary, Replaced: anchors})
+	if err != nil {
+		return fmt.Errorf("compacted: %w", err)
+	}
+	log.Info("compacted", "replaced", len(anchors), "released", len(res.Released), "provenance", len(res.Provenance))
+	return nil
+}
+
+// anchorsOf lists the anchors of agent's blocks but except (a full sync;
+// the prefix was rebuilt: the runtime just rewrote the agent's context).
+func anchorsOf(ctx context.Context, core Core, agent, except string) ([]string, error) {
+	res, err := core.Sync(ctx, protocol.SyncParams{Agent: agent, Full: true, PrefixRebuilt: true})
+	if err != nil {
+		return nil, fmt.Errorf("sync: %w", err)
+	}
+	seen := map[string]bool{}
+	var anchors []string
+	for _, v := range res.Blocks {
+		if v.Anchor != "" && v.Anchor != except && !seen[v.Anchor] {
+			seen[v.Anchor] = true
+			anchors = append(anchors, v.Anchor)
+		}
+	}
+	return anchors, nil
 }
 
 // syncErrata syncs agent and joins the errata of its tail views: the note
@@ -94,20 +146,9 @@ func syncErrata(ctx context.Context, core Core, log *slog.Logger, agent string) 
 // results left its prompt (a compaction, a cleared context, a subagent
 // that ended). A full sync lists them.
 func releaseAll(ctx context.Context, core Core, log *slog.Logger, agent string) error {
-	res, err := core.Sync(ctx, protocol.SyncParams{Agent: agent, Full: true, PrefixRebuilt: true})
-	if err != nil {
-		return fmt.Errorf("sync: %w", err)
-	}
-	seen := map[string]bool{}
-	var anchors []string
-	for _, v := range res.Blocks {
-		if v.Anchor != "" && !seen[v.Anchor] {
-			seen[v.Anchor] = true
-			anchors = append(anchors, v.Anchor)
-		}
-	}
-	if len(anchors) == 0 {
-		return nil
+	anchors, err := anchorsOf(ctx, core, agent, "")
+	if err != nil || len(anchors) == 0 {
+		return err
 	}
 	rel, err := core.Release(ctx, protocol.ReleaseParams{Agent: agent, Anchors: anchors})
 	if err != nil {

@@ -46,9 +46,13 @@ const (
 	KindSubagentStop
 	// KindSessionEnd: the session ended: its server is shut down.
 	KindSessionEnd
+	// KindCompacted: the runtime compacted the agent's context into a
+	// summary (Summary): the summary takes the place of its earlier tool
+	// results (compacted), and is corrected when what they showed changes.
+	KindCompacted
 )
 
-var kindNames = [...]string{"other", "tool-done", "prompt", "session-start", "pre-compact", "subagent-stop", "session-end"}
+var kindNames = [...]string{"other", "tool-done", "prompt", "session-start", "pre-compact", "subagent-stop", "session-end", "compacted"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -82,6 +86,9 @@ type Event struct {
 	// (KindToolDone).
 	Anchor string
 	Call   protocol.ToolCall
+	// Summary is the compaction's summary, as the model reads it
+	// (KindCompacted).
+	Summary string
 }
 
 // Runtime is what one agent runtime's hooks need of Concord.

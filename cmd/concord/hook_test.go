@@ -375,12 +375,14 @@ func TestHookSessionsApart(t *testing.T) {
 	h.waitNoServer(5 * time.Second)
 }
 
-// TestHookReleases: a compaction (PreCompact, SessionStart compact) drops
-// the agent's earlier results from its prompt, and a subagent's end drops
-// its own: none of them is corrected afterwards; the others still are.
+// TestHookReleases: a compaction (PreCompact, SessionStart compact, then
+// PostCompact with its summary) replaces the agent's earlier results with
+// the summary: none of them is corrected afterwards, the summary is, where
+// a line it restates changes, and not where one it never mentions does. A
+// subagent's end drops its own reads; the others' are still corrected.
 func TestHookReleases(t *testing.T) {
 	h := newHookEnv(t)
-	main1, sub1 := h.write("main.txt", "m1\nm2\n"), h.write("sub.txt", "s1\ns2\n")
+	main1, sub1 := h.write("main.txt", "name: demo\nretries: 3\n"), h.write("sub.txt", "s1\ns2\n")
 	mustQuiet(t, h.run(h.cat("rel", "toolu_main", main1)))
 	mustQuiet(t, h.run(h.cat("rel", "toolu_sub", sub1, "agent_id", "agent-7", "agent_type", "general-purpose")))
 	mustQuiet(t, h.run(h.cat("rel", "toolu_main_sub", sub1)))
@@ -390,18 +392,38 @@ func TestHookReleases(t *testing.T) {
 	if c := h.run(event("rel", "UserPromptSubmit")).context(t); !strings.Contains(c, "toolu_main_sub") || strings.Contains(c, "toolu_sub ") {
 		t.Fatalf("after the subagent's end: %q", c)
 	}
-	// A compaction: the main agent's reads leave its prompt.
+	// A compaction: the main agent's reads leave its prompt; the summary
+	// takes their place.
 	mustQuiet(t, h.run(event("rel", "PreCompact", "trigger", "auto")))
 	mustQuiet(t, h.run(event("rel", "SessionStart", "source", "compact")))
-	h.write("main.txt", "m1\nM2\n")
+	mustQuiet(t, h.run(event("rel", "PostCompact", "trigger", "auto",
+		"compact_summary", "<summary>main.txt sets retries: 3 for the client.</summary>")))
+	// A line the summary never restated: nothing to say.
+	h.write("main.txt", "name: prod\nretries: 3\n")
 	if c := h.run(event("rel", "UserPromptSubmit")).context(t); c != "" {
-		t.Fatalf("a released read corrected after the compaction: %q", c)
+		t.Fatalf("a change the summary never restated gave %q", c)
+	}
+	// The line it restates: the summary is corrected, the reads it
+	// replaced are not.
+	h.write("main.txt", "name: prod\nretries: 5\n")
+	c := h.run(event("rel", "UserPromptSubmit")).context(t)
+	if !strings.Contains(c, "The summary in "+hook.CompactedAnchor+" is outdated") || !strings.Contains(c, "retries: 5") || strings.Contains(c, "toolu_main") {
+		t.Fatalf("after a restated line changed: %q\n%s", c, h.log())
+	}
+	if c := h.run(event("rel", "UserPromptSubmit")).context(t); c != "" {
+		t.Fatalf("the summary's correction repeated: %q", c)
 	}
 	// What is read after it is tracked again.
 	mustQuiet(t, h.run(h.cat("rel", "toolu_after", main1)))
-	h.write("main.txt", "m1\nM2!\n")
+	h.write("main.txt", "name: prod\nretries: 7\n")
 	if c := h.run(event("rel", "UserPromptSubmit")).context(t); !strings.Contains(c, "toolu_after") {
 		t.Fatalf("a read after the compaction: %q", c)
+	}
+	// A cleared context: nothing of it is corrected any more.
+	mustQuiet(t, h.run(event("rel", "SessionStart", "source", "clear")))
+	h.write("main.txt", "name: prod\nretries: 9\n")
+	if c := h.run(event("rel", "UserPromptSubmit")).context(t); c != "" {
+		t.Fatalf("after /clear: %q", c)
 	}
 }
 
