@@ -34,6 +34,9 @@ WARNING_PREFIX = "concord: context repair unavailable"
 # Where a repair of a message the model has seen goes (docs/protocol.md, "Placement").
 PLACEMENTS: tuple[str, ...] = get_args(wire.Placement)
 DEFAULT_PLACEMENT = "auto"
+# A compaction's summary and the results it replaced (docs/protocol.md, `compacted`); the generated
+# wire module names it once the protocol does.
+METHOD_COMPACTED: str = getattr(wire, "METHOD_COMPACTED", "compacted")
 # A prompt token's cost written to / read from the provider's cache, in input prices (initialize's cache.price).
 ENV_PRICE = "CONCORD_CACHE_PRICE"
 
@@ -383,6 +386,20 @@ class ConcordSession:
             return None
         return SyncResult([BlockView.from_wire(b) for b in result.get("blocks") or [] if isinstance(b, dict)],
                           bool(result.get("flushed")), int(result.get("generation") or 0))
+
+    def compacted(self, anchor: str, text: str, replaced: list[str]) -> dict[str, Any] | None:
+        """The runtime compacted: the message `anchor` (its text as the model is shown it) summarizes the
+        results `replaced`. The server keeps the summary as a derived block (corrected when a source it
+        restates changes) and releases the replaced blocks itself. None: not done (a server without
+        `compacted`, or one that refused it); the caller then releases `replaced` as before."""
+        params = {"agent": self.agent, "anchor": anchor, "text": text, "replaced": list(replaced)}
+        result = self._call(METHOD_COMPACTED, params)
+        if not isinstance(result, dict):
+            return None
+        self._anchors.difference_update(replaced)
+        if result.get("derived"):
+            self._anchors.add(anchor)  # released with the session, as a tool result is
+        return result
 
     def release(self, anchors: list[str]) -> list[str] | None:
         if not anchors:

@@ -13,6 +13,25 @@ import {
 // The wire types are generated from the Go protocol package (wire.ts, go generate ./protocol).
 export const PROTOCOL_VERSION = Version
 
+/** compacted: the runtime summarized tool results into one message (docs/protocol.md, `compacted`). */
+export const MethodCompacted = "compacted"
+export interface CompactedParams {
+  agent: string
+  /** The summary message's anchor, chosen by the binding. */
+  anchor: string
+  /** The summary's text, as the model is shown it. */
+  text: string
+  /** The anchors of the tool results the summary replaced; the server releases them. */
+  replaced: string[]
+}
+export interface CompactedResult {
+  /** The derived block kept for the summary ("": none, e.g. nothing replaced was tracked). */
+  derived: string
+  provenance?: unknown[]
+  /** The replaced anchors the server released. */
+  released?: string[]
+}
+
 /** An error response from the server. */
 export class RpcError extends Error {
   override name = "RpcError"
@@ -150,6 +169,7 @@ export class ConcordClient {
   sourceChanged = (params: SourceChangedParams) => this.request<SourceChangedResult>(MethodSourceChanged, params)
   sync = (params: SyncParams) => this.request<SyncResult>(MethodSync, params)
   release = (params: ReleaseParams) => this.request<ReleaseResult>(MethodRelease, params)
+  compacted = (params: CompactedParams) => this.request<CompactedResult>(MethodCompacted, params)
   stats = () => this.request<StatsResult>(MethodStats)
 
   /** Ends the server politely (shutdown, exit, stdin closed), killed if not exited within graceMs. Never throws. */
