@@ -213,6 +213,7 @@ class ConcordCondenser(CondenserBase):
             if action_ev is None:
                 continue  # condensed away: what it asked for (a range?) is unknown
             self._forward(st, session, ev, _arguments(action_ev), len(responses), root)
+        st.turn = max(st.turn + 1, len(responses) + 1)
         gone = sorted(st.registered - present)
         if summaries and gone:
             gone = self._compacted(st, session, summaries[-1], gone)
@@ -221,7 +222,6 @@ class ConcordCondenser(CondenserBase):
             st.registered.difference_update(gone)
             for anchor in gone:
                 st.views.pop(anchor, None)
-        st.turn = max(st.turn + 1, len(responses) + 1)
         return st.turn
 
     def _compacted(self, st: _State, session: ConcordSession, summary: CondensationSummaryEvent,
@@ -230,7 +230,7 @@ class ConcordCondenser(CondenserBase):
         event, by the id the SDK derives from it, and the forgotten events, which are exactly the tracked
         results that left the view with it). The server keeps the summary as a derived block and releases
         the results itself; returns what is left to release (all of it when the server did not take it)."""
-        result = session.compacted(summary.id, summary.summary, gone)
+        result = session.compacted(summary.id, summary.summary, gone, turn=st.turn)
         if result is None:
             return gone
         st.registered.difference_update(gone)

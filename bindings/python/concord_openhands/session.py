@@ -387,12 +387,14 @@ class ConcordSession:
         return SyncResult([BlockView.from_wire(b) for b in result.get("blocks") or [] if isinstance(b, dict)],
                           bool(result.get("flushed")), int(result.get("generation") or 0))
 
-    def compacted(self, anchor: str, text: str, replaced: list[str]) -> dict[str, Any] | None:
+    def compacted(self, anchor: str, text: str, replaced: list[str], *, turn: int = 0) -> dict[str, Any] | None:
         """The runtime compacted: the message `anchor` (its text as the model is shown it) summarizes the
         results `replaced`. The server keeps the summary as a derived block (corrected when a source it
         restates changes) and releases the replaced blocks itself. None: not done (a server without
         `compacted`, or one that refused it); the caller then releases `replaced` as before."""
         params = {"agent": self.agent, "anchor": anchor, "text": text, "replaced": list(replaced)}
+        if turn:
+            params["turn"] = turn
         result = self._call(METHOD_COMPACTED, params)
         if not isinstance(result, dict):
             return None
