@@ -290,6 +290,10 @@ func (m *Manager) place(ag *agentState, bs []*block, req protocol.SyncParams) ([
 	var tail tailErrata
 	cut := -1 // priced rewrites: where the first one starts (all after it is rewritten anyway)
 	for _, b := range bs {
+		if b.derivation() != nil {
+			out = placeDerived(b, m.decide(b, flush), &tail, out)
+			continue
+		}
 		switch m.decide(b, flush) {
 		case inPlace:
 			out = append(out, placeInPlace(b))

@@ -296,6 +296,15 @@ func (c sharedCore) Release(ctx context.Context, p protocol.ReleaseParams) (prot
 	return core.Release(ctx, p)
 }
 
+func (c sharedCore) Compacted(ctx context.Context, p protocol.CompactedParams) (protocol.CompactedResult, error) {
+	defer c.s.lane(p.Agent)()
+	core, err := c.s.get()
+	if err != nil {
+		return protocol.CompactedResult{}, err
+	}
+	return core.Compacted(ctx, p)
+}
+
 // Schemes are the shared session's (none once it is closed).
 func (c sharedCore) Schemes() []string {
 	core, err := c.s.get()
