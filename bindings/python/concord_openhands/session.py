@@ -34,9 +34,6 @@ WARNING_PREFIX = "concord: context repair unavailable"
 # Where a repair of a message the model has seen goes (docs/protocol.md, "Placement").
 PLACEMENTS: tuple[str, ...] = get_args(wire.Placement)
 DEFAULT_PLACEMENT = "auto"
-# A compaction's summary and the results it replaced (docs/protocol.md, `compacted`); the generated
-# wire module names it once the protocol does.
-METHOD_COMPACTED: str = getattr(wire, "METHOD_COMPACTED", "compacted")
 # A prompt token's cost written to / read from the provider's cache, in input prices (initialize's cache.price).
 ENV_PRICE = "CONCORD_CACHE_PRICE"
 
@@ -387,15 +384,15 @@ class ConcordSession:
         return SyncResult([BlockView.from_wire(b) for b in result.get("blocks") or [] if isinstance(b, dict)],
                           bool(result.get("flushed")), int(result.get("generation") or 0))
 
-    def compacted(self, anchor: str, text: str, replaced: list[str], *, turn: int = 0) -> dict[str, Any] | None:
+    def compacted(self, anchor: str, text: str, replaced: list[str], *, turn: int = 0) -> wire.CompactedResult | None:
         """The runtime compacted: the message `anchor` (its text as the model is shown it) summarizes the
         results `replaced`. The server keeps the summary as a derived block (corrected when a source it
         restates changes) and releases the replaced blocks itself. None: not done (a server without
         `compacted`, or one that refused it); the caller then releases `replaced` as before."""
-        params = {"agent": self.agent, "anchor": anchor, "text": text, "replaced": list(replaced)}
+        params: wire.CompactedParams = {"agent": self.agent, "anchor": anchor, "text": text, "replaced": list(replaced)}
         if turn:
             params["turn"] = turn
-        result = self._call(METHOD_COMPACTED, params)
+        result = self._call(wire.METHOD_COMPACTED, params)
         if not isinstance(result, dict):
             return None
         self._anchors.difference_update(replaced)

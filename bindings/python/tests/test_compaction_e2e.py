@@ -161,6 +161,9 @@ def test_summary_of_a_changed_line_is_corrected(workspace, concord_bin, placemen
     assert len(got) == 1, got
     fix = got[0]
     assert str(f) in fix and FRESH in fix and "2" in fix, fix
+    # About the summary (by its event id, the anchor the binding gave it), not the read it replaced.
+    summary_id = next(e.id for e in conv.state.events if isinstance(e, Condensation)) + "-summary"
+    assert f"The summary in {summary_id} is outdated" in fix and "call_1" not in fix, fix
     if placement == "inplace":
         # The summary's text byte-identical, the correction after it.
         assert summary_of(after_change).startswith(SUMMARY) and notes_in(after_change) == []

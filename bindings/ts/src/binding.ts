@@ -422,7 +422,7 @@ export class ConcordBinding {
     const gone = [...link.tracked.keys(), ...link.summaries].filter((a) => !present.has(a))
     const newest = fresh[fresh.length - 1]!
     if (gone.length === 0) return
-    const res = await this.rpc(link, () => link.client!.compacted({ agent: this.agent, anchor: newest.c.anchor, text: newest.c.output as string, replaced: gone }))
+    const res = await this.rpc(link, () => link.client!.compacted({ agent: this.agent, anchor: newest.c.anchor, text: newest.c.output as string, replaced: gone, turn: link.turn }))
     if (!res) return // a server without compacted: the results stay tracked, as before it
     for (const a of gone) link.tracked.delete(a), link.summaries.delete(a), link.views.delete(a)
     if (typeof res.derived === "string" && res.derived !== "") {

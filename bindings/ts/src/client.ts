@@ -4,33 +4,14 @@
 // pending requests at once and never throws later.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process"
 import {
-  BindingRequestTimeoutMs, CodeInternalError, CodeMethodNotFound, MethodExit, MethodInitialize, MethodObserve, MethodRecognize, MethodRelease, MethodShutdown,
-  MethodSourceChanged, MethodStats, MethodSync, Version, type ErrorObject, type InitializeParams, type InitializeResult, type ObserveParams,
+  BindingRequestTimeoutMs, CodeInternalError, CodeMethodNotFound, MethodCompacted, MethodExit, MethodInitialize, MethodObserve, MethodRecognize, MethodRelease, MethodShutdown,
+  MethodSourceChanged, MethodStats, MethodSync, Version, type CompactedParams, type CompactedResult, type ErrorObject, type InitializeParams, type InitializeResult, type ObserveParams,
   type ObserveResult, type RecognizeParams, type RecognizeResult, type ReleaseParams, type ReleaseResult, type SourceChangedParams,
   type SourceChangedResult, type StatsResult, type SyncParams, type SyncResult,
 } from "./wire.js"
 
 // The wire types are generated from the Go protocol package (wire.ts, go generate ./protocol).
 export const PROTOCOL_VERSION = Version
-
-/** compacted: the runtime summarized tool results into one message (docs/protocol.md, `compacted`). */
-export const MethodCompacted = "compacted"
-export interface CompactedParams {
-  agent: string
-  /** The summary message's anchor, chosen by the binding. */
-  anchor: string
-  /** The summary's text, as the model is shown it. */
-  text: string
-  /** The anchors of the tool results the summary replaced; the server releases them. */
-  replaced: string[]
-}
-export interface CompactedResult {
-  /** The derived block kept for the summary ("": none, e.g. nothing replaced was tracked). */
-  derived: string
-  provenance?: unknown[]
-  /** The replaced anchors the server released. */
-  released?: string[]
-}
 
 /** An error response from the server. */
 export class RpcError extends Error {

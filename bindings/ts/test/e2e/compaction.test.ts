@@ -39,10 +39,12 @@ function summaryOf(req: ChatRequest): string | undefined {
   return req.messages.filter((m) => m.role === "assistant").flatMap(texts).find((t) => t.startsWith(SUMMARY))
 }
 
-/** Concord's notes at the tail: appended to a tool result after a blank line, or a text of their own. */
+/** Concord's notes at the tail: appended to a tool result after a blank line, or a text of their own (not the summary's own correction). */
 function notesOf(req: ChatRequest): string[] {
   return req.messages.flatMap((m) =>
-    texts(m).flatMap((t) => (t.startsWith("[concord]") ? [t] : t.split("\n\n[concord] ").slice(1).map((x) => `[concord] ${x}`))),
+    texts(m)
+      .filter((t) => !t.startsWith(SUMMARY))
+      .flatMap((t) => (t.startsWith("[concord]") ? [t] : t.split("\n\n[concord] ").slice(1).map((x) => `[concord] ${x}`))),
   )
 }
 
@@ -115,6 +117,8 @@ describe(`opencode ${OPENCODE_VERSION ?? "?"}: a compaction's summary is correct
       assert.equal(got.length, 1, `one correction after the restated line changed ${r.where}: ${JSON.stringify(got)}`)
       const fix = got[0]!
       assert.ok(fix.includes(file) && fix.includes(FRESH) && /\b7\b/.test(fix), `it names the file and line 7 and says what it says now: ${fix}`)
+      // It speaks of the summary, not of the read it replaced (gone from the prompt, released).
+      assert.ok(/The summary in msg_\w+ is outdated/.test(fix) && !fix.includes("call_1"), `about the summary: ${fix}`)
       if (placement === "inplace") {
         assert.ok(summaryOf(changed!)!.startsWith(SUMMARY) && notesOf(changed!).length === 0, `in place: the summary's text, then the correction ${r.where}`)
       } else {
