@@ -1081,6 +1081,34 @@ describe("compaction summaries (derived context)", () => {
     assert.equal(summaryText(msgs), SUMMARY)
   })
 
+  test("a second compaction summarizes the first summary: compacted replaces it, its sources carry on to the new one", { skip }, async (t) => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, base)
+    const { h } = tracedHarness(dir, { placement: "inplace" })
+    t.after(() => h.hooks.dispose())
+    await h.read("call_1", file)
+    await call(h, history(h, [["call_1"]]))
+    await call(h, compactedHistory(h, SUMMARY))
+    // OpenCode compacts again: the history now starts at a second summary (its own message id).
+    const again = (text: string) => {
+      const msgs = compactedHistory(h, text)
+      msgs[0]!.info.id = "msg_c2"
+      msgs[1]!.info.id = "msg_sum2"
+      for (const p of msgs[1]!.parts) p.messageID = "msg_sum2"
+      return msgs
+    }
+    const SECOND = "## Important Details\n- Still: `retries: 3` (config.yaml)."
+    await call(h, again(SECOND))
+    const compacted = traced(path.join(dir, "rpc.log"), "compacted")
+    assert.deepEqual(compacted.map((c) => [c.anchor, c.replaced]), [["msg_sum", ["call_1"]], ["msg_sum2", ["msg_sum"]]])
+    assert.equal(h.binding.stats.summaries, 2)
+    fs.writeFileSync(file, base.replace("retries: 3", "retries: 5"))
+    const shown = summaryText(await call(h, again(SECOND)))
+    assert.ok(shown.startsWith(`${SECOND}\n\n[concord] The summary in msg_sum2 is outdated`), shown)
+    assert.ok(shown.includes(file) && shown.includes("retries: 5"), shown)
+  })
+
   test("a summary met with nothing tracked gone (a resumed session's) is not told to the server", { skip }, async (t) => {
     const dir = tmpdir()
     const { h } = tracedHarness(dir, { placement: "inplace" })
