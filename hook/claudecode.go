@@ -42,12 +42,14 @@ var claudeKinds = map[string]Kind{
 	"SessionEnd":       KindSessionEnd,
 }
 
+func (ClaudeCode) Kind(event string) Kind { return claudeKinds[event] }
+
 func (ClaudeCode) Parse(input []byte) (Event, error) {
 	var in claudeInput
 	if err := json.Unmarshal(input, &in); err != nil {
 		return Event{}, fmt.Errorf("claude-code hook input: %w", err)
 	}
-	ev, err := in.event(ClaudeCodeRuntime, claudeKinds)
+	ev, err := in.event(ClaudeCode{})
 	if err != nil {
 		return Event{}, err
 	}

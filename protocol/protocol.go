@@ -40,6 +40,7 @@ const (
 	MethodStats         = "stats"
 	MethodRecognize     = "recognize"
 	MethodCompacted     = "compacted"
+	MethodHook          = "hook" // serve --socket only, alone on its connection: one hook event (HookParams)
 	MethodShutdown      = "shutdown"
 	MethodExit          = "exit"            // notification
 	MethodCancelRequest = "$/cancelRequest" // notification
@@ -715,6 +716,24 @@ const (
 type SourceRef struct {
 	URI   string `json:"uri"`
 	Range *Range `json:"range,omitempty"`
+}
+
+// HookParams carry one hook event of an agent runtime as the runtime wrote
+// it (serve --socket; docs/protocol.md, "Hook transport"): the server reads
+// it, does what it means with the session and answers what the hook prints.
+// A hook request is alone on its connection, with no initialize before it:
+// Initialize holds initialize's params, which build the session when the
+// server has none yet.
+type HookParams struct {
+	Runtime    string            `json:"runtime"` // a runtime `concord hook` serves ("claude-code")
+	Initialize *InitializeParams `json:"initialize"`
+	Event      json.RawMessage   `json:"event"` // the hook's JSON input, as read from its stdin
+}
+
+// HookResult answers hook: exactly what the hook prints on stdout ("" for
+// nothing), in the runtime's own answer format.
+type HookResult struct {
+	Output string `json:"output"`
 }
 
 // RecognizeResult answers recognize: what the call was and what the server

@@ -138,14 +138,16 @@ func (m *Manager) compact(p protocol.CompactedParams) protocol.CompactedResult {
 			}
 		}
 	}
+	d.prune()
 	hadAnchor := ag.byAnchor[p.Anchor] != nil
 	var nb *block
 	if len(d.provs) > 0 {
 		nb = m.ix.newBlock(ag, p.Anchor, ag.turn, 0)
 		nb.ext().derived = d
 		for _, pv := range d.provs {
-			if pv.block == nil { // new: attach it to its source
+			if pv.block == nil { // new: attach it to its source, which stays (or is again) watched
 				pv.src.provs = append(pv.src.provs, pv)
+				m.ix.unwatch = append(m.ix.unwatch, pv.src)
 				if ag.provRefs == nil {
 					ag.provRefs = map[*source]int{}
 				}
@@ -157,7 +159,7 @@ func (m *Manager) compact(p protocol.CompactedParams) protocol.CompactedResult {
 	}
 	for _, b := range olds {
 		m.ix.drop(b, "released")
-		if b.anchor != p.Anchor || slices.Contains(p.Replaced, b.anchor) {
+		if b.anchor != p.Anchor { // the summary's own anchor is not gone: the new summary holds it
 			res.Released = append(res.Released, b.anchor)
 		}
 	}
@@ -196,7 +198,7 @@ func provOf(l *link) *prov {
 		pv.version = l.version
 	}
 	if l.whole {
-		pv.old = locator.SplitLines(text)
+		pv.old = wholeLines(text)
 		pv.orig = Range{Start: 1, End: len(pv.old)}
 	} else {
 		pv.orig = l.shownRange()
@@ -221,6 +223,38 @@ func (d *derivation) add(pv *prov) {
 		}
 	}
 	d.provs = append(d.provs, pv)
+}
+
+// prune drops a range that another range of the same source holds with
+// the same lines (a grep hit inside a read of its file): one change would
+// otherwise be corrected twice.
+func (d *derivation) prune() {
+	keep := d.provs[:0]
+	for i, p := range d.provs {
+		inside := false
+		for j, q := range d.provs {
+			if i != j && q.src == p.src && q.holds(p) && (!p.holds(q) || j < i) {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			keep = append(keep, p)
+		} else if p.block != nil {
+			p.src.detach(p)
+		}
+	}
+	clear(d.provs[len(keep):])
+	d.provs = keep
+}
+
+// holds reports whether q's lines contain p's, with the same text there.
+func (q *prov) holds(p *prov) bool {
+	if p.orig.Start < q.orig.Start || p.orig.End > q.orig.End || p.whole && !q.whole {
+		return false
+	}
+	off := p.orig.Start - q.orig.Start
+	return off+len(p.old) <= len(q.old) && slices.Equal(q.old[off:off+len(p.old)], p.old)
 }
 
 // detach removes pv from s's ranges (and its agent's count of them).
@@ -301,6 +335,9 @@ func (m *Manager) judge(pv *prov) bool {
 func (m *Manager) judgeText(pv *prov) {
 	src := pv.src
 	lines := src.getLines()
+	if pv.whole {
+		lines = wholeLines(src.text)
+	}
 	pv.clause, pv.reason = "", ""
 	cur, found := m.locate(pv, lines)
 	if !found {
@@ -372,11 +409,11 @@ func changes(old, cur []string) []locator.Hunk {
 // neither can be told, the same line numbers; found is false when the lines
 // are gone.
 func (m *Manager) locate(pv *prov, lines []string) (Range, bool) {
+	if pv.whole {
+		return Range{Start: 1, End: len(lines)}, true // emptied: every line changed
+	}
 	if len(lines) == 0 {
 		return Range{}, false
-	}
-	if pv.whole {
-		return Range{Start: 1, End: len(lines)}, true
 	}
 	at := pv.at
 	if at.Start >= 1 && at.End <= len(lines) && slices.Equal(lines[at.Start-1:at.End], pv.old) {
@@ -592,4 +629,15 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return itoa(n) + " " + what + "s"
+}
+
+// wholeLines are a whole source's lines as a summary's range keeps them:
+// without the blank lines at its end, which tools show differently (with
+// or without a final newline) and which state nothing.
+func wholeLines(text string) []string {
+	ls := locator.SplitLines(text)
+	for len(ls) > 0 && strings.TrimSpace(ls[len(ls)-1]) == "" {
+		ls = ls[:len(ls)-1]
+	}
+	return ls
 }

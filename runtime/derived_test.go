@@ -279,3 +279,21 @@ func TestMentions(t *testing.T) {
 		})
 	}
 }
+
+// FuzzMentions: the rule's test never fails on any text, a summary that
+// quotes a changed line (8 characters or more) always mentions it, and an
+// insertion that removes nothing never does.
+func FuzzMentions(f *testing.F) {
+	f.Add("retry_limit is 3", "retry_limit: 3", "retry_limit: 5")
+	f.Add("Ünïcödé 1,500 people", "employs 1,500 people.", "employs 1,600 people.")
+	f.Add("", "", "")
+	f.Fuzz(func(t *testing.T, summary, old, cur string) {
+		mentions(summary, []string{old}, []string{cur})
+		if q := strings.TrimSpace(old); len(q) >= minQuoted && !mentions(summary+" "+old, []string{old}, []string{cur}) {
+			t.Errorf("a summary quoting %q does not mention it", old)
+		}
+		if mentions(summary, nil, []string{cur}) {
+			t.Errorf("an insertion mentioned")
+		}
+	})
+}
