@@ -121,18 +121,18 @@ var (
 	// A compaction summary's correction (docs/protocol.md, "compacted").
 	summaryRE      = regexp.MustCompile(`^\[concord\] The summary in (.+?) is outdated: (/\S+?)(?: lines (\d+)-(\d+))?, which it was built from, changed(?: \(now (?:lines \d+-\d+|\d+ lines?)\))?:$`)
 	summaryAgainRE = regexp.MustCompile(`^\[concord\] The summary in (.+?) is current again\.$`)
-	callsRE    = `((?:toolu_\w+(?: \(lines? \d+(?:-\d+)?\))?)(?:,? (?:and )?toolu_\w+(?: \(lines? \d+(?:-\d+)?\))?)*)`
-	callRE     = regexp.MustCompile(`(toolu_\w+)(?: \(lines? (\d+)(?:-(\d+))?\))?`)
-	clauseRE   = regexp.MustCompile(`^` + callsRE + ` (.*)$`)
-	movedRE    = regexp.MustCompile(`^is now at lines (\d+)-(\d+)\.?$`)
-	unchRE     = regexp.MustCompile(`^moved(?: with your edits? .*?)?, text unchanged\.?$`)
-	byEditRE   = regexp.MustCompile(`^changed(?: again)? by your edits? .*?(toolu_\w+)\)?\.?$`)
-	changedRE  = regexp.MustCompile(`^changed(?:, now (?:lines (\d+)-(\d+)|(\d+) lines))?(:|\. Re-read (/.+?)(?: lines \d+-\d+)? before relying on it\.)$`)
-	againRE    = regexp.MustCompile(`^was read again in (toolu_\w+)\.?$`)
-	plusRE     = regexp.MustCompile(`^([+-])(\d+): (.*)$`)
-	insertedRE = regexp.MustCompile(`^\(inserted after line \d+\)$`)
-	deletedRE  = regexp.MustCompile(`(/\S+?) was deleted`)
-	driftRE    = regexp.MustCompile(`^(/\S+?) changed since that read; the content shown earlier(?: \(lines (\d+)-(\d+)\))? is no longer accurate\.(?: Those lines are now lines (\d+)-(\d+)\.)? Re-read .* before relying on it\.$`)
+	callsRE        = `((?:toolu_\w+(?: \(lines? \d+(?:-\d+)?\))?)(?:,? (?:and )?toolu_\w+(?: \(lines? \d+(?:-\d+)?\))?)*)`
+	callRE         = regexp.MustCompile(`(toolu_\w+)(?: \(lines? (\d+)(?:-(\d+))?\))?`)
+	clauseRE       = regexp.MustCompile(`^` + callsRE + ` (.*)$`)
+	movedRE        = regexp.MustCompile(`^is now at lines (\d+)-(\d+)\.?$`)
+	unchRE         = regexp.MustCompile(`^moved(?: with your edits? .*?)?, text unchanged\.?$`)
+	byEditRE       = regexp.MustCompile(`^changed(?: again)? by your edits? .*?(toolu_\w+)\)?\.?$`)
+	changedRE      = regexp.MustCompile(`^changed(?:, now (?:lines (\d+)-(\d+)|(\d+) lines))?(:|\. Re-read (/.+?)(?: lines \d+-\d+)? before relying on it\.)$`)
+	againRE        = regexp.MustCompile(`^was read again in (toolu_\w+)\.?$`)
+	plusRE         = regexp.MustCompile(`^([+-])(\d+): (.*)$`)
+	insertedRE     = regexp.MustCompile(`^\(inserted after line \d+\)$`)
+	deletedRE      = regexp.MustCompile(`(/\S+?) was deleted`)
+	driftRE        = regexp.MustCompile(`^(/\S+?) changed since that read; the content shown earlier(?: \(lines (\d+)-(\d+)\))? is no longer accurate\.(?: Those lines are now lines (\d+)-(\d+)\.)? Re-read .* before relying on it\.$`)
 )
 
 // copyOf is a call's copy in place: the file it read and the lines, from
