@@ -201,7 +201,7 @@ func outsideChange(first fake.FunctionCall, extension bool) scenario {
 						got, _ := r.ToolResult(2)
 						(*m).Expect(strings.Contains(got, "<hook_context>"), "the erratum rides on the next tool result: %q", got)
 					} else {
-						(*m).Expect(len(notes) == 0 && !strings.Contains(r.Text(), "9090"), "control: the model is not told: %q", notes)
+						(*m).Expect(len(notes) == 0 && !strings.Contains(r.Text(), "port: 9090"), "control: the model is not told: %q", notes)
 					}
 					got, _ := r.ToolResult(1)
 					(*m).Expect(strings.Contains(got, "port: 8080"), "the first result stays as sent (the prompt is append-only): %q", got)
