@@ -15,8 +15,11 @@ LDFLAGS := -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
 all: build
 
+# concord, and concord-hook beside it: what the hook runtimes' configurations run per tool call
+# (a small executable that starts in half concord's time and reaches the session's server).
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/concord
+	$(GO) build -trimpath -o $(BIN)-hook ./cmd/concord-hook
 
 # The binary with the change feed between hosts (serve --feed, NATS JetStream): the NATS client
 # adds about 5.5 MB (3.9 MB stripped), so the default plugin binary leaves it out (docs/design.md, "Feed").
@@ -154,7 +157,7 @@ dist: dist-bin dist-wheel dist-npm
 	  concord-opencode-$(VERSION)-*.tgz > SHA256SUMS
 	@ls -l $(DIST) | sed 1d
 
-# One static binary per platform, then a tarball holding concord_<v>_<os>_<arch>/{concord,
+# One static binary per platform (and concord-hook), then a tarball holding concord_<v>_<os>_<arch>/{concord,concord-hook,
 # LICENSE,README.md} with fixed owner and times, so the same commit gives the same bytes.
 dist-bin:
 	@test -n "$(VERSION)" || { echo "no version in bindings/python/pyproject.toml"; exit 1; }
@@ -164,6 +167,7 @@ dist-bin:
 	  os=$${p%/*}; arch=$${p#*/}; name=concord_$(VERSION)_$${os}_$${arch}; dir=$(STAGE)/bin/$$name; \
 	  echo "go build $$os/$$arch"; rm -rf $$dir; mkdir -p $$dir; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(DIST_LDFLAGS)' -o $$dir/concord ./cmd/concord; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $$dir/concord-hook ./cmd/concord-hook; \
 	  cp LICENSE README.md $$dir/; \
 	  tar -C $(STAGE)/bin --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(EPOCH) \
 	    -cf - $$name | gzip -9n > $(DIST)/$$name.tar.gz; \
@@ -254,5 +258,24 @@ dist-claude-code:
 	cp -R $(CLAUDE_SRC)/.claude-plugin $(CLAUDE_SRC)/hooks LICENSE $(CLAUDE_DIST)/claude-code/
 	node -e '$(CLAUDE_VERSION_JS)' $(CLAUDE_DIST)/claude-code/.claude-plugin/plugin.json "$(VERSION)"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(DIST_LDFLAGS)' -o $(CLAUDE_DIST)/claude-code/bin/concord ./cmd/concord
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(CLAUDE_DIST)/claude-code/bin/concord-hook ./cmd/concord-hook
 	cp -R $(CLAUDE_SRC)/marketplace/.claude-plugin $(CLAUDE_DIST)/claude-code-marketplace/
 	cp -R $(CLAUDE_DIST)/claude-code $(CLAUDE_DIST)/claude-code-marketplace/concord
+
+# ---------------------------------------------------------------------------------------------
+# Gemini CLI (issue 35): the extension (bindings/gemini/extension: gemini-extension.json,
+# hooks/hooks.json) with concord and concord-hook for this machine in bin/, where hooks.json runs
+# concord-hook through ${extensionPath}.
+#   make dist-gemini        $(GEMINI_DIST)/gemini/, which `gemini extensions install` takes;
+#                           GEMINI_DIST defaults to dist/
+.PHONY: dist-gemini
+GEMINI_DIST ?= $(DIST)
+dist: dist-gemini
+
+dist-gemini:
+	rm -rf $(GEMINI_DIST)/gemini
+	mkdir -p $(GEMINI_DIST)/gemini/bin
+	cp -R bindings/gemini/extension/gemini-extension.json bindings/gemini/extension/hooks LICENSE $(GEMINI_DIST)/gemini/
+	node -e '$(CLAUDE_VERSION_JS)' $(GEMINI_DIST)/gemini/gemini-extension.json "$(VERSION)"
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(DIST_LDFLAGS)' -o $(GEMINI_DIST)/gemini/bin/concord ./cmd/concord
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(GEMINI_DIST)/gemini/bin/concord-hook ./cmd/concord-hook

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -81,9 +80,9 @@ func isGeminiChat(data []byte) bool {
 
 // gcHookContext is what AfterTool hooks appended to a result (Concord's own
 // errata among them): not the tool's output.
-var gcHookContext = regexp.MustCompile(`(?s)\n\n<hook_context>.*</hook_context>\z`)
+var gcHookContext = lazyRegexp(`(?s)\n\n<hook_context>.*</hook_context>\z`)
 
-var gcWorkspaceDir = regexp.MustCompile(`\*\*Workspace Directories:\*\*\n  - ([^\n]+)\n`)
+var gcWorkspaceDir = lazyRegexp(`\*\*Workspace Directories:\*\*\n  - ([^\n]+)\n`)
 
 func parseGeminiCLI(file string, data []byte) (*Session, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -170,7 +169,7 @@ func gcToolStep(tc gcToolCall, cwd string) (Step, bool) {
 	if !found {
 		return Step{}, false // never finished: the model was not shown a result
 	}
-	out = gcHookContext.ReplaceAllString(out, "")
+	out = gcHookContext().ReplaceAllString(out, "")
 	call := &recognize.Call{Runtime: recognize.GeminiCLI, Tool: tc.Name, Args: tc.Args, Output: out, Cwd: cwd,
 		Error: failed || tc.Status == "error"}
 	st := Step{Tool: call, Anchor: tc.ID, Time: gcTime(tc.Timestamp), Chars: len(tc.Args) + len(out)}
@@ -195,7 +194,7 @@ func gcProjectRoot(file, hash string, order []string, msgs map[string]gcMessage)
 		}
 	}
 	for _, id := range order {
-		if m := gcWorkspaceDir.FindStringSubmatch(gcText(msgs[id].Content)); m != nil {
+		if m := gcWorkspaceDir().FindStringSubmatch(gcText(msgs[id].Content)); m != nil {
 			return m[1]
 		}
 	}

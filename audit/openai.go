@@ -188,10 +188,10 @@ func contentText(raw json.RawMessage) string {
 // P]" + "\n[Command finished with exit code N]". The binding hands
 // recognize the output alone, with the exit code and directory beside it.
 var (
-	ohExitDone  = regexp.MustCompile(`\n\[The command completed with exit code (-?\d+)\.[^\]\n]*\]$`)
-	ohExitFinal = regexp.MustCompile(`\n\[Command finished with exit code (-?\d+)\]$`)
-	ohPython    = regexp.MustCompile(`\n\[Python interpreter: [^\]\n]*\]$`)
-	ohCwd       = regexp.MustCompile(`\n\[Current working directory: ([^\]\n]*)\]$`)
+	ohExitDone  = lazyRegexp(`\n\[The command completed with exit code (-?\d+)\.[^\]\n]*\]$`)
+	ohExitFinal = lazyRegexp(`\n\[Command finished with exit code (-?\d+)\]$`)
+	ohPython    = lazyRegexp(`\n\[Python interpreter: [^\]\n]*\]$`)
+	ohCwd       = lazyRegexp(`\n\[Current working directory: ([^\]\n]*)\]$`)
 )
 
 const ohCutPrefix = "[Previous command outputs are truncated."
@@ -212,15 +212,15 @@ func openhandsTerminal(call *recognize.Call) {
 		}
 		return ""
 	}
-	if v := take(ohExitFinal); v != "" {
+	if v := take(ohExitFinal()); v != "" {
 		n, _ := strconv.Atoi(v)
 		exit = &n
 	}
-	take(ohPython)
-	if cwd := take(ohCwd); cwd != "" && call.Cwd == "" {
+	take(ohPython())
+	if cwd := take(ohCwd()); cwd != "" && call.Cwd == "" {
 		call.Cwd = cwd
 	}
-	if v := take(ohExitDone); v != "" && exit == nil {
+	if v := take(ohExitDone()); v != "" && exit == nil {
 		n, _ := strconv.Atoi(v)
 		exit = &n
 	}

@@ -35,6 +35,23 @@ func (a *Adapter) confine(p string) (string, error) {
 	return rp, nil
 }
 
+// belowRoot is p relative to root r ("" for r itself, no leading
+// separator), and whether p is r or below it. A root that ends in a
+// separator (the file system's root, "/") holds every path that starts
+// with it.
+func belowRoot(p, r string) (string, bool) {
+	rel, ok := strings.CutPrefix(p, r)
+	switch {
+	case !ok:
+		return "", false
+	case rel == "" || strings.HasSuffix(r, string(filepath.Separator)):
+		return rel, true
+	case rel[0] != filepath.Separator:
+		return "", false // "/a/bc" is not below "/a/b"
+	}
+	return rel[1:], true
+}
+
 // lstatConfined is the file info of p, checked against the roots at the
 // cost of one lstat per path element below its root: a canonical id has no
 // symlink in it, so while none has appeared the path is where it was. A
@@ -42,8 +59,8 @@ func (a *Adapter) confine(p string) (string, error) {
 // judged (confine).
 func (a *Adapter) lstatConfined(p string) (fs.FileInfo, error) {
 	for _, r := range a.roots {
-		rel, ok := strings.CutPrefix(p, r)
-		if !ok || (rel != "" && rel[0] != filepath.Separator) {
+		rel, ok := belowRoot(p, r)
+		if !ok {
 			continue
 		}
 		cur := r
@@ -52,11 +69,11 @@ func (a *Adapter) lstatConfined(p string) (fs.FileInfo, error) {
 			break
 		}
 		fi = nil
-		for _, part := range strings.Split(strings.TrimPrefix(rel, string(filepath.Separator)), string(filepath.Separator)) {
+		for _, part := range strings.Split(rel, string(filepath.Separator)) {
 			if part == "" {
 				continue
 			}
-			cur += string(filepath.Separator) + part
+			cur = filepath.Join(cur, part)
 			var err error
 			if fi, err = os.Lstat(cur); err != nil {
 				return nil, classify(p, err)

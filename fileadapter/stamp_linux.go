@@ -169,8 +169,8 @@ func (a *Adapter) plainPath(p string) bool {
 // which judges it.
 func (w *dirWalker) open(dir string) (fd int, ok bool) {
 	for _, r := range w.a.roots {
-		rel, found := strings.CutPrefix(dir, r)
-		if !found || (rel != "" && rel[0] != filepath.Separator) {
+		rel, found := belowRoot(dir, r)
+		if !found {
 			continue
 		}
 		h, seen := w.roots[r]
@@ -185,7 +185,6 @@ func (w *dirWalker) open(dir string) (fd int, ok bool) {
 			return -1, false
 		}
 		rfd := h.fd
-		rel = strings.TrimPrefix(rel, string(filepath.Separator))
 		if rel == "" {
 			return rfd, true // the root itself; closed with the walker
 		}

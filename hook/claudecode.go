@@ -12,7 +12,8 @@ import (
 // every hook gets one JSON object on stdin with session_id, cwd,
 // hook_event_name and, inside a subagent, agent_id; PostToolUse adds
 // tool_name, tool_input, tool_response and tool_use_id; SessionStart adds
-// source. A PostToolUse or UserPromptSubmit (or SessionStart) answer's
+// source; PostCompact adds compact_summary, the summary that replaced the
+// agent's earlier messages (its reads become the summary's provenance). A PostToolUse or UserPromptSubmit (or SessionStart) answer's
 // hookSpecificOutput.additionalContext reaches the model in its next
 // request, appended to that tool result (docs/protocol.md, "Hook
 // transport").
@@ -31,29 +32,34 @@ type claudeInput struct {
 	ToolInput    json.RawMessage `json:"tool_input"`
 	ToolResponse json.RawMessage `json:"tool_response"`
 	ToolUseID    string          `json:"tool_use_id"`
+	// CompactSummary is PostCompact's: the summary the compaction wrote.
+	CompactSummary string `json:"compact_summary"`
 }
 
 var claudeKinds = map[string]Kind{
 	"PostToolUse":      KindToolDone,
 	"UserPromptSubmit": KindPrompt,
 	"SessionStart":     KindSessionStart,
-	"PreCompact":       KindPreCompact,
+	"PostCompact":      KindCompacted,
 	"SubagentStop":     KindSubagentStop,
 	"SessionEnd":       KindSessionEnd,
 }
+
+func (ClaudeCode) Kind(event string) Kind { return claudeKinds[event] }
 
 func (ClaudeCode) Parse(input []byte) (Event, error) {
 	var in claudeInput
 	if err := json.Unmarshal(input, &in); err != nil {
 		return Event{}, fmt.Errorf("claude-code hook input: %w", err)
 	}
-	ev, err := in.event(ClaudeCodeRuntime, claudeKinds)
+	ev, err := in.event(ClaudeCode{})
 	if err != nil {
 		return Event{}, err
 	}
 	if in.AgentID != "" {
 		ev.Agent = in.AgentID
 	}
+	ev.Summary = in.CompactSummary
 	if ev.Kind == KindToolDone {
 		if in.ToolName == "" || in.ToolUseID == "" {
 			return Event{}, errors.New("claude-code hook input: PostToolUse without tool_name or tool_use_id")

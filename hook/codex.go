@@ -47,12 +47,14 @@ var codexKinds = map[string]Kind{
 	"SessionEnd":       KindSessionEnd,
 }
 
+func (Codex) Kind(event string) Kind { return codexKinds[event] }
+
 func (Codex) Parse(input []byte) (Event, error) {
 	var in codexInput
 	if err := json.Unmarshal(input, &in); err != nil {
 		return Event{}, fmt.Errorf("codex hook input: %w", err)
 	}
-	ev, err := in.event(CodexRuntime, codexKinds)
+	ev, err := in.event(Codex{})
 	if err != nil {
 		return Event{}, err
 	}
@@ -88,7 +90,8 @@ const rolloutTail = 8 << 20
 
 // codexExitCode finds the exit code of the command id in the rollout at
 // path: the last item_completed CommandExecution with that id; nil when
-// there is none.
+// there is none. It reads the rollout's end first, then more of it, so a
+// long session's rollout costs a hook what its last records weigh.
 func codexExitCode(path, id string) *int {
 	f, err := os.Open(path)
 	if err != nil {
@@ -99,12 +102,31 @@ func codexExitCode(path, id string) *int {
 	if err != nil {
 		return nil
 	}
-	off := max(0, st.Size()-rolloutTail)
-	data, err := io.ReadAll(io.NewSectionReader(f, off, st.Size()-off))
-	if err != nil {
-		return nil
-	}
 	want := []byte(`"id":` + quote(id))
+	for n := int64(64 << 10); ; n *= 4 {
+		n = min(n, rolloutTail, st.Size())
+		data := make([]byte, n)
+		if _, err := f.ReadAt(data, st.Size()-n); err != nil && !errors.Is(err, io.EOF) {
+			return nil
+		}
+		if n < st.Size() {
+			// The first line may be cut: the next round reads it whole.
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				data = data[i+1:]
+			}
+		}
+		if code, ok := findExitCode(data, want, id); ok {
+			return code
+		}
+		if n == st.Size() || n == rolloutTail {
+			return nil
+		}
+	}
+}
+
+// findExitCode looks for the command's item_completed in data, a run of
+// whole rollout lines, the last one first.
+func findExitCode(data, want []byte, id string) (*int, bool) {
 	lines := bytes.Split(data, []byte("\n"))
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := lines[i]
@@ -124,10 +146,10 @@ func codexExitCode(path, id string) *int {
 		}
 		if json.Unmarshal(line, &l) == nil && l.Type == "event_msg" && l.Payload.Type == "item_completed" &&
 			l.Payload.Item.Type == "CommandExecution" && l.Payload.Item.ID == id {
-			return l.Payload.Item.ExitCode
+			return l.Payload.Item.ExitCode, true
 		}
 	}
-	return nil
+	return nil, false
 }
 
 func quote(s string) string {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -136,6 +137,36 @@ func TestCodexParseCaptured(t *testing.T) {
 	}
 	if got := codexExitCode(filepath.Join(dir, "none"), "call_1"); got != nil {
 		t.Errorf("exit code from a missing rollout: %d", *got)
+	}
+}
+
+// TestCodexExitCodeLongRollout: the rollout is read from its end, more of
+// it as needed: a command far from the end (past the first chunks, its
+// line cut by a chunk's start) is found, and the last record of an id
+// wins.
+func TestCodexExitCodeLongRollout(t *testing.T) {
+	rec := func(id string, code int) string {
+		return fmt.Sprintf(`{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution","id":%q,"exit_code":%d}}}`+"\n", id, code)
+	}
+	var b strings.Builder
+	b.WriteString(rec("call_early", 3))
+	b.WriteString(rec("call_twice", 1))
+	for i := 0; b.Len() < 700<<10; i++ {
+		fmt.Fprintf(&b, `{"type":"response_item","payload":{"type":"message","content":"filler %d %s"}}`+"\n", i, strings.Repeat("x", i%977))
+	}
+	b.WriteString(rec("call_twice", 2))
+	b.WriteString(rec("call_late", 0))
+	path := filepath.Join(t.TempDir(), "rollout.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]int{"call_early": 3, "call_twice": 2, "call_late": 0} {
+		if got := codexExitCode(path, id); got == nil || *got != want {
+			t.Errorf("%s: exit code %v, want %d", id, got, want)
+		}
+	}
+	if got := codexExitCode(path, "call_none"); got != nil {
+		t.Errorf("an unknown call: exit code %d", *got)
 	}
 }
 

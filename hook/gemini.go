@@ -49,12 +49,14 @@ var geminiKinds = map[string]Kind{
 	"SessionEnd":   KindSessionEnd,
 }
 
+func (GeminiCLI) Kind(event string) Kind { return geminiKinds[event] }
+
 func (GeminiCLI) Parse(input []byte) (Event, error) {
 	var in geminiInput
 	if err := json.Unmarshal(input, &in); err != nil {
 		return Event{}, fmt.Errorf("gemini-cli hook input: %w", err)
 	}
-	ev, err := in.event(GeminiCLIRuntime, geminiKinds)
+	ev, err := in.event(GeminiCLI{})
 	if err != nil {
 		return Event{}, err
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -97,7 +96,7 @@ func (h *hookRun) run(ctx context.Context, stdin io.Reader) ([]byte, error) {
 	if len(input) > maxInput {
 		return nil, fmt.Errorf("the event is over %d bytes", maxInput)
 	}
-	if h.ev, err = h.rt.Parse(input); err != nil {
+	if h.ev, err = Peek(h.rt, input); err != nil {
 		return nil, err
 	}
 	if h.ev.Kind == KindOther {
@@ -111,119 +110,69 @@ func (h *hookRun) run(ctx context.Context, stdin io.Reader) ([]byte, error) {
 	} else if err := CheckDir(h.dir); err != nil {
 		return nil, err
 	}
-	text, err := h.handle(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return h.rt.Answer(h.ev, text), nil
+	return h.handle(ctx, input)
 }
 
-// handle does what the event means and returns the text for the model.
-func (h *hookRun) handle(ctx context.Context) (string, error) {
+// handle carries the event to the session's server and returns its
+// answer, what the hook prints.
+func (h *hookRun) handle(ctx context.Context, input []byte) ([]byte, error) {
 	ev := h.ev
 	// Events after which nothing of the session is left to track need no
 	// server: none is started for them.
 	start := ev.Kind == KindToolDone || ev.Kind == KindPrompt || ev.Kind == KindSessionStart
-	text, err := h.exchange(ctx, start)
+	out, err := h.exchange(ctx, start, input)
 	if errors.Is(err, errGone) && start && ctx.Err() == nil {
 		// The server went away as we connected (its idle end, a crash):
 		// once more, which starts a new one.
 		h.logger().Warn("retrying", "error", err)
-		text, err = h.exchange(ctx, start)
+		out, err = h.exchange(ctx, start, input)
 	}
-	return text, err
+	return out, err
 }
 
-// exchange does the event's calls on one connection: initialize (the first
-// of a server builds its session, later ones attach to it) and what the
-// event means, sent together.
-func (h *hookRun) exchange(ctx context.Context, start bool) (string, error) {
-	ev := h.ev
-	conn, err := h.connect(ctx, start)
-	if err != nil || conn == nil {
-		return "", err
+// exchange sends the event to the session's server, with initialize's
+// params (they build the session when the server has none yet): one
+// request, one answer.
+func (h *hookRun) exchange(ctx context.Context, start bool, input []byte) ([]byte, error) {
+	c, err := h.connect(ctx, start)
+	if err != nil || c == nil {
+		return nil, err
 	}
-	defer conn.Close()
-	w := newWire(conn)
-	init := &call{method: protocol.MethodInitialize, params: protocol.InitializeParams{
-		ProtocolVersion: protocol.Version,
-		ClientInfo:      &protocol.Info{Name: "concord-hook-" + h.rt.Name(), Version: h.cfg.Version},
-		Roots:           h.cfg.Roots,
-		Placement:       protocol.PlacementTail,
-	}}
-	// send sends init and calls; init's refusal is the error.
-	send := func(calls ...*call) error {
-		if err := w.send(append([]*call{init}, calls...)...); err != nil {
-			return err
-		}
-		if init.err != nil {
-			return fmt.Errorf("initialize: %w", init.err)
-		}
-		return nil
+	defer c.Close()
+	out, err := c.roundTrip(hookRequest{
+		runtime: h.rt.Name(),
+		client:  "concord-hook-" + h.rt.Name(),
+		version: h.cfg.Version,
+		roots:   h.cfg.Roots,
+		event:   input,
+	})
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return nil, fmt.Errorf("the session's server: %w", err)
 	}
-	switch ev.Kind {
-	case KindToolDone:
-		rec := &call{method: protocol.MethodRecognize, params: protocol.RecognizeParams{Agent: ev.Agent, Anchor: ev.Anchor, Call: ev.Call}}
-		var res protocol.SyncResult
-		sync := &call{method: protocol.MethodSync, params: protocol.SyncParams{Agent: ev.Agent}, result: &res}
-		if err := send(rec, sync); err != nil {
-			return "", err
-		}
-		if rec.err != nil {
-			// The server refused this call (a file outside the roots, a
-			// tool it cannot read): nothing tracked, the sync still ran.
-			h.logger().Warn("recognize refused", "tool", ev.Call.Tool, "anchor", ev.Anchor, "error", rec.err)
-		}
-		if sync.err != nil {
-			return "", fmt.Errorf("sync: %w", sync.err)
-		}
-		return h.errata(res), nil
-	case KindPrompt:
-		var res protocol.SyncResult
-		sync := &call{method: protocol.MethodSync, params: protocol.SyncParams{Agent: ev.Agent}, result: &res}
-		if err := send(sync); err != nil {
-			return "", err
-		}
-		if sync.err != nil {
-			return "", fmt.Errorf("sync: %w", sync.err)
-		}
-		return h.errata(res), nil
-	case KindSessionStart:
-		if ev.Source == SourceCompact || ev.Source == SourceClear {
-			return "", h.releaseAll(w, send, ev.Agent)
-		}
-		return "", send()
-	case KindPreCompact, KindSubagentStop:
-		return "", h.releaseAll(w, send, ev.Agent)
-	case KindSessionEnd:
-		shutdown := &call{method: protocol.MethodShutdown}
-		if err := send(shutdown, &call{method: protocol.MethodExit, notify: true}); err != nil {
-			return "", err
-		}
-		if shutdown.err != nil {
-			return "", fmt.Errorf("shutdown: %w", shutdown.err)
-		}
+	if err != nil {
+		return nil, err
 	}
-	return "", nil
+	return []byte(out), nil
 }
 
 // connect reaches the session's server. Without start, a session with no
 // server gives nil, nil.
-func (h *hookRun) connect(ctx context.Context, start bool) (net.Conn, error) {
+func (h *hookRun) connect(ctx context.Context, start bool) (*conn, error) {
 	sock := SocketPath(h.dir, h.rt.Name(), h.ev.Session)
-	var conn net.Conn
+	var c *conn
 	var err error
 	if start {
-		conn, err = dial(ctx, sock)
+		c, err = dial(sock)
 		if err != nil && startable(err) {
 			var log *os.File
 			if log, err = h.logWriter(); err != nil {
 				return nil, err
 			}
 			args := append([]string{"--framing", protocol.FramingNewline, "--idle", h.cfg.Idle.String()}, h.cfg.ServeArgs...)
-			conn, err = server{exe: h.cfg.Exe, args: args, log: log}.connectOrStart(ctx, sock)
+			c, err = server{exe: h.cfg.Exe, args: args, log: log}.connectOrStart(ctx, sock)
 		}
-	} else if conn, err = dial(ctx, sock); startable(err) {
+	} else if c, err = dial(sock); startable(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -232,61 +181,12 @@ func (h *hookRun) connect(ctx context.Context, start bool) (net.Conn, error) {
 	// A connection outliving the hook's time would hang the agent: the
 	// deadline bounds every read and write on it.
 	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	return conn, nil
-}
-
-// errata joins the errata of a sync's tail views: the note the runtime
-// appends after the newest tool result. Under tail placement each is
-// delivered once; the runtime keeps it in the transcript.
-func (h *hookRun) errata(res protocol.SyncResult) string {
-	var lines []string
-	for _, v := range res.Blocks {
-		switch {
-		case v.Placement == protocol.PlacementTail && v.Erratum != "":
-			lines = append(lines, v.Erratum)
-		case v.Placement == "" && (v.View != "" || len(v.Sources) > 0 || v.Notice != ""):
-			// An in-place view: a hook can only append, never rewrite.
-			h.logger().Debug("in-place view not applied", "anchor", v.Anchor, "status", v.Status)
+		if err := c.setDeadline(dl); err != nil {
+			c.Close()
+			return nil, err
 		}
 	}
-	return strings.Join(lines, "\n")
-}
-
-// releaseAll releases every block agent still has: its earlier tool
-// results left its prompt (a compaction, a cleared context, a subagent
-// that ended). The server lists them (sync full), so nothing is kept here.
-func (h *hookRun) releaseAll(w *wire, send func(...*call) error, agent string) error {
-	var res protocol.SyncResult
-	sync := &call{method: protocol.MethodSync, params: protocol.SyncParams{Agent: agent, Full: true, PrefixRebuilt: true}, result: &res}
-	if err := send(sync); err != nil {
-		return err
-	}
-	if sync.err != nil {
-		return fmt.Errorf("sync: %w", sync.err)
-	}
-	seen := map[string]bool{}
-	var anchors []string
-	for _, v := range res.Blocks {
-		if v.Anchor != "" && !seen[v.Anchor] {
-			seen[v.Anchor] = true
-			anchors = append(anchors, v.Anchor)
-		}
-	}
-	if len(anchors) == 0 {
-		return nil
-	}
-	var rel protocol.ReleaseResult
-	release := &call{method: protocol.MethodRelease, params: protocol.ReleaseParams{Agent: agent, Anchors: anchors}, result: &rel}
-	if err := w.send(release); err != nil {
-		return err
-	}
-	if release.err != nil {
-		return fmt.Errorf("release: %w", release.err)
-	}
-	h.logger().Info("released", "event", h.ev.Name, "agent", agent, "blocks", len(rel.Released))
-	return nil
+	return c, nil
 }
 
 // logWriter opens the directory's log (once).

@@ -15,6 +15,7 @@ package hook
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 
@@ -45,9 +46,13 @@ const (
 	KindSubagentStop
 	// KindSessionEnd: the session ended: its server is shut down.
 	KindSessionEnd
+	// KindCompacted: the runtime compacted the agent's context into a
+	// summary (Summary): the summary takes the place of its earlier tool
+	// results (compacted), and is corrected when what they showed changes.
+	KindCompacted
 )
 
-var kindNames = [...]string{"other", "tool-done", "prompt", "session-start", "pre-compact", "subagent-stop", "session-end"}
+var kindNames = [...]string{"other", "tool-done", "prompt", "session-start", "pre-compact", "subagent-stop", "session-end", "compacted"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -81,6 +86,9 @@ type Event struct {
 	// (KindToolDone).
 	Anchor string
 	Call   protocol.ToolCall
+	// Summary is the compaction's summary, as the model reads it
+	// (KindCompacted).
+	Summary string
 }
 
 // Runtime is what one agent runtime's hooks need of Concord.
@@ -88,8 +96,10 @@ type Runtime interface {
 	// Name names the runtime in `concord hook NAME`, in socket names and
 	// in logs ("claude-code").
 	Name() string
-	// Parse reads one event from the hook's input. An event without a
-	// session id is an error.
+	// Kind is what the runtime's event name means to Concord.
+	Kind(event string) Kind
+	// Parse reads one event from the hook's input (in the session's
+	// server, Handle). An event without a session id is an error.
 	Parse(input []byte) (Event, error)
 	// Answer is what the hook prints on stdout for ev with text for the
 	// model (errata joined by "\n"); text may be "" (nothing to say). nil
@@ -129,14 +139,42 @@ type commonInput struct {
 	Source        string `json:"source"`
 }
 
-// event is the Event these fields make for runtime, its kind by the
-// runtime's event names; an input without a session is refused.
-func (c commonInput) event(runtime string, kinds map[string]Kind) (Event, error) {
+// event is the Event these fields make for rt; an input without a session
+// is refused.
+func (c commonInput) event(rt Runtime) (Event, error) {
 	if c.SessionID == "" {
-		return Event{}, errors.New(runtime + " hook input: no session_id")
+		return Event{}, errors.New(rt.Name() + " hook input: no session_id")
 	}
-	return Event{Kind: kinds[c.HookEventName], Name: c.HookEventName, Session: c.SessionID,
+	return Event{Kind: rt.Kind(c.HookEventName), Name: c.HookEventName, Session: c.SessionID,
 		Agent: MainAgent, Cwd: c.Cwd, Source: c.Source}, nil
+}
+
+// Peek reads what the hook process needs of an event (its session, its
+// kind) and no more: the rest is the server's to read (Handle). It reads
+// the fields as encoding/json would into commonInput, keys matched exactly
+// (as the runtimes write them), without encoding/json's cost (scan.go).
+func Peek(rt Runtime, input []byte) (Event, error) {
+	var c commonInput
+	fields := map[string]*string{"session_id": &c.SessionID, "cwd": &c.Cwd, "hook_event_name": &c.HookEventName, "source": &c.Source}
+	var bad error
+	err := objectMembers(input, func(key string, raw []byte) bool {
+		dst, ok := fields[key]
+		if !ok || string(raw) == "null" {
+			return true
+		}
+		if *dst, bad = unquote(raw); bad != nil {
+			bad = fmt.Errorf("%s: want a string: %w", key, bad)
+			return false
+		}
+		return true
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		return Event{}, fmt.Errorf("%s hook input: %w", rt.Name(), err)
+	}
+	return c.event(rt)
 }
 
 // contextAnswer is {"hookSpecificOutput": {"hookEventName": NAME,

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"syscall"
@@ -18,12 +17,11 @@ import (
 // is this user's socket (a symlink or another user's socket is refused,
 // never connected to). A missing socket is fs.ErrNotExist; a socket nobody
 // listens on (a server that died), syscall.ECONNREFUSED.
-func dial(ctx context.Context, sock string) (net.Conn, error) {
+func dial(sock string) (*conn, error) {
 	if err := checkSocket(sock); err != nil {
 		return nil, err
 	}
-	var d net.Dialer
-	return d.DialContext(ctx, "unix", sock)
+	return dialUnix(sock)
 }
 
 // startable reports whether a dial failed for want of a live server
@@ -44,8 +42,8 @@ type server struct {
 // sock+".lock"), so parallel hooks of one session start one server: the
 // others wait for the lock, then find it listening. A stale socket (its
 // server died) is removed and replaced under the same lock.
-func (sv server) connectOrStart(ctx context.Context, sock string) (net.Conn, error) {
-	conn, err := dial(ctx, sock)
+func (sv server) connectOrStart(ctx context.Context, sock string) (*conn, error) {
+	conn, err := dial(sock)
 	if err == nil || !startable(err) {
 		return conn, err
 	}
@@ -54,7 +52,7 @@ func (sv server) connectOrStart(ctx context.Context, sock string) (net.Conn, err
 		return nil, err
 	}
 	defer unlock()
-	conn, err = dial(ctx, sock) // another hook may have started it meanwhile
+	conn, err = dial(sock) // another hook may have started it meanwhile
 	if err == nil || !startable(err) {
 		return conn, err
 	}
@@ -71,7 +69,7 @@ func (sv server) connectOrStart(ctx context.Context, sock string) (net.Conn, err
 // own, stdin /dev/null, output to the log, working directory /), so it
 // outlives this hook and no terminal signal reaches it, and waits until
 // it accepts connections.
-func (sv server) start(ctx context.Context, sock string) (net.Conn, error) {
+func (sv server) start(ctx context.Context, sock string) (*conn, error) {
 	cmd := exec.Command(sv.exe, append([]string{"serve", "--socket", sock}, sv.args...)...)
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = sv.log, sv.log
@@ -84,7 +82,7 @@ func (sv server) start(ctx context.Context, sock string) (net.Conn, error) {
 	tick := time.NewTicker(3 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		conn, err := dial(ctx, sock)
+		conn, err := dial(sock)
 		if err == nil {
 			return conn, nil
 		}

@@ -39,6 +39,8 @@ const (
 	MethodRelease       = "release"
 	MethodStats         = "stats"
 	MethodRecognize     = "recognize"
+	MethodCompacted     = "compacted"
+	MethodHook          = "hook" // serve --socket only, alone on its connection: one hook event (HookParams)
 	MethodShutdown      = "shutdown"
 	MethodExit          = "exit"            // notification
 	MethodCancelRequest = "$/cancelRequest" // notification
@@ -71,6 +73,7 @@ var Methods = []MethodSpec{
 	{Name: MethodRelease, Params: ReleaseParams{}, Result: ReleaseResult{}},
 	{Name: MethodStats, Result: StatsResult{}},
 	{Name: MethodRecognize, Params: RecognizeParams{}, Result: RecognizeResult{}},
+	{Name: MethodCompacted, Params: CompactedParams{}, Result: CompactedResult{}},
 	{Name: MethodShutdown},
 	{Name: MethodExit, Notification: true},
 	{Name: MethodCancelRequest, Params: CancelParams{}, Notification: true},
@@ -117,6 +120,10 @@ const (
 	Invalid    Status = "invalid"    // omitted from the prompt; a notice asks for a re-read
 	Superseded Status = "superseded" // a newer read of the same span replaced it
 	Released   Status = "released"   // the runtime dropped it
+	// DerivedStale: a compaction summary (a derived block) whose sources
+	// changed where the results it replaced showed them; its notice is the
+	// correction, and the summary itself stays as written.
+	DerivedStale Status = "derived-stale"
 
 	// EventAck is the status observe answers for an event: acknowledged,
 	// never tracked. It is never a block's status.
@@ -349,7 +356,18 @@ type Policy struct {
 	Local       Action `json:"local,omitempty"`       // default patch
 	Drift       Action `json:"drift,omitempty"`       // default suppress
 	MaxAgeTurns *int   `json:"maxAgeTurns,omitempty"` // 0 or nil = off
+	// Derived says which changes to a source a compaction summary was
+	// built from are worth a correction: DerivedMentioned (default) or
+	// DerivedRange.
+	Derived string `json:"derived,omitempty" enum:"Derived"`
 }
+
+// Which changes correct a summary (Policy.Derived; docs/protocol.md,
+// "Derived context").
+const (
+	DerivedRange     = "range"     // any change to a line the replaced results showed
+	DerivedMentioned = "mentioned" // only changed lines whose old text, or a word the change took out of them, the summary mentions
+)
 
 // PolicyConfig holds the policy layers below the block level.
 type PolicyConfig struct {
@@ -383,6 +401,11 @@ func (p *Policy) Validate(field string) error {
 	}
 	if p.MaxAgeTurns != nil && *p.MaxAgeTurns < 0 {
 		return FieldErrorf(field+".maxAgeTurns", "must be >= 0")
+	}
+	switch p.Derived {
+	case "", DerivedRange, DerivedMentioned:
+	default:
+		return FieldErrorf(field+".derived", "must be range or mentioned, not %q", p.Derived)
 	}
 	return nil
 }
@@ -695,6 +718,24 @@ type SourceRef struct {
 	Range *Range `json:"range,omitempty"`
 }
 
+// HookParams carry one hook event of an agent runtime as the runtime wrote
+// it (serve --socket; docs/protocol.md, "Hook transport"): the server reads
+// it, does what it means with the session and answers what the hook prints.
+// A hook request is alone on its connection, with no initialize before it:
+// Initialize holds initialize's params, which build the session when the
+// server has none yet.
+type HookParams struct {
+	Runtime    string            `json:"runtime"` // a runtime `concord hook` serves ("claude-code")
+	Initialize *InitializeParams `json:"initialize"`
+	Event      json.RawMessage   `json:"event"` // the hook's JSON input, as read from its stdin
+}
+
+// HookResult answers hook: exactly what the hook prints on stdout ("" for
+// nothing), in the runtime's own answer format.
+type HookResult struct {
+	Output string `json:"output"`
+}
+
 // RecognizeResult answers recognize: what the call was and what the server
 // did with it.
 type RecognizeResult struct {
@@ -709,6 +750,55 @@ type RecognizeResult struct {
 	Sources    []SourceRef `json:"sources,omitempty"` // what was registered, in order (the text is the call's)
 	Writes     []string    `json:"writes,omitempty"`  // file URIs reported changed by this call
 	Changed    []string    `json:"changed,omitempty"` // blocks whose state those writes changed
+}
+
+// CompactedParams report a compaction: the runtime replaced the tool
+// results anchored at Replaced (the agent's anchors) by one message,
+// anchored at Anchor, whose full text is Text (the summary). The server
+// keeps the summary as a derived block and releases the replaced blocks.
+type CompactedParams struct {
+	Agent    string   `json:"agent"`
+	Anchor   string   `json:"anchor"`
+	Text     string   `json:"text"`
+	Replaced []string `json:"replaced"`
+	Turn     int      `json:"turn,omitempty"`
+}
+
+// Validate checks compacted's params.
+func (p *CompactedParams) Validate() error {
+	switch {
+	case p.Agent == "":
+		return FieldErrorf("agent", "required")
+	case p.Anchor == "":
+		return FieldErrorf("anchor", "required: the summary message's anchor (corrections name it)")
+	case p.Turn < 0:
+		return FieldErrorf("turn", "must be >= 0")
+	}
+	for i, a := range p.Replaced {
+		if a == "" {
+			return FieldErrorf(fmt.Sprintf("replaced[%d]", i), "must be an anchor, not empty")
+		}
+	}
+	return nil
+}
+
+// Provenance is one range a derived block was built from: the lines the
+// replaced results showed of a source (1-based, inclusive), at the version
+// they showed.
+type Provenance struct {
+	URI       string `json:"uri"`
+	StartLine int    `json:"startLine"`
+	EndLine   int    `json:"endLine"`
+	Version   string `json:"version,omitempty"`
+}
+
+// CompactedResult answers compacted: the derived block ("" when no
+// replaced anchor was tracked), what it was built from, and the anchors
+// whose blocks were released.
+type CompactedResult struct {
+	Derived    string       `json:"derived"`
+	Provenance []Provenance `json:"provenance"`
+	Released   []string     `json:"released"`
 }
 
 // ReleaseParams drop blocks by id, or by anchor within Agent.

@@ -3,7 +3,6 @@ package recognize
 import (
 	"encoding/json"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,7 +87,7 @@ type ccFile struct {
 }
 
 // ccRow is one row of Read's text: "N\tline".
-var ccRow = regexp.MustCompile(`^(\d+)\t([\s\S]*)$`)
+var ccRow = lazyRegexp(`^(\d+)\t([\s\S]*)$`)
 
 // ccRead is the Read tool: "N\tline" rows, numbered from the window's
 // first line, no padding. Claude Code splits a file on "\n", so a final
@@ -155,7 +154,7 @@ func (r *recognizer) ccReadText() Result {
 	start, phantom := 0, false
 	var lines []string
 	for i, row := range rows {
-		m := ccRow.FindStringSubmatch(row)
+		m := ccRow().FindStringSubmatch(row)
 		if m == nil {
 			if n, ok := atoi(row); ok && i == len(rows)-1 && i > 0 && n == start+len(lines) {
 				phantom = true // the empty last row, trimmed
@@ -406,7 +405,7 @@ func (r *recognizer) ccRgArgs(mode string) ([]string, string) {
 	return argv, ""
 }
 
-var ccCountFooter = regexp.MustCompile(`\n\nFound \d+ total occurrences? across \d+ files?\.$`)
+var ccCountFooter = lazyRegexp(`\n\nFound \d+ total occurrences? across \d+ files?\.$`)
 
 // ccGrepQuery: files_with_matches ("Found N files" then the names, newest
 // first) and count ("path:N" rows, then a total) as a query source over
@@ -452,7 +451,7 @@ func (r *recognizer) ccGrepQuery(t term, g ccGrepResult) Result {
 	}
 	if shown := r.call.Output; shown != "" {
 		// The order of names is by modification time: compare as sets.
-		body := strings.TrimPrefix(ccCountFooter.ReplaceAllString(shown, ""), "")
+		body := strings.TrimPrefix(ccCountFooter().ReplaceAllString(shown, ""), "")
 		if g.Mode == "files_with_matches" {
 			_, body, _ = strings.Cut(body, "\n")
 		}

@@ -1,7 +1,6 @@
 package recognize
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -27,7 +26,7 @@ const (
 	cxPatchDone = "Success. Updated the following files:\n"
 )
 
-var cxElided = regexp.MustCompile(`…\d+ tokens truncated…`)
+var cxElided = lazyRegexp(`…\d+ tokens truncated…`)
 
 func (r *recognizer) codex() Result {
 	switch r.call.Tool {
@@ -93,7 +92,7 @@ func (r *recognizer) cxCwd() string {
 }
 
 func cxCut(out string) bool {
-	return strings.HasPrefix(out, cxTruncated) || cxElided.MatchString(out)
+	return strings.HasPrefix(out, cxTruncated) || cxElided().MatchString(out)
 }
 
 // codexExec is exec_command's output, parsed.

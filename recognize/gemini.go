@@ -3,7 +3,6 @@ package recognize
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
@@ -14,7 +13,7 @@ const readFileHeader = "Read file: "
 
 // showingRE is read_file's header of a read that stopped before the end:
 // the head, the path as the model gave it, and the limit it read with.
-var showingRE = regexp.MustCompile(`\A(Read file: .*?) \(showing lines \d+-\d+ of \d+\) ` +
+var showingRE = lazyRegexp(`\A(Read file: .*?) \(showing lines \d+-\d+ of \d+\) ` +
 	`To read more, use: read_file\(file_path='(.*)', offset=\d+, limit=(\d+)\)\z`)
 
 // readFile is read_file's numbered read: a "Read file: PATH" header (with
@@ -34,7 +33,9 @@ func (r *recognizer) readFile() Result {
 	start, lines := 1, make([]string, 0, len(raw))
 	for k, ln := range raw {
 		n, text, ok := numbered(ln, false, false)
-		if !ok || k > 0 && n != start+len(lines) {
+		// Exactly as read_file numbers ("%6d  "): a line numbered otherwise
+		// is not its output, and would not render back as shown.
+		if !ok || k > 0 && n != start+len(lines) || ln != fmt.Sprintf("%6d  %s", n, text) {
 			return event(format, "not a numbered read")
 		}
 		if k == 0 {
@@ -44,7 +45,7 @@ func (r *recognizer) readFile() Result {
 	}
 	path := r.str("file_path")
 	shown := strings.TrimPrefix(header, readFileHeader)
-	if m := showingRE.FindStringSubmatch(header); m != nil {
+	if m := showingRE().FindStringSubmatch(header); m != nil {
 		shown = strings.TrimPrefix(m[1], readFileHeader)
 	}
 	if filepath.IsAbs(shown) {
@@ -59,7 +60,9 @@ func (r *recognizer) readFile() Result {
 		return event(format, "no line shown")
 	}
 	part := Part{Path: path, Text: join(lines)}
-	if !whole {
+	// One empty line shown is line 1, not an empty file: as a whole read
+	// its text ("") would be the file with no line.
+	if !whole || len(lines) == 1 && lines[0] == "" {
 		part.Start, part.End = start, start+len(lines)-1
 	}
 	res := Result{Kind: KindRead, Format: format, Parts: []Part{part}}
@@ -76,7 +79,7 @@ func renderReadFile(header string, ends bool, p Part) string {
 	}
 	lines := textLines(p)
 	end := start + len(lines) - 1
-	if m := showingRE.FindStringSubmatch(header); m != nil && p.Total > 0 {
+	if m := showingRE().FindStringSubmatch(header); m != nil && p.Total > 0 {
 		header = m[1]
 		if end < p.Total {
 			header = fmt.Sprintf("%s (showing lines %d-%d of %d) To read more, use: read_file(file_path='%s', offset=%d, limit=%s)",

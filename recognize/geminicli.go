@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -23,7 +22,7 @@ const gcNotice = "\nIMPORTANT: The file content has been truncated.\n" +
 	"For example, to read the next section of the file, use start_line: %d.\n\n" +
 	"--- FILE CONTENT (truncated) ---\n"
 
-var gcNoticeRE = regexp.MustCompile(`\A\nIMPORTANT: The file content has been truncated\.\nStatus: Showing lines (\d+)-(\d+) of (\d+) total lines\.\n`)
+var gcNoticeRE = lazyRegexp(`\A\nIMPORTANT: The file content has been truncated\.\nStatus: Showing lines (\d+)-(\d+) of (\d+) total lines\.\n`)
 
 func (r *recognizer) geminiCLI() Result {
 	if r.call.Error {
@@ -72,7 +71,7 @@ func (r *recognizer) gcReadFile() Result {
 	// with the file (a change since is an outside change), and an audit knows the file only
 	// from what the session showed.
 	out := r.call.Output
-	m := gcNoticeRE.FindStringSubmatch(out)
+	m := gcNoticeRE().FindStringSubmatch(out)
 	if m == nil {
 		if strings.Contains(out, "\r") {
 			return event(format, "carriage returns in the output")
@@ -165,7 +164,7 @@ func (r *recognizer) readRaw(path string) ([]byte, error) {
 
 // gcGrepHead is the grep tool's first line (the GrepTool that runs when
 // ripgrep is not installed: git grep, system grep or its own walk).
-var gcGrepHead = regexp.MustCompile(`\AFound \d+ match(?:es)? for pattern "(?:[^"\\\n]|\\.)*" in (?:the workspace directory|path "([^"\n]*)")(?: \(filter: "[^"\n]*"\))?:\n---\n`)
+var gcGrepHead = lazyRegexp(`\AFound \d+ match(?:es)? for pattern "(?:[^"\\\n]|\\.)*" in (?:the workspace directory|path "([^"\n]*)")(?: \(filter: "[^"\n]*"\))?:\n---\n`)
 
 // gcGrep is grep_search (and its old name search_file_content): per file
 // "File: REL" and "L<n>: text" rows between "---" lines; one part per run
@@ -176,7 +175,7 @@ func (r *recognizer) gcGrep() Result {
 	if names, _ := r.args["names_only"].(bool); names {
 		return event(format, "file names only")
 	}
-	m := gcGrepHead.FindStringSubmatch(out)
+	m := gcGrepHead().FindStringSubmatch(out)
 	if m == nil {
 		return event(format, "no hits in a known format")
 	}
@@ -291,11 +290,11 @@ func (r *recognizer) pastEnd(path string, n int) bool {
 }
 
 var (
-	gcGlobHead  = regexp.MustCompile(`\AFound \d+ file\(s\) matching "[^"\n]*" within ([^\n]*?)(?:, sorted by modification time \(newest first\))?:\n`)
-	gcGlobNone  = regexp.MustCompile(`\ANo files found matching pattern "[^"\n]*" within ([^\n]*)\z`)
-	gcListHead  = regexp.MustCompile(`\ADirectory listing for ([^\n]*):\n`)
-	gcListFile  = regexp.MustCompile(`\A(.*) \(\d+ bytes\)\z`)
-	gcIgnoredRE = regexp.MustCompile(`\A\(\d+ ignored\)\z`)
+	gcGlobHead  = lazyRegexp(`\AFound \d+ file\(s\) matching "[^"\n]*" within ([^\n]*?)(?:, sorted by modification time \(newest first\))?:\n`)
+	gcGlobNone  = lazyRegexp(`\ANo files found matching pattern "[^"\n]*" within ([^\n]*)\z`)
+	gcListHead  = lazyRegexp(`\ADirectory listing for ([^\n]*):\n`)
+	gcListFile  = lazyRegexp(`\A(.*) \(\d+ bytes\)\z`)
+	gcIgnoredRE = lazyRegexp(`\A\(\d+ ignored\)\z`)
 )
 
 // gcGlob is glob: the absolute paths that match, newest first (a listing
@@ -309,9 +308,9 @@ func (r *recognizer) gcGlob() Result {
 	}
 	var dir string
 	var rows []string
-	if m := gcGlobNone.FindStringSubmatch(out); m != nil {
+	if m := gcGlobNone().FindStringSubmatch(out); m != nil {
 		dir = m[1]
-	} else if m := gcGlobHead.FindStringSubmatch(out); m != nil {
+	} else if m := gcGlobHead().FindStringSubmatch(out); m != nil {
 		dir, rows = m[1], strings.Split(out[len(m[0]):], "\n")
 	} else {
 		return event(format, "not a glob result in a known format")
@@ -340,19 +339,19 @@ func (r *recognizer) gcGlob() Result {
 func (r *recognizer) gcListDirectory() Result {
 	const format = "gemini-cli/list_directory"
 	out := r.call.Output
-	m := gcListHead.FindStringSubmatch(out)
+	m := gcListHead().FindStringSubmatch(out)
 	if m == nil || !filepath.IsAbs(m[1]) {
 		return event(format, "not a directory listing in a known format")
 	}
 	body := out[len(m[0]):]
-	if i := strings.LastIndex(body, "\n\n"); i >= 0 && gcIgnoredRE.MatchString(body[i+2:]) {
+	if i := strings.LastIndex(body, "\n\n"); i >= 0 && gcIgnoredRE().MatchString(body[i+2:]) {
 		body = body[:i]
 	}
 	var entries []string
 	for _, row := range strings.Split(body, "\n") {
 		if name, ok := strings.CutPrefix(row, "[DIR] "); ok {
 			entries = append(entries, name+"/")
-		} else if fm := gcListFile.FindStringSubmatch(row); fm != nil {
+		} else if fm := gcListFile().FindStringSubmatch(row); fm != nil {
 			entries = append(entries, fm[1])
 		} else {
 			return event(format, "a row that is not an entry")

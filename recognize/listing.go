@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -285,7 +284,7 @@ func (r *recognizer) lsRecursiveCut(dir, dirArg, flags, head, tail string, hidde
 		Reason: fmt.Sprintf("the output was cut: the %d sections shown in full", len(parts))}
 }
 
-var pruneRE = regexp.MustCompile(`^\*/([^/*?\[\]]+)/\*$`)
+var pruneRE = lazyRegexp(`^\*/([^/*?\[\]]+)/\*$`)
 
 // find [DIR] [-maxdepth N] [-type f] [-name PAT] [-not -path '*/X/*']: a
 // listing of DIR (find prints the starting point joined with each path).
@@ -354,7 +353,7 @@ func parseFind(args []string) (string, listQuery, string) {
 		case a == "-name" && next != "" && name == "" && !strings.Contains(next, "/"):
 			name, i = next, i+2
 		case (a == "-not" || a == "!") && next == "-path" && i+2 < len(args):
-			m := pruneRE.FindStringSubmatch(args[i+2])
+			m := pruneRE().FindStringSubmatch(args[i+2])
 			if m == nil {
 				return "", q, "a -path filter other than '*/X/*'"
 			}

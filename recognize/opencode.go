@@ -3,7 +3,6 @@ package recognize
 import (
 	"encoding/json"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -85,20 +84,20 @@ func (r *recognizer) meta() map[string]any {
 }
 
 var (
-	ocReadHead = regexp.MustCompile(`^<path>([^\n]*)</path>\n<type>([^\n]*)</type>\n<content>(\n?)`)
-	ocDirHead  = regexp.MustCompile(`^<path>([^\n]*)</path>\n<type>directory</type>\n<entries>\n([\s\S]*)\n</entries>`)
-	ocEntries  = regexp.MustCompile(`^\((\d+) entries\)$`)
-	ocLine     = regexp.MustCompile(`^(\d+): ?([\s\S]*)$`)
+	ocReadHead = lazyRegexp(`^<path>([^\n]*)</path>\n<type>([^\n]*)</type>\n<content>(\n?)`)
+	ocDirHead  = lazyRegexp(`^<path>([^\n]*)</path>\n<type>directory</type>\n<entries>\n([\s\S]*)\n</entries>`)
+	ocEntries  = lazyRegexp(`^\((\d+) entries\)$`)
+	ocLine     = lazyRegexp(`^(\d+): ?([\s\S]*)$`)
 )
 
 // ocRead is OpenCode's read: a file window (or a directory's entries).
 func (r *recognizer) ocRead() Result {
 	const format = "opencode/read"
 	out := r.call.Output
-	if m := ocDirHead.FindStringSubmatch(out); m != nil {
+	if m := ocDirHead().FindStringSubmatch(out); m != nil {
 		return r.ocDirRead(m[1], m[2])
 	}
-	m := ocReadHead.FindStringSubmatch(out)
+	m := ocReadHead().FindStringSubmatch(out)
 	if m == nil || m[2] != "file" {
 		return event(format, "not a text file read in a known format")
 	}
@@ -143,7 +142,7 @@ type ocWindow struct {
 	suffix string // verbatim text after the closing tag
 }
 
-var ocEOF = regexp.MustCompile(`^\(End of file - total (\d+) lines?\)$`)
+var ocEOF = lazyRegexp(`^\(End of file - total (\d+) lines?\)$`)
 
 // parseOCWindow reads the numbered lines and the footer after <content>.
 func parseOCWindow(rest string) (ocWindow, string) {
@@ -162,7 +161,7 @@ func parseOCWindow(rest string) (ocWindow, string) {
 		rows = rows[:len(rows)-1]
 	}
 	for _, row := range rows {
-		lm := ocLine.FindStringSubmatch(row)
+		lm := ocLine().FindStringSubmatch(row)
 		if lm == nil {
 			return w, "a line without its number"
 		}
@@ -175,7 +174,7 @@ func parseOCWindow(rest string) (ocWindow, string) {
 		w.lines = append(w.lines, lm[2])
 	}
 	total := -1
-	if fm := ocEOF.FindStringSubmatch(footer); fm != nil {
+	if fm := ocEOF().FindStringSubmatch(footer); fm != nil {
 		total, _ = atoi(fm[1])
 	}
 	w.whole = (w.start == 1 || len(w.lines) == 0) && total == len(w.lines)
@@ -277,7 +276,7 @@ func (r *recognizer) ocDirRead(dir, body string) Result {
 		}
 	}
 	rows := strings.Split(body, "\n")
-	fm := ocEntries.FindStringSubmatch(rows[len(rows)-1])
+	fm := ocEntries().FindStringSubmatch(rows[len(rows)-1])
 	if fm == nil {
 		return event(format, "no entry count")
 	}
@@ -351,8 +350,8 @@ type ocHit struct {
 }
 
 var (
-	ocFound  = regexp.MustCompile(`^Found \d+ match`)
-	ocHitRow = regexp.MustCompile(`^  Line (\d+): ([\s\S]*)$`)
+	ocFound  = lazyRegexp(`^Found \d+ match`)
+	ocHitRow = lazyRegexp(`^  Line (\d+): ([\s\S]*)$`)
 )
 
 // ocGrep is the grep tool: "Found N matches", then per file "PATH:" and
@@ -361,7 +360,7 @@ var (
 func (r *recognizer) ocGrep() Result {
 	const format = "opencode/grep"
 	out := r.call.Output
-	if !ocFound.MatchString(out) {
+	if !ocFound().MatchString(out) {
 		return event(format, "no hits")
 	}
 	body, tail := out, ""
@@ -410,8 +409,8 @@ func ocHits(rows []string) ([]ocHit, bool) {
 	file := ""
 	for i := 0; i < len(rows); i++ {
 		row := rows[i]
-		if m := ocHitRow.FindStringSubmatch(row); m != nil && file != "" {
-			nl := i+1 < len(rows) && rows[i+1] == "" && (i+2 >= len(rows) || rows[i+2] == "" || ocHitRow.MatchString(rows[i+2]))
+		if m := ocHitRow().FindStringSubmatch(row); m != nil && file != "" {
+			nl := i+1 < len(rows) && rows[i+1] == "" && (i+2 >= len(rows) || rows[i+2] == "" || ocHitRow().MatchString(rows[i+2]))
 			if nl {
 				i++
 			}

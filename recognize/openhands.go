@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -115,7 +114,7 @@ type listing struct {
 }
 
 // pastEOFRE is file_editor's note before a view_range that ran past the end.
-var pastEOFRE = regexp.MustCompile(`NOTE: We only show up to \d+ since there're only \d+ lines in this file\.\n`)
+var pastEOFRE = lazyRegexp(`NOTE: We only show up to \d+ since there're only \d+ lines in this file\.\n`)
 
 // viewRangeEnd is the end of a view_range [a, b] with b > 0; 0 otherwise.
 func (r *recognizer) viewRangeEnd() int {
@@ -211,7 +210,7 @@ func (l listing) render(p Part) string {
 	}
 	lines := textLines(p)
 	prefix, suffix := l.prefix, l.suffix
-	if loc := pastEOFRE.FindStringIndex(prefix); l.view && loc != nil {
+	if loc := pastEOFRE().FindStringIndex(prefix); l.view && loc != nil {
 		prefix = prefix[:loc[0]] + l.pastEOF(start, lines, p.Total) + prefix[loc[1]:]
 	}
 	if l.clipped && p.Text != l.clippedText {

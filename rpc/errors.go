@@ -26,6 +26,11 @@ func newError(code int64, msg string, data any) *Error {
 	return e
 }
 
+// ErrorFor is the wire error a method's failure is answered with, as this
+// server answers it: its code by the cause (invalid params, outside the
+// roots, a closed session, ...), internal error otherwise.
+func ErrorFor(method string, err error) *Error { return toError(method, err) }
+
 // wire converts to jsonrpc2's type. jsonrpc2 recognises its *Error by type
 // assertion only, so handlers hand it this value unwrapped.
 func wire(e *Error) *jsonrpc2.Error {

@@ -52,13 +52,9 @@ func (s *Server) initialize(ctx context.Context, in *params) (any, error) {
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
-	if err := p.Validate(); err != nil {
+	p, err := SessionOptions(p, s.cfg.Policy)
+	if err != nil {
 		return nil, err
-	}
-	policy := runtime.MergePolicy(s.cfg.Policy, p.Policy)
-	p.Policy = &policy // the operator's policy, initialize's laid over it
-	if p.Watch == "" {
-		p.Watch = protocol.WatchAuto
 	}
 	core, watch, err := s.cfg.NewSession(ctx, SessionConfig{Options: p, Notify: s.notes.add, Fetch: s.readSource, Logger: s.log})
 	if err != nil {
@@ -87,6 +83,21 @@ func (s *Server) initialize(ctx context.Context, in *params) (any, error) {
 			Placement:     cmp.Or(p.Placement, runtime.DefaultPlacement),
 		},
 	}, nil
+}
+
+// SessionOptions are initialize's params as a session takes them
+// (SessionConfig.Options): validated, the operator's policy laid under
+// theirs, the watch mode defaulted.
+func SessionOptions(p protocol.InitializeParams, operator protocol.PolicyConfig) (protocol.InitializeParams, error) {
+	if err := p.Validate(); err != nil {
+		return p, err
+	}
+	policy := runtime.MergePolicy(operator, p.Policy)
+	p.Policy = &policy
+	if p.Watch == "" {
+		p.Watch = protocol.WatchAuto
+	}
+	return p, nil
 }
 
 // ParsePolicy reads a policy file (the JSON of initialize's "policy") and

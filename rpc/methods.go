@@ -58,6 +58,8 @@ func agentOf(v any) string {
 		return p.Agent
 	case *protocol.ReleaseParams:
 		return p.Agent
+	case *protocol.CompactedParams:
+		return p.Agent
 	}
 	return ""
 }
@@ -83,6 +85,7 @@ var methods = map[string]method{
 	protocol.MethodSync:          {onCore(syncNonNil, same[protocol.SyncParams]), byAgent, decodeAs[protocol.SyncParams]},
 	protocol.MethodRecognize:     {onCore(Core.Recognize, same[protocol.RecognizeParams]), byAgent, decodeAs[protocol.RecognizeParams]},
 	protocol.MethodRelease:       {onCore(Core.Release, same[protocol.ReleaseParams]), byAgent, decodeAs[protocol.ReleaseParams]}, // barrier when it names no agent
+	protocol.MethodCompacted:     {onCore(Core.Compacted, same[protocol.CompactedParams]), byAgent, decodeAs[protocol.CompactedParams]},
 	protocol.MethodStats:         {(*Server).stats, barrier, nil},
 	protocol.MethodShutdown:      {(*Server).shutdown, barrier, nil},
 	protocol.MethodExit:          {(*Server).exitNotification, barrier, nil},

@@ -34,6 +34,7 @@ type Core interface {
 	Sync(ctx context.Context, p protocol.SyncParams) (protocol.SyncResult, error)
 	Recognize(ctx context.Context, p protocol.RecognizeParams) (protocol.RecognizeResult, error)
 	Release(ctx context.Context, p protocol.ReleaseParams) (protocol.ReleaseResult, error)
+	Compacted(ctx context.Context, p protocol.CompactedParams) (protocol.CompactedResult, error)
 	Stats() protocol.StatsResult
 	// Schemes are the URI schemes the session's adapters serve, for
 	// initialize's capabilities ("*": any other, through readSource).

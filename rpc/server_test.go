@@ -34,6 +34,9 @@ func (faultyCore) Sync(ctx context.Context, r protocol.SyncParams) (protocol.Syn
 func (faultyCore) Release(ctx context.Context, r protocol.ReleaseParams) (protocol.ReleaseResult, error) {
 	return protocol.ReleaseResult{}, nil
 }
+func (faultyCore) Compacted(ctx context.Context, r protocol.CompactedParams) (protocol.CompactedResult, error) {
+	return protocol.CompactedResult{}, nil
+}
 func (faultyCore) Recognize(ctx context.Context, r protocol.RecognizeParams) (protocol.RecognizeResult, error) {
 	return protocol.RecognizeResult{}, errors.New("no intake here")
 }

@@ -394,3 +394,38 @@ func BenchmarkSyncAfterRereads(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRereadOneFile: an agent that re-reads one file (whole, as a
+// hook runtime's read tool does) and syncs after each read, under tail
+// placement: each read supersedes the one before, a chain as long as the
+// session. Per op, one read and its sync, after 1,000 earlier reads: the
+// cost must not grow with the chain (the pointers pass walks each chain
+// once per sync).
+func BenchmarkRereadOneFile(b *testing.B) {
+	mem, fa := newMem()
+	const id = "mem://proj/config.yaml"
+	ls := []string{"name: demo", "port: 8080", "debug: false"}
+	mem.set(id, text(ls))
+	m := New(Config{Options: protocol.InitializeParams{Placement: protocol.PlacementTail}})
+	m.AddAdapter(fa)
+	b.Cleanup(func() { m.Close() })
+	ctx := context.Background()
+	read := func(i int) {
+		o := protocol.ObserveParams{Agent: "main", Turn: i, Anchor: fmt.Sprintf("read_%d", i),
+			Sources: []protocol.Source{{URI: id, Text: text(ls)}}}
+		if _, err := m.Observe(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.Sync(ctx, protocol.SyncParams{Agent: "main"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 1000 {
+		read(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		read(1000 + i)
+	}
+}

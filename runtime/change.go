@@ -47,7 +47,7 @@ func (m *Manager) reread(ctx context.Context, src *source, ch protocol.SourceCha
 		src.reporter.Report(src.id, ch.Version, ch.Text)
 	}
 	var tracked bool
-	m.withLock(func() { tracked = src.nlinks > 0 })
+	m.withLock(func() { tracked = src.tracked() })
 	if !tracked {
 		return nil, nil
 	}

@@ -128,8 +128,9 @@ type phaseOut struct {
 }
 
 type goldenOut struct {
-	Observe []any      `json:"observe"`
-	Phases  []phaseOut `json:"phases"`
+	Observe   []any      `json:"observe"`
+	Compacted []any      `json:"compacted,omitempty"`
+	Phases    []phaseOut `json:"phases"`
 }
 
 var shaRe = regexp.MustCompile(`sha256:([0-9a-f]{12})[0-9a-f]{52}`)
@@ -185,7 +186,11 @@ func runScenario(t *testing.T, ar archive) string {
 			t.Fatalf("policy.json: %v", err)
 		}
 	}
-	m := runtime.New(runtime.Config{Options: protocol.InitializeParams{Policy: &pc, Placement: runtime.PlacementInplace}})
+	placement := runtime.PlacementInplace
+	if s, ok := ar.get("placement"); ok {
+		placement = strings.TrimSpace(s)
+	}
+	m := runtime.New(runtime.Config{Options: protocol.InitializeParams{Policy: &pc, Placement: placement}})
 	fa, err := fileadapter.New(fileadapter.Config{Roots: []string{root}, Mode: fileadapter.ModeHooks}, m.Hint)
 	if err != nil {
 		t.Fatal(err)
@@ -231,6 +236,31 @@ func runScenario(t *testing.T, ar archive) string {
 		names = append(names, a)
 	}
 	sort.Strings(names)
+	// compact.json: compactions after the observations (each agent synced
+	// first, so what they replaced was sent), then a sync that says the
+	// prompt was rebuilt, as a binding's.
+	if s, ok := ar.get("compact.json"); ok {
+		var cs []protocol.CompactedParams
+		if err := json.Unmarshal([]byte(s), &cs); err != nil {
+			t.Fatalf("compact.json: %v", err)
+		}
+		for _, a := range names {
+			if _, err := m.Sync(ctx, protocol.SyncParams{Agent: a, Turn: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range cs {
+			r, err := m.Compacted(ctx, c)
+			if err != nil {
+				out.Compacted = append(out.Compacted, map[string]string{"error": err.Error()})
+				continue
+			}
+			out.Compacted = append(out.Compacted, r)
+			if _, err := m.Sync(ctx, protocol.SyncParams{Agent: c.Agent, Turn: 2, PrefixRebuilt: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	turn := 10
 	for _, phase := range []string{"after/", "again/"} {
 		files := ar.prefixed(phase)

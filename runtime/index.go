@@ -130,6 +130,7 @@ func (ix *index) replaceAnchor(ag *agentState, anchor string) bool {
 // for its anchor): unlinked, what it superseded retired, forgotten.
 func (ix *index) drop(b *block, why string) {
 	ix.unlink(b)
+	ix.dropDerived(b)
 	ix.retireSuperseded(b)
 	ix.enter(b, stageReleased)
 	ix.forget(b)
@@ -171,6 +172,11 @@ type source struct {
 	pins    int     // observations loading this source; keeps its text alive
 
 	pl srcPlace // guarded by Manager.mu
+
+	// provs are the ranges of it that derived blocks were built from
+	// (derived.go): they keep it watched, not its text. Guarded by
+	// Manager.mu.
+	provs []*prov
 
 	watchMu sync.Mutex // orders Watch/Unwatch calls
 	watched bool       // guarded by watchMu
@@ -220,14 +226,27 @@ func (s *source) getLines() []string {
 	return s.lines
 }
 
-// wanted reports whether the source should be watched and its text kept.
-func (s *source) wanted() bool { return s.nlinks > 0 || s.pins > 0 }
+// wanted reports whether the source should be watched: links or loads
+// need it, or a summary was built from it.
+func (s *source) wanted() bool { return s.nlinks > 0 || s.pins > 0 || len(s.provs) > 0 }
+
+// tracked reports whether changes to the source matter: it has links, or
+// a summary was built from it.
+func (s *source) tracked() bool { return s.nlinks > 0 || len(s.provs) > 0 }
+
+// textless reports whether only derived blocks depend on the source: it is
+// watched and judged on every change, but its text is not kept (a summary
+// costs no more than the lines it was built from). Its stamp and version
+// stay, so an unchanged source is not read again.
+func (s *source) textless() bool { return s.nlinks == 0 && s.pins == 0 && len(s.provs) > 0 }
 
 func (s *source) free() {
-	if s.wanted() {
-		return
+	switch {
+	case s.textless():
+		s.text, s.lines, s.known = "", nil, false
+	case !s.wanted():
+		s.text, s.lines, s.known, s.stamp, s.version = "", nil, false, "", ""
 	}
-	s.text, s.lines, s.known, s.stamp, s.version = "", nil, false, "", ""
 }
 
 type linkState uint8
@@ -414,6 +433,9 @@ type blockExtra struct {
 	reason       string
 	supersededBy string
 	ageNotice    string
+	// derived is a compaction summary's state (derived.go); nil for a
+	// block of tool output.
+	derived *derivation
 }
 
 // id is the block's wire id.
@@ -484,7 +506,7 @@ func (b *block) setNotice(n string) {
 // statusCode is a block's protocol.Status in one byte (0: none, "").
 type statusCode uint8
 
-var statusNames = [...]protocol.Status{"", protocol.Valid, protocol.Patched, protocol.Stale, protocol.Invalid, protocol.Superseded, protocol.Released}
+var statusNames = [...]protocol.Status{"", protocol.Valid, protocol.Patched, protocol.Stale, protocol.Invalid, protocol.Superseded, protocol.Released, protocol.DerivedStale}
 
 func codeOf(s protocol.Status) statusCode {
 	for i, n := range statusNames {
@@ -511,6 +533,7 @@ type agentState struct {
 	loose    map[*block]struct{}
 	dirty    map[*block]struct{}
 	srcRefs  map[*source]int        // live links per source: the sources a sync must wait for
+	provRefs map[*source]int        // ranges of its derived blocks per source: a sync waits for them too
 	bySrc    map[*source][]*link    // the agent's links per source, in block order, unlinked ones not yet compacted out
 	spans    map[*source]*spanIndex // the agent's ranged links per source by first line, for supersede (spanIndex)
 	audit    []*block               // superseded blocks, oldest first (bounded by Manager.auditMax)
@@ -961,6 +984,9 @@ func (ix *index) stats() protocol.StatsResult {
 	}
 	for b := range ix.blocks.all() {
 		st.Blocks[b.status()]++
+		if d := b.derivation(); d != nil {
+			st.BytesHeld += d.bytes()
+		}
 		for _, l := range b.links {
 			if l.src != nil && l.whole && sharesBytes(l.text, l.src.text) {
 				continue // shares the source's copy
@@ -969,7 +995,7 @@ func (ix *index) stats() protocol.StatsResult {
 		}
 	}
 	for _, s := range ix.sources {
-		if s.nlinks > 0 {
+		if s.tracked() {
 			st.Sources++
 		}
 		st.BytesHeld += int64(len(s.text))

@@ -325,7 +325,7 @@ func BenchmarkSyncUnchangedFiles(b *testing.B) {
 		for k := 0; k < 10; k++ {
 			s := 1 + k*10
 			if _, err := m.Observe(ctx, protocol.ObserveParams{Agent: "main", Turn: 1, Anchor: p + string(rune('0'+k)),
-				Sources: []protocol.Source{{URI: p, Range: &protocol.Range{Start: s, End: s + 4}, Text: strings.Join(lines[s-1:s+4], "\n")}}}); err != nil {
+				Sources: []protocol.Source{{URI: "file://" + p, Range: &protocol.Range{Start: s, End: s + 4}, Text: strings.Join(lines[s-1:s+4], "\n")}}}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -160,6 +160,19 @@ type heldBlock struct {
 	orphaned   bool            // superseded, then the newer read left the context
 	view       *protocol.BlockView
 	note       *protocol.BlockView // the latest erratum about the block since its last in-place view
+	// A compaction summary (derived block): its text and the ranges it was
+	// built from, as the copies of the results it replaced showed them.
+	derived bool
+	summary string
+	provs   []invProv
+}
+
+// invProv is one range a summary was built from, as the test expects it.
+type invProv struct {
+	uri   string
+	whole bool
+	orig  Range
+	old   []string
 }
 
 type invAgent struct {
@@ -239,6 +252,11 @@ func runScript(t *testing.T, data []byte, placement string) {
 		if s.n(4) == 0 {
 			pol.MaxAgeTurns = intp(1 + s.n(3))
 		}
+	}
+	// Which changes correct a summary: range (the invariant then also
+	// demands a correction for every change), or the default.
+	if s.n(2) == 0 {
+		pol.Derived = protocol.DerivedRange
 	}
 	cfg := protocol.PolicyConfig{Global: pol}
 	if s.n(4) == 0 {
@@ -326,6 +344,8 @@ func (r *invRun) step() {
 		r.release(r.agent())
 	case op == 15:
 		r.concurrent()
+	case op == 12 && s.n(3) == 0:
+		r.compact(r.agent())
 	default:
 		ag := r.agent()
 		if s.n(3) == 0 {
@@ -450,7 +470,7 @@ func (r *invRun) ref(id string, raced bool) protocol.Source {
 
 func (r *invRun) observe(ag *invAgent, anchor string, raced bool) {
 	var refs []protocol.Source
-	if h := ag.anchors[anchor]; h != nil && r.s.n(2) == 0 {
+	if h := ag.anchors[anchor]; h != nil && r.s.n(2) == 0 && len(h.refs) > 0 {
 		// Re-read the same span(s) as before.
 		for _, old := range h.refs {
 			ref := r.ref(old.URI, raced)
@@ -690,6 +710,10 @@ func (r *invRun) apply(ag *invAgent, res protocol.SyncResult) {
 		case h.block != v.Block:
 			r.fail("anchor %s holds %s, but a view for %s arrived (replaced block leaked)", v.Anchor, h.block, v.Block)
 		}
+		if h.derived {
+			r.applyDerived(h, v, note)
+			continue
+		}
 		switch v.Placement {
 		case "":
 			if h.note != nil {
@@ -726,6 +750,10 @@ func aboutAnchor(note, anchor string) string {
 	var out []string
 	for _, e := range strings.Split(strings.ReplaceAll(note, "\n[concord] ", "\x00[concord] "), "\x00") {
 		head, body, _ := strings.Cut(e, "\n")
+		if strings.HasPrefix(head, "[concord] The summary in "+anchor+" is ") {
+			out = append(out, e)
+			continue
+		}
 		prefix, clauses, grouped := strings.Cut(head, ": ")
 		if !grouped || !strings.HasPrefix(prefix, "[concord] Outdated in ") {
 			if item.MatchString(strings.TrimPrefix(head, "[concord] About the output of ")) ||
@@ -890,6 +918,10 @@ func warning(erratum string) bool {
 func (r *invRun) check(ag *invAgent) {
 	for _, a := range slices.Sorted(maps.Keys(ag.anchors)) {
 		h := ag.anchors[a]
+		if h.derived {
+			r.checkDerived(h)
+			continue
+		}
 		if r.tailing() && h.superseded && !h.orphaned {
 			r.checkSupersededCopy(ag, h)
 			continue
@@ -1176,6 +1208,9 @@ func (r *invRun) checkStats() {
 			for _, ref := range h.refs {
 				linked[ref.URI] = true
 			}
+			for _, pv := range h.provs {
+				linked[pv.uri] = true
+			}
 		}
 	}
 	total := 0
@@ -1307,5 +1342,282 @@ func TestSupersedeOwesNoHintToItsAgent(t *testing.T) {
 	}
 	if got.Status != protocol.Superseded || got.SupersededBy != b2.Block {
 		t.Fatalf("the next sync shows b1 as %+v, want superseded by %s", got, b2.Block)
+	}
+}
+
+// compact compacts some of the agent's results (and maybe a summary) into a
+// summary, as a runtime does: what the test expects each replaced copy to
+// hand on is what the binding shows of it (the latest in-place view with
+// text, else the tool's output; nothing of a notice).
+func (r *invRun) compact(ag *invAgent) {
+	var replaced []string
+	for range 1 + r.s.n(3) {
+		if a := r.pickAnchor(ag); a != "" && !slices.Contains(replaced, a) {
+			replaced = append(replaced, a)
+		}
+	}
+	anchor := fmt.Sprintf("sum_%d", ag.next+1)
+	if a := r.pickAnchor(ag); a != "" && ag.anchors[a].derived && r.s.n(2) == 0 {
+		anchor = a // the same summary reported again
+	} else {
+		ag.next++
+	}
+	var want []invProv
+	var summary strings.Builder
+	for _, a := range append(slices.Clone(replaced), anchor) {
+		h := ag.anchors[a]
+		if h == nil {
+			continue
+		}
+		want = append(want, r.copyOf(h)...)
+	}
+	for _, pv := range want {
+		summary.WriteString(strings.Join(pv.old, "\n") + "\n")
+	}
+	p := protocol.CompactedParams{Agent: ag.name, Anchor: anchor, Text: summary.String(), Replaced: append(replaced, "never")}
+	res, err := r.h.m.Compacted(context.Background(), p)
+	r.logf("compacted %s into %s -> %+v %v", replaced, anchor, res, err)
+	if err != nil {
+		r.fail("compacted: %v", err)
+	}
+	var held []string
+	for _, a := range replaced {
+		if ag.anchors[a] != nil && a != anchor {
+			held = append(held, a)
+		}
+	}
+	slices.Sort(held)
+	if !slices.Equal(slices.Sorted(slices.Values(res.Released)), held) {
+		r.fail("compacted released %v, want the held replaced anchors %v", res.Released, held)
+	}
+	for _, a := range append(replaced, anchor) {
+		if h := ag.anchors[a]; h != nil {
+			r.retire(ag, h)
+			delete(ag.anchors, a)
+		}
+	}
+	// Every range the server kept is one the test expects; every range the
+	// test expects is kept, or held by a kept one with the same lines.
+	// (Two copies of the same lines with other texts are two ranges; the
+	// provenance names lines, not texts, so both stand for that entry.)
+	var got []invProv
+	for _, pr := range res.Provenance {
+		found := false
+		for _, w := range want {
+			if w.uri == pr.URI && w.orig == (Range{Start: pr.StartLine, End: pr.EndLine}) {
+				found = true
+				if !slices.ContainsFunc(got, func(g invProv) bool {
+					return g.uri == w.uri && g.whole == w.whole && g.orig == w.orig && slices.Equal(g.old, w.old)
+				}) {
+					got = append(got, w)
+				}
+			}
+		}
+		if !found {
+			r.fail("compacted: provenance %+v is no copy the binding showed (%+v)", pr, want)
+		}
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(got, func(g invProv) bool { return g.uri == w.uri && provHolds(g, w) }) {
+			r.fail("compacted: %s %v (%q) shown but not in the provenance %+v", w.uri, w.orig, w.old, res.Provenance)
+		}
+	}
+	if (res.Derived == "") != (len(got) == 0) {
+		r.fail("compacted: derived %q with %d ranges", res.Derived, len(got))
+	}
+	if res.Derived != "" {
+		ag.anchors[anchor] = &heldBlock{agent: ag.name, anchor: anchor, block: res.Derived, observed: protocol.Valid, derived: true, summary: p.Text, provs: got}
+	}
+}
+
+// copyOf is what the binding shows of h as the ranges a summary is built
+// from: its copy in place, unless that is a notice.
+func (r *invRun) copyOf(h *heldBlock) []invProv {
+	if h.derived {
+		return slices.Clone(h.provs)
+	}
+	srcs := h.refs
+	if v := h.view; v != nil {
+		if len(v.Sources) == 0 {
+			return nil // a notice
+		}
+		srcs = v.Sources
+	}
+	var out []invProv
+	for _, s := range srcs {
+		t := normalizeText(s.Text)
+		if s.Range == nil {
+			ls := wholeLines(t) // blank lines at the end state nothing
+			out = append(out, invProv{uri: s.URI, whole: true, orig: Range{Start: 1, End: len(ls)}, old: ls})
+			continue
+		}
+		rg := Range(*s.Range)
+		out = append(out, invProv{uri: s.URI, orig: rg, old: spanLines(t, rg)})
+	}
+	return out
+}
+
+// provHolds reports whether g's lines contain w's, with the same text.
+func provHolds(g, w invProv) bool {
+	if w.orig.Start < g.orig.Start || w.orig.End > g.orig.End || w.whole && !g.whole {
+		return false
+	}
+	off := w.orig.Start - g.orig.Start
+	return off+len(w.old) <= len(g.old) && slices.Equal(g.old[off:off+len(w.old)], w.old)
+}
+
+// applyDerived keeps a summary's latest view: in place, the summary as
+// written then the correction (or nothing: the summary stands); at the
+// tail, the note's lines about it.
+func (r *invRun) applyDerived(h *heldBlock, v protocol.BlockView, note string) {
+	switch v.Placement {
+	case "":
+		if h.note != nil {
+			r.fail("summary %s rewritten in place below an erratum that still speaks for it", h.anchor)
+		}
+		switch {
+		case v.Status == protocol.DerivedStale && (v.Show == nil || *v.Show != h.summary+"\n\n"+v.Notice):
+			r.fail("summary %s: show %v is not the summary as written, then the correction %q", h.anchor, v.Show, v.Notice)
+		case v.Status == protocol.Valid && (v.Show != nil || v.Notice != ""):
+			r.fail("summary %s: valid with show %v, notice %q", h.anchor, v.Show, v.Notice)
+		case v.Status != protocol.Valid && v.Status != protocol.DerivedStale:
+			r.fail("summary %s: status %s", h.anchor, v.Status)
+		}
+		h.view = &v
+	case PlacementTail:
+		if !r.tailing() {
+			r.fail("placement inplace sent an erratum for %s", h.anchor)
+		}
+		v.Erratum = aboutAnchor(note, h.anchor)
+		if v.Erratum == "" {
+			r.fail("summary %s: the note %q does not name it", h.anchor, note)
+		}
+		h.note = &v
+	}
+}
+
+// checkDerived is the invariant for a summary: the latest statement about
+// it (its in-place correction or the latest erratum naming it) is true, and
+// every range it was built from that changed has a correction in force
+// (under the range rule; under mentioned every statement must still be
+// true). A range whose old lines are still in the source, once, needs none.
+func (r *invRun) checkDerived(h *heldBlock) {
+	said := ""
+	switch {
+	case h.note != nil:
+		said = h.note.Erratum
+		if strings.HasSuffix(said, " is current again.") {
+			said = ""
+		}
+	case h.view != nil:
+		said = h.view.Notice
+	}
+	segs := strings.Split(strings.ReplaceAll(said, "\n[concord] ", "\x00[concord] "), "\x00")
+	if said == "" {
+		segs = nil
+	}
+	rule := r.h.m.resolve(nil, nil).derived
+	// Ranges with the same lines (copies of other texts) share a name in
+	// the correction: they are judged together.
+	type group struct {
+		uri   string
+		whole bool
+		orig  Range
+		olds  [][]string
+	}
+	var groups []*group
+	for _, pv := range h.provs {
+		// (A whole copy's correction names no lines: every whole copy of a
+		// source shares one name.)
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.uri == pv.uri && g.whole == pv.whole && (g.whole || g.orig == pv.orig) })
+		if i < 0 {
+			groups = append(groups, &group{uri: pv.uri, whole: pv.whole, orig: pv.orig})
+			i = len(groups) - 1
+		}
+		groups[i].olds = append(groups[i].olds, pv.old)
+	}
+	for _, g := range groups {
+		name := strings.TrimPrefix(g.uri, "mem:/")
+		var mine []string
+		for _, sg := range segs {
+			head, _, _ := strings.Cut(sg, "\n")
+			if g.whole && strings.Contains(head, name+", which it was built from,") ||
+				!g.whole && (strings.Contains(head, name+" "+linesOf(g.orig)+",") || strings.Contains(head, name+", which it was built from ("+linesOf(g.orig)+")")) {
+				mine = append(mine, sg)
+			}
+		}
+		cur, present := r.content[g.uri]
+		var now []string
+		if present {
+			now = locator.SplitLines(normalizeText(cur))
+			if g.whole {
+				now = wholeLines(normalizeText(cur))
+			}
+		}
+		for _, sg := range mine {
+			r.checkDerivedLines(h, g.uri, g.orig, g.olds, sg, now, present)
+		}
+		allOnce, someGone := true, false
+		for _, old := range g.olds {
+			found := 0
+			if present && g.whole && slices.Equal(now, old) {
+				found = 1
+			}
+			for i := 0; present && !g.whole && i+len(old) <= len(now); i++ {
+				if slices.Equal(now[i:i+len(old)], old) {
+					found++
+				}
+			}
+			allOnce = allOnce && found == 1
+			someGone = someGone || found == 0
+		}
+		switch {
+		case allOnce && len(mine) > 0:
+			r.fail("summary %s: %s %v is still there as shown, yet the correction says %q", h.anchor, g.uri, g.orig, mine)
+		case someGone && len(mine) == 0 && rule == protocol.DerivedRange && !slices.ContainsFunc(segs, func(sg string) bool {
+			// A range held by another one of the same source (a read inside
+			// a whole read) is corrected under that one's name.
+			head, _, _ := strings.Cut(sg, "\n")
+			return strings.Contains(head, " "+name+" ") || strings.Contains(head, " "+name+",")
+		}):
+			r.fail("summary %s: %s %v changed (now %q), no correction in force (said %q)", h.anchor, g.uri, g.orig, cur, said)
+		}
+	}
+}
+
+// checkDerivedLines checks one correction's lines: each old line is what the
+// summary was built from, each current one is the source's now.
+func (r *invRun) checkDerivedLines(h *heldBlock, uri string, orig Range, olds [][]string, seg string, now []string, present bool) {
+	head, body, _ := strings.Cut(seg, "\n")
+	if strings.Contains(head, "was deleted") || strings.Contains(head, "could not be re-read") {
+		if present {
+			r.fail("summary %s: %q but %s is there", h.anchor, head, uri)
+		}
+		return
+	}
+	if !present {
+		r.fail("summary %s: %q but %s is gone", h.anchor, head, uri)
+		return
+	}
+	for _, l := range strings.Split(body, "\n") {
+		if len(l) < 2 || (l[0] != '+' && l[0] != '-') {
+			continue
+		}
+		num, text, ok := strings.Cut(l[1:], ": ")
+		n, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			continue
+		}
+		switch l[0] {
+		case '+':
+			if n < 1 || n > len(now) || now[n-1] != text {
+				r.fail("summary %s: correction says %s line %d is %q, it is not (%q)", h.anchor, uri, n, text, now)
+			}
+		case '-':
+			i := n - orig.Start
+			if !slices.ContainsFunc(olds, func(old []string) bool { return i >= 0 && i < len(old) && old[i] == text }) {
+				r.fail("summary %s: correction says %s line %d was %q, the summary saw %q", h.anchor, uri, n, text, olds)
+			}
+		}
 	}
 }

@@ -166,6 +166,7 @@ type effective struct {
 	local, drift protocol.Action
 	driftSet     bool // a layer chose drift (else it is the default, Suppress)
 	maxAge       int
+	derived      string // which changes correct a summary: protocol.DerivedMentioned (default) or DerivedRange
 }
 
 // resolve merges the layers block > source > resource type > global, field
@@ -184,8 +185,8 @@ func (m *Manager) resolve(b *block, s *source) effective {
 		}
 	}
 	layers = append(layers, &m.opts.Policy.Global)
-	e := effective{local: protocol.Patch, drift: protocol.Suppress}
-	var gotLocal, gotAge bool
+	e := effective{local: protocol.Patch, drift: protocol.Suppress, derived: DefaultDerived}
+	var gotLocal, gotAge, gotDerived bool
 	for _, p := range layers {
 		if !gotLocal && p.Local.Valid() {
 			e.local, gotLocal = p.Local, true
@@ -195,6 +196,9 @@ func (m *Manager) resolve(b *block, s *source) effective {
 		}
 		if !gotAge && p.MaxAgeTurns != nil && *p.MaxAgeTurns >= 0 {
 			e.maxAge, gotAge = *p.MaxAgeTurns, true
+		}
+		if !gotDerived && (p.Derived == protocol.DerivedRange || p.Derived == protocol.DerivedMentioned) {
+			e.derived, gotDerived = p.Derived, true
 		}
 	}
 	return e

@@ -88,7 +88,7 @@ func TestPolicyPaths(t *testing.T) {
 func TestPolicyResolution(t *testing.T) {
 	m := New(Config{Options: protocol.InitializeParams{Policy: &protocol.PolicyConfig{
 		Global:   protocol.Policy{Local: protocol.Patch, Drift: protocol.Suppress, MaxAgeTurns: intp(0)},
-		ByType:   map[string]protocol.Policy{"mem": {Drift: protocol.Annotate, MaxAgeTurns: intp(10)}},
+		ByType:   map[string]protocol.Policy{"mem": {Drift: protocol.Annotate, MaxAgeTurns: intp(10), Derived: protocol.DerivedRange}},
 		BySource: map[string]protocol.Policy{"mem://a": {Local: protocol.Refresh}},
 	}}})
 	defer m.Close()
@@ -103,12 +103,12 @@ func TestPolicyResolution(t *testing.T) {
 		s    *source
 		want effective
 	}{
-		{"global only", nil, srcX, effective{protocol.Patch, protocol.Suppress, true, 0}},
-		{"type over global", nil, srcB, effective{protocol.Patch, protocol.Annotate, true, 10}},
-		{"source over type", nil, srcA, effective{protocol.Refresh, protocol.Annotate, true, 10}},
-		{"block over source", &block{x: &blockExtra{policy: &protocol.Policy{Local: protocol.Suppress, MaxAgeTurns: intp(2)}}}, srcA, effective{protocol.Suppress, protocol.Annotate, true, 2}},
-		{"block field by field", &block{x: &blockExtra{policy: &protocol.Policy{Drift: protocol.Refresh}}}, srcA, effective{protocol.Refresh, protocol.Refresh, true, 10}},
-		{"invalid action inherits", &block{x: &blockExtra{policy: &protocol.Policy{Local: "bogus"}}}, srcX, effective{protocol.Patch, protocol.Suppress, true, 0}},
+		{"global only", nil, srcX, effective{protocol.Patch, protocol.Suppress, true, 0, DefaultDerived}},
+		{"type over global", nil, srcB, effective{protocol.Patch, protocol.Annotate, true, 10, protocol.DerivedRange}},
+		{"source over type", nil, srcA, effective{protocol.Refresh, protocol.Annotate, true, 10, protocol.DerivedRange}},
+		{"block over source", &block{x: &blockExtra{policy: &protocol.Policy{Local: protocol.Suppress, MaxAgeTurns: intp(2)}}}, srcA, effective{protocol.Suppress, protocol.Annotate, true, 2, protocol.DerivedRange}},
+		{"block field by field", &block{x: &blockExtra{policy: &protocol.Policy{Drift: protocol.Refresh, Derived: protocol.DerivedMentioned}}}, srcA, effective{protocol.Refresh, protocol.Refresh, true, 10, protocol.DerivedMentioned}},
+		{"invalid action inherits", &block{x: &blockExtra{policy: &protocol.Policy{Local: "bogus", Derived: "bogus"}}}, srcX, effective{protocol.Patch, protocol.Suppress, true, 0, DefaultDerived}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -42,6 +42,9 @@ func mergeOne(base, over protocol.Policy) protocol.Policy {
 	if over.Drift != "" {
 		base.Drift = over.Drift
 	}
+	if over.Derived != "" {
+		base.Derived = over.Derived
+	}
 	if over.MaxAgeTurns != nil {
 		n := *over.MaxAgeTurns
 		base.MaxAgeTurns = &n

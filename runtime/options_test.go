@@ -35,3 +35,25 @@ func TestLocatorParamsZeroKept(t *testing.T) {
 		m.Close()
 	}
 }
+
+// TestMergePolicyDerived: initialize's derived rule lies over the
+// operator's, field by field like the others, in every layer.
+func TestMergePolicyDerived(t *testing.T) {
+	base := protocol.PolicyConfig{Global: protocol.Policy{Derived: protocol.DerivedRange, Local: protocol.Refresh},
+		ByType: map[string]protocol.Policy{"file": {Derived: protocol.DerivedRange}}}
+	for _, tc := range []struct {
+		name       string
+		over       *protocol.PolicyConfig
+		global, ty string
+	}{
+		{"none", nil, protocol.DerivedRange, protocol.DerivedRange},
+		{"global", &protocol.PolicyConfig{Global: protocol.Policy{Derived: protocol.DerivedMentioned}}, protocol.DerivedMentioned, protocol.DerivedRange},
+		{"other field", &protocol.PolicyConfig{Global: protocol.Policy{Local: protocol.Patch}}, protocol.DerivedRange, protocol.DerivedRange},
+		{"by type", &protocol.PolicyConfig{ByType: map[string]protocol.Policy{"file": {Derived: protocol.DerivedMentioned}}}, protocol.DerivedRange, protocol.DerivedMentioned},
+	} {
+		got := MergePolicy(base, tc.over)
+		if got.Global.Derived != tc.global || got.ByType["file"].Derived != tc.ty {
+			t.Errorf("%s: global %q, file %q; want %q, %q", tc.name, got.Global.Derived, got.ByType["file"].Derived, tc.global, tc.ty)
+		}
+	}
+}

@@ -290,6 +290,10 @@ func (m *Manager) place(ag *agentState, bs []*block, req protocol.SyncParams) ([
 	var tail tailErrata
 	cut := -1 // priced rewrites: where the first one starts (all after it is rewritten anyway)
 	for _, b := range bs {
+		if b.derivation() != nil {
+			out = placeDerived(b, m.decide(b, flush), &tail, out)
+			continue
+		}
 		switch m.decide(b, flush) {
 		case inPlace:
 			out = append(out, placeInPlace(b))
@@ -457,23 +461,57 @@ func containsLines(text, part string) bool {
 	return false
 }
 
+// maxCoverChain bounds a walk from a superseded read to its cover: chains
+// are short; the bound only guards against a cycle.
+const maxCoverChain = 64
+
+// cover is coverOf's answer for one read: its cover, how many steps away,
+// and whether the read or one on the way is in the sync's set.
+type cover struct {
+	by      *block
+	steps   int
+	touched bool
+}
+
 // coverOf returns the live read that covers superseded s: its superseding
 // read, or the one that superseded that, and so on; and whether s or a
-// read on that chain is in set.
-func (m *Manager) coverOf(s *block, set map[*block]bool) (*block, bool) {
-	b, in := s, set[s]
-	for range 64 { // chains are short; the bound only guards against a cycle
+// read on that chain is in set. memo holds one sync's answers: an agent
+// that read one file a thousand times has a chain a thousand long, and
+// every read on it would walk it again (a sync's cost growing with the
+// session). A read's answer is its next read's plus one step.
+func (m *Manager) coverOf(s *block, set map[*block]bool, memo map[*block]cover) (*block, bool) {
+	c := m.coverStep(s, set, memo)
+	if c.by == nil || c.steps > maxCoverChain {
+		return nil, c.touched
+	}
+	return c.by, c.touched
+}
+
+func (m *Manager) coverStep(s *block, set map[*block]bool, memo map[*block]cover) cover {
+	if c, ok := memo[s]; ok {
+		return c
+	}
+	c := cover{touched: set[s]}
+	b := s
+	for steps := 1; steps <= maxCoverChain; steps++ {
 		next := m.ix.block(b.supersededBy())
 		if next == nil {
-			return nil, in
+			c.by = nil
+			break
 		}
-		in = in || set[next]
+		c.touched = c.touched || set[next]
 		if next.status() != protocol.Superseded {
-			return next, in
+			c.by, c.steps = next, steps
+			break
+		}
+		if r, ok := memo[next]; ok {
+			c.by, c.steps, c.touched = r.by, steps+r.steps, c.touched || r.touched
+			break
 		}
 		b = next
 	}
-	return nil, in
+	memo[s] = c
+	return c
 }
 
 // tailErrata collects one sync's views placed at the tail and the clauses
@@ -519,9 +557,11 @@ func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []
 	for _, b := range bs {
 		inSync[b] = true
 	}
-	// The reads whose chain to their cover passes through bs: bs and what
-	// its blocks superseded, transitively (covers). Only they are looked
-	// at, in audit order; the audit trail holds up to a thousand others.
+	// The reads that may need a pointer: superseded, their copy in the
+	// prompt, nothing said of them yet, and their chain to their cover
+	// passing through bs. Those chains are bs and what its blocks
+	// superseded, transitively (covers): only they are looked at, in audit
+	// order; the audit trail holds up to a thousand others.
 	near := maps.Clone(inSync)
 	stack := slices.Clone(bs)
 	for len(stack) > 0 {
@@ -534,8 +574,18 @@ func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []
 			}
 		}
 	}
+	candidate := func(s *block) bool {
+		return s != nil && near[s] && s.stage == stageSuperseded && s.anchor != "" && s.pl.note != notePointer && s.pl.note != noteWarning && s.pl.deferred
+	}
+	// Newest first, so that each read's cover is its next read's, known.
+	memo := make(map[*block]cover, len(near))
+	for i := len(ag.audit) - 1; i >= 0; i-- {
+		if s := ag.audit[i]; candidate(s) {
+			m.coverStep(s, inSync, memo)
+		}
+	}
 	for _, s := range ag.audit {
-		if s == nil || s.stage != stageSuperseded || s.anchor == "" || s.pl.note == notePointer || s.pl.note == noteWarning || !s.pl.deferred || !near[s] {
+		if !candidate(s) {
 			continue
 		}
 		switch s.pl.inplace.status() {
@@ -544,7 +594,7 @@ func (m *Manager) pointers(ag *agentState, bs []*block, tail *tailErrata, out []
 				continue // in place it shows a notice, or text already marked as possibly outdated
 			}
 		}
-		by, touched := m.coverOf(s, inSync)
+		by, touched := m.coverOf(s, inSync, memo)
 		if by == nil || !touched || copyHolds(s, by) {
 			continue
 		}

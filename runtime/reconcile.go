@@ -482,6 +482,10 @@ func (m *Manager) recompute(b *block) {
 	if b.stage != stageLive {
 		return
 	}
+	if d := b.derivation(); d != nil {
+		recomputeDerived(b, d)
+		return
+	}
 	st := protocol.Valid
 	var notices []string
 	for _, l := range b.links {
@@ -514,7 +518,7 @@ func (m *Manager) recompute(b *block) {
 // Caller holds m.mu.
 func (m *Manager) applyContent(src *source, stamp string, c Content, p *prepared) []*block {
 	src.stamp = stamp
-	if src.state == statePresent && src.known && src.version == c.Version {
+	if src.state == statePresent && (src.known || src.textless() && c.Version != "") && src.version == c.Version {
 		return nil
 	}
 	if !p.fits(src) {
@@ -526,8 +530,10 @@ func (m *Manager) applyContent(src *source, stamp string, c Content, p *prepared
 		text, lines, oldLines = p.text, p.lines, p.oldLines
 	}
 	src.text, src.lines, src.version, src.known, src.state, src.readErr = text, lines, c.Version, true, statePresent, ""
+	derived := m.judgeSource(src)
 	if src.nlinks == 0 {
-		return nil
+		src.free() // only summaries depend on it: its text goes once they are judged
+		return derived
 	}
 	rc := m.newReconciler(src, oldText, oldLines, oldKnown)
 	if p != nil {
@@ -544,7 +550,7 @@ func (m *Manager) applyContent(src *source, stamp string, c Content, p *prepared
 	if unchanged > 0 { // (a counter never counted stays out of stats)
 		m.ix.countN(string(locator.Unchanged), unchanged)
 	}
-	return rc.finish(true)
+	return append(rc.finish(true), derived...)
 }
 
 // untouched is link's verdict for the commonest case, without its steps: a
@@ -588,14 +594,15 @@ func (m *Manager) applyGone(src *source, stamp string, err error) []*block {
 	oldText, oldLines, oldKnown := src.text, src.lines, src.state == statePresent && src.known
 	src.state, src.readErr, src.stamp = st, msg, stamp
 	src.text, src.lines, src.known, src.version = "", nil, false, ""
+	derived := m.judgeSource(src)
 	if src.nlinks == 0 {
-		return nil
+		return derived
 	}
 	rc := m.newReconciler(src, oldText, oldLines, oldKnown)
 	for _, l := range src.ordered() {
 		rc.gone(l, c, msg)
 	}
-	return rc.finish(true)
+	return append(rc.finish(true), derived...)
 }
 
 // moveReason is "moved: lines A-B -> C-D" (or "moved: line A -> C").

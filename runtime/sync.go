@@ -22,10 +22,10 @@ func (m *Manager) verify(ctx context.Context, src *source, force bool, since uin
 	var live, fresh bool
 	var prev string
 	m.withLock(func() {
-		live = !m.closed && src.nlinks > 0
+		live = !m.closed && src.tracked()
 		prev = src.stamp
 		// An unchanged stamp means nothing new, unless the content was never read.
-		fresh = src.state != statePresent || src.known || src.reporter != nil
+		fresh = src.state != statePresent || src.known || src.reporter != nil || src.textless() && src.version != ""
 	})
 	if !live {
 		return nil
@@ -93,9 +93,9 @@ func (m *Manager) verifyAll(ctx context.Context, srcs []*source, since uint64) e
 			return
 		}
 		for _, s := range srcs {
-			if s.nlinks > 0 {
+			if s.tracked() {
 				// An unchanged stamp means nothing new, unless the content was never read.
-				checks = append(checks, stampCheck{s, s.stamp, s.state != statePresent || s.known || s.reporter != nil})
+				checks = append(checks, stampCheck{s, s.stamp, s.state != statePresent || s.known || s.reporter != nil || s.textless() && s.version != ""})
 			}
 		}
 	})
@@ -203,7 +203,7 @@ func (m *Manager) verifyRead(ctx context.Context, src *source, stamp string, sin
 		return nil
 	}
 	var live bool
-	m.withLock(func() { live = !m.closed && src.nlinks > 0 })
+	m.withLock(func() { live = !m.closed && src.tracked() })
 	if !live {
 		return nil
 	}
@@ -279,11 +279,11 @@ func (ix *index) planSync(req protocol.SyncParams, now time.Time) syncPlan {
 	if req.Turn > ag.turn {
 		ag.turn = req.Turn
 	}
-	p := syncPlan{agent: ag, own: make([]*source, 0, len(ag.srcRefs))}
+	p := syncPlan{agent: ag, own: make([]*source, 0, len(ag.srcRefs)+len(ag.provRefs))}
 	for _, s := range ix.sources {
-		if ag.srcRefs[s] > 0 {
+		if ag.srcRefs[s] > 0 || ag.provRefs[s] > 0 {
 			p.own = append(p.own, s)
-		} else if s.nlinks > 0 {
+		} else if s.tracked() {
 			p.others = append(p.others, s.id)
 		}
 	}

@@ -60,6 +60,7 @@ type manager interface {
 	SourceChanged(ctx context.Context, p protocol.SourceChangedParams) (protocol.SourceChangedResult, error)
 	Sync(ctx context.Context, p protocol.SyncParams) (protocol.SyncResult, error)
 	Release(ctx context.Context, p protocol.ReleaseParams) (protocol.ReleaseResult, error)
+	Compacted(ctx context.Context, p protocol.CompactedParams) (protocol.CompactedResult, error)
 	Stats() protocol.StatsResult
 	Close() error
 }

@@ -15,10 +15,11 @@ var update = flag.Bool("update", false, "rewrite the expected messages of testda
 // subprocessTranscripts are the transcripts that run against the real
 // binary as well: the ones whose point is stdio, framing on a real pipe and
 // the exit status, the regressions of issue 19 (true corrections, a file
-// over the size cap), which must hold in the binary users run, and
+// over the size cap), which must hold in the binary users run, the
+// corrections of a compaction summary (issue 36), and
 // recognize and its query sources (the binary runs the queries' programs). Every transcript runs in-process in package rpc
 // (rpc/transcript_test.go), where coverage sees the handlers.
-var subprocessTranscripts = []string{"lifecycle", "exit-without-shutdown", "stdin-close", "newline", "corrections", "too-large", "recognize", "query"}
+var subprocessTranscripts = []string{"lifecycle", "exit-without-shutdown", "stdin-close", "newline", "corrections", "too-large", "recognize", "query", "compacted"}
 
 // TestGolden runs those transcripts (docs: internal/transcript) against a
 // fresh `concord serve` subprocess each.

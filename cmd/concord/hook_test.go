@@ -1,8 +1,8 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,49 +17,12 @@ import (
 	"time"
 
 	"github.com/concord-ctx/concord/hook"
-	"github.com/concord-ctx/concord/protocol"
 )
 
-// The hook transport's tests run real processes: each hook is this test
-// binary re-run as `concord hook` (hookTestEnv names the real concord it
-// starts servers from) with catRuntime, and each server is the real
-// binary's `serve --socket`. catRuntime is Claude Code's event format with
-// its Bash calls recognized as OpenCode's bash (a runtime the recognizer
-// knows), so these tests need nothing of Claude Code's own recognizer.
-const hookTestEnv = "CONCORD_TEST_HOOK_BIN"
-
-type catRuntime struct{ hook.ClaudeCode }
-
-func (catRuntime) Parse(input []byte) (hook.Event, error) {
-	ev, err := hook.ClaudeCode{}.Parse(input)
-	if err != nil || ev.Kind != hook.KindToolDone {
-		return ev, err
-	}
-	var in struct {
-		ToolInput struct {
-			Command string `json:"command"`
-		} `json:"tool_input"`
-		ToolResponse struct {
-			Stdout string `json:"stdout"`
-		} `json:"tool_response"`
-	}
-	if err := json.Unmarshal(input, &in); err != nil {
-		return ev, err
-	}
-	args, _ := json.Marshal(map[string]string{"command": in.ToolInput.Command})
-	ev.Call = protocol.ToolCall{Runtime: "opencode", Tool: "bash", Arguments: args, Output: in.ToolResponse.Stdout, Cwd: ev.Cwd}
-	return ev, nil
-}
-
-func testHookMain(bin string) int {
-	cfg, err := hook.FromEnv(hook.Config{Exe: bin, Version: "test"})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 0
-	}
-	_ = hook.Run(context.Background(), catRuntime{}, cfg, os.Stdin, os.Stdout, os.Stderr)
-	return 0
-}
+// The hook transport's tests run real processes: each hook is the real
+// concord-hook (built beside concord by TestMain, as make build and the
+// plugins lay them out), and each server the real concord's
+// `serve --socket`, which it starts.
 
 // hookEnv is one test's hook environment: its own socket directory (an
 // XDG_RUNTIME_DIR of its own) and project.
@@ -79,7 +42,7 @@ func newHookEnv(t *testing.T, extra ...string) *hookEnv {
 			t.Fatal(err)
 		}
 	}
-	h.env = append(os.Environ(), hookTestEnv+"="+concordBin, "XDG_RUNTIME_DIR="+h.xdg)
+	h.env = append(os.Environ(), "XDG_RUNTIME_DIR="+h.xdg)
 	h.env = append(h.env, extra...)
 	t.Cleanup(h.killServers)
 	return h
@@ -105,7 +68,7 @@ func (h *hookEnv) run(ev map[string]any) result {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "hook", "claude-code")
+	cmd := exec.Command(concordBin+"-hook", "claude-code")
 	cmd.Env = h.env
 	cmd.Stdin = bytes.NewReader(in)
 	var out, errb bytes.Buffer
@@ -412,12 +375,14 @@ func TestHookSessionsApart(t *testing.T) {
 	h.waitNoServer(5 * time.Second)
 }
 
-// TestHookReleases: a compaction (PreCompact, SessionStart compact) drops
-// the agent's earlier results from its prompt, and a subagent's end drops
-// its own: none of them is corrected afterwards; the others still are.
+// TestHookReleases: a compaction (PreCompact, SessionStart compact, then
+// PostCompact with its summary) replaces the agent's earlier results with
+// the summary: none of them is corrected afterwards, the summary is, where
+// a line it restates changes, and not where one it never mentions does. A
+// subagent's end drops its own reads; the others' are still corrected.
 func TestHookReleases(t *testing.T) {
 	h := newHookEnv(t)
-	main1, sub1 := h.write("main.txt", "m1\nm2\n"), h.write("sub.txt", "s1\ns2\n")
+	main1, sub1 := h.write("main.txt", "name: demo\nretries: 3\n"), h.write("sub.txt", "s1\ns2\n")
 	mustQuiet(t, h.run(h.cat("rel", "toolu_main", main1)))
 	mustQuiet(t, h.run(h.cat("rel", "toolu_sub", sub1, "agent_id", "agent-7", "agent_type", "general-purpose")))
 	mustQuiet(t, h.run(h.cat("rel", "toolu_main_sub", sub1)))
@@ -427,18 +392,38 @@ func TestHookReleases(t *testing.T) {
 	if c := h.run(event("rel", "UserPromptSubmit")).context(t); !strings.Contains(c, "toolu_main_sub") || strings.Contains(c, "toolu_sub ") {
 		t.Fatalf("after the subagent's end: %q", c)
 	}
-	// A compaction: the main agent's reads leave its prompt.
+	// A compaction: the main agent's reads leave its prompt; the summary
+	// takes their place.
 	mustQuiet(t, h.run(event("rel", "PreCompact", "trigger", "auto")))
 	mustQuiet(t, h.run(event("rel", "SessionStart", "source", "compact")))
-	h.write("main.txt", "m1\nM2\n")
+	mustQuiet(t, h.run(event("rel", "PostCompact", "trigger", "auto",
+		"compact_summary", "<summary>main.txt sets retries: 3 for the client.</summary>")))
+	// A line the summary never restated: nothing to say.
+	h.write("main.txt", "name: prod\nretries: 3\n")
 	if c := h.run(event("rel", "UserPromptSubmit")).context(t); c != "" {
-		t.Fatalf("a released read corrected after the compaction: %q", c)
+		t.Fatalf("a change the summary never restated gave %q", c)
+	}
+	// The line it restates: the summary is corrected, the reads it
+	// replaced are not.
+	h.write("main.txt", "name: prod\nretries: 5\n")
+	c := h.run(event("rel", "UserPromptSubmit")).context(t)
+	if !strings.Contains(c, "The summary in "+hook.CompactedAnchor+" is outdated") || !strings.Contains(c, "retries: 5") || strings.Contains(c, "toolu_main") {
+		t.Fatalf("after a restated line changed: %q\n%s", c, h.log())
+	}
+	if c := h.run(event("rel", "UserPromptSubmit")).context(t); c != "" {
+		t.Fatalf("the summary's correction repeated: %q", c)
 	}
 	// What is read after it is tracked again.
 	mustQuiet(t, h.run(h.cat("rel", "toolu_after", main1)))
-	h.write("main.txt", "m1\nM2!\n")
+	h.write("main.txt", "name: prod\nretries: 7\n")
 	if c := h.run(event("rel", "UserPromptSubmit")).context(t); !strings.Contains(c, "toolu_after") {
 		t.Fatalf("a read after the compaction: %q", c)
+	}
+	// A cleared context: nothing of it is corrected any more.
+	mustQuiet(t, h.run(event("rel", "SessionStart", "source", "clear")))
+	h.write("main.txt", "name: prod\nretries: 9\n")
+	if c := h.run(event("rel", "UserPromptSubmit")).context(t); c != "" {
+		t.Fatalf("after /clear: %q", c)
 	}
 }
 
@@ -537,4 +522,65 @@ func TestHookHungServer(t *testing.T) {
 	if !strings.Contains(h.log(), "hook failed") {
 		t.Errorf("the failure is not logged:\n%s", h.log())
 	}
+}
+
+// TestHookSocketRequests: what the session's socket answers a connection
+// that is not a well-formed hook (a hook of another version, a damaged
+// one, a client of the protocol): an error naming what is wrong for a bad
+// hook request, and the protocol (initialize first) for anything else, on
+// the same session. A refused hook leaves the session as it was.
+func TestHookSocketRequests(t *testing.T) {
+	h := newHookEnv(t)
+	f := h.write("a.txt", "alpha\nbeta\n")
+	mustQuiet(t, h.run(h.cat("sock", "toolu_1", f)))
+	init := `{"protocolVersion":1,"roots":["/"],"placement":"tail"}`
+	ev := `{"session_id":"sock","hook_event_name":"UserPromptSubmit"}`
+	hookReq := func(runtime, init, event string) string {
+		return `{"jsonrpc":"2.0","id":7,"method":"hook","params":{"runtime":"` + runtime + `","initialize":` + init + `,"event":` + event + "}}\n"
+	}
+	for _, tc := range []struct {
+		name, send string
+		want       []string // in the answer's lines, in order
+	}{
+		{"hook", hookReq("claude-code", init, ev), []string{`"id":7`, `"result":{"output":""}`}},
+		{"unknown runtime", hookReq("vim", init, ev), []string{`"code":-32602`, `unknown runtime \"vim\"`}},
+		{"no initialize", `{"jsonrpc":"2.0","id":7,"method":"hook","params":{"runtime":"claude-code","event":` + ev + "}}\n", []string{`"code":-32602`, "initialize: required"}},
+		{"another version", hookReq("claude-code", `{"protocolVersion":9,"roots":["/"]}`, ev), []string{`"code":-32602`, "speaks 1, not 9"}},
+		{"event without a session", hookReq("claude-code", init, `{"hook_event_name":"UserPromptSubmit"}`), []string{`"code":-32602`, "no session_id"}},
+		{"event not an object", hookReq("claude-code", init, `[1]`), []string{`"code":-32602`, "claude-code hook input"}},
+		{"the protocol", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":` + init + "}\n" + `{"jsonrpc":"2.0","id":2,"method":"stats"}` + "\n",
+			[]string{`"id":1`, `"protocolVersion":1`, `"id":2`, `"blocks":{"valid":1}`}},
+		{"not JSON", "garbage\n", []string{`"code":-32700`}},
+		{"params of the wrong type", `{"jsonrpc":"2.0","id":7,"method":"hook","params":{"runtime":"claude-code","initialize":"yes","event":` + ev + "}}\n", []string{`"code":-32602`, "initialize", `"id":7`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("unix", h.sock("sock"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := c.Write([]byte(tc.send)); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(c)
+			var got string
+			for _, w := range tc.want {
+				for !strings.Contains(got, w) {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						t.Fatalf("answer %q: want %q next (%v)", got, w, err)
+					}
+					got += line
+				}
+				got = got[strings.Index(got, w)+len(w):]
+			}
+		})
+	}
+	// The session is whole: the read is still tracked and corrected.
+	h.write("a.txt", "alpha\nBETA\n")
+	if c := h.run(event("sock", "UserPromptSubmit", "prompt", "go")).context(t); !strings.Contains(c, "BETA") {
+		t.Fatalf("after the refusals, the erratum is %q", c)
+	}
+	mustQuiet(t, h.run(event("sock", "SessionEnd")))
 }

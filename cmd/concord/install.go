@@ -26,7 +26,8 @@ func installCommand() command {
 		usage:   "concord install codex [--codex-home DIR] [--codex BIN] [--uninstall]",
 		long: `codex: adds Concord's hooks to $CODEX_HOME/hooks.json (default ~/.codex/hooks.json),
 the file Codex reads user hooks from: SessionStart, UserPromptSubmit, PostToolUse,
-PreCompact and SessionEnd run 'concord hook codex' with this binary's absolute path.
+PreCompact and SessionEnd run concord-hook (installed beside this binary; else
+'concord hook codex') with its absolute path.
 Other hooks in the file are kept; running it again replaces Concord's own entries;
 --uninstall removes them. Codex runs a new or changed hook only once it is trusted:
 the install trusts Concord's own hooks as Codex's /hooks screen does, through
@@ -92,7 +93,7 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("install codex: %w", err)
 	}
-	command := shellQuote(exe) + " hook codex"
+	command := codexHookCommand(exe)
 	data, err := codexHooks(old, command, !*o.uninstall)
 	if err != nil {
 		return fmt.Errorf("install codex: %s: %w", file, err)
@@ -259,7 +260,7 @@ type codexHook struct {
 	TrustStatus string `json:"trustStatus"`
 }
 
-// concordHooks lists Concord's hooks (the commands ending in " hook codex").
+// concordHooks lists Concord's hooks (isConcordHook).
 func (a *appServer) concordHooks(home string) ([]codexHook, error) {
 	var list struct {
 		Data []struct {
@@ -273,7 +274,7 @@ func (a *appServer) concordHooks(home string) ([]codexHook, error) {
 	seen := map[string]bool{}
 	for _, d := range list.Data {
 		for _, h := range d.Hooks {
-			if strings.HasSuffix(h.Command, " hook codex") && !seen[h.Key] {
+			if isConcordHook(h.Command) && !seen[h.Key] {
 				seen[h.Key] = true
 				hs = append(hs, h)
 			}
@@ -284,7 +285,7 @@ func (a *appServer) concordHooks(home string) ([]codexHook, error) {
 
 // codexHooks is hooks.json (old, possibly empty) with Concord's entries
 // replaced by fresh ones (add) or removed. Concord's entries are the
-// handlers whose command ends in " hook codex"; groups left empty are
+// handlers whose command isConcordHook; groups left empty are
 // dropped, everything else is kept as it was.
 func codexHooks(old []byte, command string, add bool) ([]byte, error) {
 	doc := map[string]json.RawMessage{}
@@ -306,7 +307,7 @@ func codexHooks(old []byte, command string, add bool) ([]byte, error) {
 			var others []any
 			for _, h := range hs {
 				m, _ := h.(map[string]any)
-				if c, _ := m["command"].(string); strings.HasSuffix(c, " hook codex") {
+				if c, _ := m["command"].(string); isConcordHook(c) {
 					continue
 				}
 				others = append(others, h)
@@ -341,6 +342,28 @@ func codexHooks(old []byte, command string, add bool) ([]byte, error) {
 		return nil, err
 	}
 	return append(out, '\n'), nil
+}
+
+// codexHookCommand is the command Codex runs per event: concord-hook
+// beside concord when it is there (it starts in half the time, and a hook
+// runs on every tool call), else `concord hook codex`.
+func codexHookCommand(exe string) string {
+	shim := filepath.Join(filepath.Dir(exe), "concord-hook")
+	if fi, err := os.Stat(shim); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		return shellQuote(shim) + " codex"
+	}
+	return shellQuote(exe) + " hook codex"
+}
+
+// isConcordHook tells Concord's own hook commands (either form of
+// codexHookCommand, of any install) from the user's.
+func isConcordHook(command string) bool {
+	if strings.HasSuffix(command, " hook codex") {
+		return true
+	}
+	prog, ok := strings.CutSuffix(command, " codex")
+	prog = strings.TrimSuffix(prog, "'")
+	return ok && (prog == "concord-hook" || strings.HasSuffix(prog, "/concord-hook"))
 }
 
 // shellQuote quotes s for sh when it holds anything but safe characters.

@@ -9,13 +9,16 @@ import (
 )
 
 // TestInstallCodex: `concord install codex` adds its hooks to
-// $CODEX_HOME/hooks.json next to the user's own, a second run replaces
-// them (never twice), --uninstall leaves the user's alone.
+// $CODEX_HOME/hooks.json next to the user's own, running the concord-hook
+// beside it; a second run replaces them (never twice), as it replaces an
+// older install's `concord hook codex`; --uninstall leaves the user's
+// alone.
 func TestInstallCodex(t *testing.T) {
 	home := t.TempDir()
 	file := filepath.Join(home, "hooks.json")
 	user := `{"description": "mine", "hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}],
-	  "Stop": [{"hooks": [{"type": "command", "command": "notify.sh", "timeout": 5}]}]}}`
+	  "Stop": [{"hooks": [{"type": "command", "command": "notify.sh", "timeout": 5}]}],
+	  "SessionEnd": [{"hooks": [{"type": "command", "command": "/old/bin/concord hook codex", "timeout": 3}]}]}}`
 	if err := os.WriteFile(file, []byte(user), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +46,10 @@ func TestInstallCodex(t *testing.T) {
 		for _, gs := range d.Hooks {
 			for _, g := range gs {
 				for _, h := range g.Hooks {
-					if strings.HasSuffix(h.Command, " hook codex") {
+					if isConcordHook(h.Command) {
+						if h.Command != concordBin+"-hook codex" {
+							t.Errorf("hook command %q, want the concord-hook beside concord", h.Command)
+						}
 						ours++
 					}
 				}
@@ -79,6 +85,18 @@ func TestInstallCodex(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(file); string(data) != "{" {
 		t.Errorf("a damaged hooks.json was rewritten: %q", data)
+	}
+}
+
+func TestIsConcordHook(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		"/usr/bin/concord hook codex": true, "'/a b/concord' hook codex": true, "/usr/bin/concord-hook codex": true,
+		"'/a b/concord-hook' codex": true, "concord-hook codex": true,
+		"lint.sh": false, "/usr/bin/my-concord-hook codex": false, "/usr/bin/concord-hook gemini-cli": false, "codex": false,
+	} {
+		if got := isConcordHook(cmd); got != want {
+			t.Errorf("isConcordHook(%q) = %v, want %v", cmd, got, want)
+		}
 	}
 }
 

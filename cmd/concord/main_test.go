@@ -22,28 +22,29 @@ func TestMain(m *testing.M) {
 	if os.Getenv(echoEnv) == "1" {
 		os.Exit(echoServe(os.Stdin, os.Stdout))
 	}
-	if bin := os.Getenv(hookTestEnv); bin != "" {
-		os.Exit(testHookMain(bin))
-	}
 	dir, err := os.MkdirTemp("", "concord-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	concordBin = filepath.Join(dir, "concord")
-	args := []string{"build", "-o", concordBin}
+	var flags []string
 	if raceEnabled {
-		args = append(args, "-race")
+		flags = append(flags, "-race")
 	}
 	if openFeed != nil {
-		args = append(args, "-tags", "feed") // the binary as this test binary is built
+		flags = append(flags, "-tags", "feed") // the binary as this test binary is built
 	}
-	build := exec.Command("go", append(args, ".")...)
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building concord:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	// concord-hook beside concord, as make build lays them out (what the
+	// hook runtimes run; `concord install codex` finds it there).
+	for _, b := range []struct{ out, pkg string }{{concordBin, "."}, {concordBin + "-hook", "../concord-hook"}} {
+		build := exec.Command("go", append(append([]string{"build", "-o", b.out}, flags...), b.pkg)...)
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building", b.pkg, err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	// A race-enabled binary sleeps a second at exit by default (for late
 	// reports); races are reported as they happen, so keep exits quick.

@@ -73,6 +73,7 @@ func serveSocket(ctx context.Context, so socketOptions, cfg rpc.Config, logw io.
 		stop()
 	}
 	cfg.OnShutdown = func() { end("shutdown") }
+	hooks := hookConns{shared: shared, log: log, end: end}
 
 	var last atomic.Int64 // unix nanos of the latest accept, read or close
 	touch := func() { last.Store(time.Now().UnixNano()) }
@@ -114,9 +115,7 @@ func serveSocket(ctx context.Context, so socketOptions, cfg rpc.Config, logw io.
 				defer conns.Done()
 				defer touch()
 				defer c.Close()
-				if _, err := rpc.Serve(connCtx, activity{c, touch}, c, cfg); err != nil {
-					log.Error("serve a connection", "error", err)
-				}
+				hooks.serveConn(connCtx, activity{c, touch}, c, cfg)
 			}()
 		}
 	}()
@@ -189,21 +188,36 @@ type sharedSession struct {
 }
 
 func (s *sharedSession) attach(ctx context.Context, cfg rpc.SessionConfig) (rpc.Core, string, error) {
+	core, err := s.attachWith(ctx, func() (rpc.SessionConfig, error) { return cfg, nil })
+	if err != nil {
+		return nil, "", err
+	}
+	return core, s.watch, nil
+}
+
+// attachWith is attach with the session's config made only when this
+// builds the session: a hook's initialize params are checked once, not on
+// every tool call.
+func (s *sharedSession) attachWith(ctx context.Context, config func() (rpc.SessionConfig, error)) (rpc.Core, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.core == nil {
+		cfg, err := config()
+		if err != nil {
+			return nil, err
+		}
 		cfg.Notify = func([]string) {}
 		cfg.Fetch = func(context.Context, string) (runtime.Content, error) {
 			return runtime.Content{}, errors.New("keyed sources are not read over the hook socket")
 		}
 		core, watch, err := s.build(ctx, cfg)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		s.core, s.watch = core, watch
 		s.log.Info("session built", "roots", cfg.Options.Roots, "watch", watch, "placement", cfg.Options.Placement)
 	}
-	return sharedCore{s}, s.watch, nil
+	return sharedCore{s}, nil
 }
 
 // lane returns agent's lock, locked: requests naming the same agent keep
@@ -294,6 +308,15 @@ func (c sharedCore) Release(ctx context.Context, p protocol.ReleaseParams) (prot
 		return protocol.ReleaseResult{}, err
 	}
 	return core.Release(ctx, p)
+}
+
+func (c sharedCore) Compacted(ctx context.Context, p protocol.CompactedParams) (protocol.CompactedResult, error) {
+	defer c.s.lane(p.Agent)()
+	core, err := c.s.get()
+	if err != nil {
+		return protocol.CompactedResult{}, err
+	}
+	return core.Compacted(ctx, p)
 }
 
 // Schemes are the shared session's (none once it is closed).

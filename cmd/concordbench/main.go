@@ -105,6 +105,7 @@ type benchOptions struct {
 	quiet                              bool
 	workloads, price, placement        string
 	concordPrice                       bool
+	concordDerived                     string
 	sessions                           int
 }
 
@@ -132,6 +133,7 @@ func benchFlags() (*pflag.FlagSet, *benchOptions) {
 	fs.StringVar(&o.svg, "svg", "", "write one chart per workload (SVG: tasks recovered against input cost) to this file")
 	fs.StringVar(&o.concordBin, "concord-bin", "", "drive this concord binary (concord serve) as a subprocess in the concord mode (default: the same server in this process)")
 	fs.StringVar(&o.concordLocal, "concord-local", "", "concord mode: policy for local edits (patch, refresh, annotate, suppress; default: the server's)")
+	fs.StringVar(&o.concordDerived, "concord-derived", "", "concord mode: which changes correct a compaction summary, sent as policy derived (range, mentioned; default: the server's)")
 	fs.StringVar(&o.serverLog, "server-log", "", "append the concord server's log (the subprocess's stderr) to this file")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
 	return fs, o
@@ -203,7 +205,7 @@ func parseBenchArgs(args []string, stderr io.Writer) (*pflag.FlagSet, *benchOpti
 // benchConfig checks the options and turns them into the bench's
 // configuration and the workloads to run, in --workload order.
 func benchConfig(fs *pflag.FlagSet, o *benchOptions, stderr io.Writer) (bench.Config, []string, error) {
-	cfg := bench.Config{MaxSteps: o.maxSteps, Parallel: o.parallel, ConcordLocal: o.concordLocal, ConcordPlacement: o.placement,
+	cfg := bench.Config{MaxSteps: o.maxSteps, Parallel: o.parallel, ConcordLocal: o.concordLocal, ConcordDerived: o.concordDerived, ConcordPlacement: o.placement,
 		ConcordPrice: o.concordPrice}
 	price, err := bench.LookupPrice(o.price)
 	if err != nil {

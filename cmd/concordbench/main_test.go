@@ -112,7 +112,7 @@ func TestBenchEmbeddedDefault(t *testing.T) {
 	}
 	res := stdout.String()
 	// Column indexes: recovered 1, first-copy 2, prompt tok/task 6, cost vs oracle 15.
-	for _, wl := range []string{"hotpot", "repeated", "edits", "concurrent", "inflight", "long"} {
+	for _, wl := range []string{"hotpot", "repeated", "edits", "concurrent", "inflight", "compaction", "long"} {
 		rows := table(t, res, wl)
 		if len(rows) != 8 {
 			t.Fatalf("%s: %d rows, want 8 modes", wl, len(rows))
@@ -146,9 +146,15 @@ func TestBenchEmbeddedDefault(t *testing.T) {
 			t.Errorf("%s: concord prompt tokens %.2fx oracle's (limit %.2f)", wl, r, limit)
 		}
 	}
-	// Not a terminal: plain progress lines (5 question workloads of 6 and
+	// Every line a compaction summary restated that changed had a true
+	// correction in force at every model call (the bench's check of the
+	// derived-context invariant).
+	if !strings.Contains(res, "true but unneeded (a line the summary never restated), 0 restated lines changed with no correction in force at a model call, 0 corrected lines false") {
+		t.Errorf("compaction: a correction missed or false:\n%s", res)
+	}
+	// Not a terminal: plain progress lines (6 question workloads of 6 and
 	// 2 sessions, 8 modes).
-	if !strings.Contains(stderr.String(), "bench: 256/256 task runs done") {
+	if !strings.Contains(stderr.String(), "bench: 304/304 task runs done") {
 		t.Errorf("progress on stderr: %q", stderr.String())
 	}
 	b, err := os.ReadFile(out)
@@ -166,11 +172,11 @@ func TestBenchEmbeddedDefault(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Workloads) != 6 || len(rep.Workloads[0].Modes) != 8 ||
+	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Workloads) != 7 || len(rep.Workloads[0].Modes) != 8 ||
 		len(rep.Workloads[0].Modes[0].Tasks) != 6 || len(rep.Workloads[0].Modes[0].Tasks[0].Trace) == 0 {
 		t.Fatalf("--out JSON: err %v, %d workloads", err, len(rep.Workloads))
 	}
-	if s, err := os.ReadFile(svg); err != nil || !bytes.HasPrefix(s, []byte("<svg")) || bytes.Count(s, []byte("tasks recovered vs")) != 6 {
+	if s, err := os.ReadFile(svg); err != nil || !bytes.HasPrefix(s, []byte("<svg")) || bytes.Count(s, []byte("tasks recovered vs")) != 7 {
 		t.Fatalf("--svg: one chart per workload wanted: %v %.200q", err, s)
 	}
 }

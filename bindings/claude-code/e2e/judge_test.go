@@ -118,18 +118,21 @@ var (
 	outdatedRE = regexp.MustCompile(`^\[concord\] Outdated in (/.+?): (.*)$`)
 	aboutRE    = regexp.MustCompile(`^\[concord\] About the output of (.+?): (.*)$`)
 	currentRE  = regexp.MustCompile(`^\[concord\] The output of (.+?) is current again\.$`)
-	callsRE    = `((?:toolu_\w+(?: \(lines? \d+(?:-\d+)?\))?)(?:,? (?:and )?toolu_\w+(?: \(lines? \d+(?:-\d+)?\))?)*)`
-	callRE     = regexp.MustCompile(`(toolu_\w+)(?: \(lines? (\d+)(?:-(\d+))?\))?`)
-	clauseRE   = regexp.MustCompile(`^` + callsRE + ` (.*)$`)
-	movedRE    = regexp.MustCompile(`^is now at lines (\d+)-(\d+)\.?$`)
-	unchRE     = regexp.MustCompile(`^moved(?: with your edits? .*?)?, text unchanged\.?$`)
-	byEditRE   = regexp.MustCompile(`^changed(?: again)? by your edits? .*?(toolu_\w+)\)?\.?$`)
-	changedRE  = regexp.MustCompile(`^changed(?:, now (?:lines (\d+)-(\d+)|(\d+) lines))?(:|\. Re-read (/.+?)(?: lines \d+-\d+)? before relying on it\.)$`)
-	againRE    = regexp.MustCompile(`^was read again in (toolu_\w+)\.?$`)
-	plusRE     = regexp.MustCompile(`^([+-])(\d+): (.*)$`)
-	insertedRE = regexp.MustCompile(`^\(inserted after line \d+\)$`)
-	deletedRE  = regexp.MustCompile(`(/\S+?) was deleted`)
-	driftRE    = regexp.MustCompile(`^(/\S+?) changed since that read; the content shown earlier(?: \(lines (\d+)-(\d+)\))? is no longer accurate\.(?: Those lines are now lines (\d+)-(\d+)\.)? Re-read .* before relying on it\.$`)
+	// A compaction summary's correction (docs/protocol.md, "compacted").
+	summaryRE      = regexp.MustCompile(`^\[concord\] The summary in (.+?) is outdated: (/\S+?)(?: lines (\d+)-(\d+))?, which it was built from, changed(?: \(now (?:lines \d+-\d+|\d+ lines?)\))?:$`)
+	summaryAgainRE = regexp.MustCompile(`^\[concord\] The summary in (.+?) is current again\.$`)
+	callsRE        = `((?:toolu_\w+(?: \(lines? \d+(?:-\d+)?\))?)(?:,? (?:and )?toolu_\w+(?: \(lines? \d+(?:-\d+)?\))?)*)`
+	callRE         = regexp.MustCompile(`(toolu_\w+)(?: \(lines? (\d+)(?:-(\d+))?\))?`)
+	clauseRE       = regexp.MustCompile(`^` + callsRE + ` (.*)$`)
+	movedRE        = regexp.MustCompile(`^is now at lines (\d+)-(\d+)\.?$`)
+	unchRE         = regexp.MustCompile(`^moved(?: with your edits? .*?)?, text unchanged\.?$`)
+	byEditRE       = regexp.MustCompile(`^changed(?: again)? by your edits? .*?(toolu_\w+)\)?\.?$`)
+	changedRE      = regexp.MustCompile(`^changed(?:, now (?:lines (\d+)-(\d+)|(\d+) lines))?(:|\. Re-read (/.+?)(?: lines \d+-\d+)? before relying on it\.)$`)
+	againRE        = regexp.MustCompile(`^was read again in (toolu_\w+)\.?$`)
+	plusRE         = regexp.MustCompile(`^([+-])(\d+): (.*)$`)
+	insertedRE     = regexp.MustCompile(`^\(inserted after line \d+\)$`)
+	deletedRE      = regexp.MustCompile(`(/\S+?) was deleted`)
+	driftRE        = regexp.MustCompile(`^(/\S+?) changed since that read; the content shown earlier(?: \(lines (\d+)-(\d+)\))? is no longer accurate\.(?: Those lines are now lines (\d+)-(\d+)\.)? Re-read .* before relying on it\.$`)
 )
 
 // copyOf is a call's copy in place: the file it read and the lines, from
@@ -284,8 +287,48 @@ func (j *judge) check(n note) {
 					j.failf(n, "%s is said current again: its copy %q, the file now %q", cm[1], orig, cur)
 				}
 			}
+		case summaryRE.MatchString(st.head):
+			j.summary(n, now, summaryRE.FindStringSubmatch(st.head)[2], st.more)
 		default:
 			j.failf(n, "a statement this judge does not know: %q", st.head)
+		}
+	}
+}
+
+// summary judges a compaction summary's correction: each +N line is the
+// file's line N now, each -N line was its line N when the session was
+// compacted (the first request asking for a summary) and is not now.
+func (j *judge) summary(n note, now files, path string, more []string) {
+	at := -1
+	for i, r := range j.reqs {
+		if r.Compaction {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		j.failf(n, "a summary's correction, and no compaction")
+		return
+	}
+	content, exists := now[path]
+	cur := lines(content, exists)
+	oldContent, had := j.at(j.reqs[at])[path]
+	old := lines(oldContent, had)
+	for _, l := range more {
+		m := plusRE.FindStringSubmatch(l)
+		if m == nil {
+			j.failf(n, "a summary's line this judge does not know: %q", l)
+			continue
+		}
+		k, _ := strconv.Atoi(m[2])
+		j.checked++
+		switch {
+		case m[1] == "+" && (k > len(cur) || cur[k-1] != m[3]):
+			j.failf(n, "says line %d of %s is %q now; it is not", k, path, m[3])
+		case m[1] == "-" && (k > len(old) || old[k-1] != m[3]):
+			j.failf(n, "says the summary saw %q at line %d of %s; the file had not", m[3], k, path)
+		case m[1] == "-" && k <= len(cur) && cur[k-1] == m[3]:
+			j.failf(n, "says line %d of %s changed from %q; it still is", k, path, m[3])
 		}
 	}
 }

@@ -47,10 +47,11 @@ func numbered(n int, f string) string {
 // step to the calls that the notes of the request taking it correct (no
 // other call, and no note in any other request).
 type scenario struct {
-	name   string
-	args   []string
-	script func(e *env) []anthropic.Step
-	expect map[int][]string
+	name    string
+	args    []string
+	summary string // a compaction's summary ("": the fake model's default)
+	script  func(e *env) []anthropic.Step
+	expect  map[int][]string
 }
 
 var scenarios = []scenario{
@@ -195,6 +196,27 @@ var scenarios = []scenario{
 		},
 		expect: map[int][]string{4: {id(2, 0)}},
 	},
+	{
+		// The compaction's summary restates a line of the reads it
+		// replaced: a change to that line corrects the summary (PostCompact
+		// gave it to the server); a change to a line it never restated
+		// says nothing.
+		name:    "compaction summary",
+		args:    []string{"--autocompact", "100000"},
+		summary: "<analysis>A scripted session.</analysis>\n<summary>cfg.yaml sets retries: 3 for the client.</summary>",
+		script: func(e *env) []anthropic.Step {
+			e.write(e.p("cfg.yaml"), "name: demo\nretries: 3\ntimeout: 30\n")
+			e.write(e.p("other.txt"), "one\ntwo\n")
+			return []anthropic.Step{
+				step(nil, read(e.p("cfg.yaml"))),
+				{Tools: []anthropic.ToolUse{read(e.p("other.txt"))}, InputTokens: 190000},
+				noop(e.change(e.p("cfg.yaml"), ptr("name: prod\nretries: 3\ntimeout: 30\n"))),
+				noop(e.change(e.p("cfg.yaml"), ptr("name: prod\nretries: 5\ntimeout: 30\n"))),
+				anthropic.Say("done"),
+			}
+		},
+		expect: map[int][]string{4: {"summary"}},
+	},
 }
 
 // waitResult waits until a request carrying the call's result arrived.
@@ -242,6 +264,9 @@ func TestScenarios(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			e := newEnv(t, true)
 			e.claudeArgs = sc.args
+			if sc.summary != "" {
+				e.fake.SetSummary(sc.summary)
+			}
 			if err := e.run(sc.script(e)...); err != nil {
 				t.Fatalf("%v\nlog:\n%s", err, e.log())
 			}
@@ -328,6 +353,8 @@ func subjects(ns []note) []string {
 				part = aboutRE.FindStringSubmatch(st.head)[1]
 			case currentRE.MatchString(st.head):
 				part = currentRE.FindStringSubmatch(st.head)[1]
+			case summaryRE.MatchString(st.head) || summaryAgainRE.MatchString(st.head):
+				seen["summary"] = true // the compaction's summary, not a call
 			}
 			for _, m := range callRE.FindAllStringSubmatch(part, -1) {
 				seen[m[1]] = true

@@ -7,7 +7,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +17,8 @@ import (
 	"github.com/concord-ctx/concord/internal/geminicli"
 )
 
-// concordBin is the concord built once for the run.
-var concordBin string
+// extensionDir is the extension as make dist-gemini lays it out, built once for the run.
+var extensionDir string
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -37,13 +36,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	concordBin = filepath.Join(dir, "concord")
-	build := exec.Command("go", "build", "-o", concordBin, "./cmd/concord")
-	build.Dir = root
+	// What make dist ships: the extension with concord and concord-hook in bin/.
+	build := exec.Command("make", "-s", "-C", root, "dist-gemini", "GEMINI_DIST="+dir)
 	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build concord: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "make dist-gemini: %v\n%s", err, out)
 		return 1
 	}
+	extensionDir = filepath.Join(dir, "gemini")
 	return m.Run()
 }
 
@@ -123,48 +122,17 @@ func play(t *testing.T, s scenario) *fake.Server {
 	return model
 }
 
-// installExtension copies bindings/gemini/extension with the built concord at bin/concord and
-// installs it as a user would.
+// installExtension installs the extension make dist-gemini laid out, as a user would.
 func installExtension(t *testing.T, ws *geminicli.Workspace) {
 	t.Helper()
-	root, err := geminicli.ModuleRoot()
+	out, err := ws.Gemini(context.Background(), "extensions", "install", extensionDir, "--consent")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := filepath.Join(ws.Root, "concord-extension")
-	src := filepath.Join(root, "bindings", "gemini", "extension")
-	for _, f := range []string{"gemini-extension.json", "hooks/hooks.json"} {
-		copyFile(t, filepath.Join(src, f), filepath.Join(dst, f), 0o644)
-	}
-	copyFile(t, concordBin, filepath.Join(dst, "bin", "concord"), 0o755)
-	out, err := ws.Gemini(context.Background(), "extensions", "install", dst, "--consent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(ws.Home, ".gemini", "extensions", "concord", "bin", "concord")); err != nil {
-		t.Fatalf("extension not installed: %v\n%s", err, out)
-	}
-}
-
-func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
+	for _, bin := range []string{"concord", "concord-hook"} {
+		if _, err := os.Stat(filepath.Join(ws.Home, ".gemini", "extensions", "concord", "bin", bin)); err != nil {
+			t.Fatalf("extension not installed: %v\n%s", err, out)
+		}
 	}
 }
 

@@ -27,8 +27,8 @@ from openhands.sdk.agent.base import AgentBase
 from openhands.sdk.context.condenser.base import CondenserBase
 from openhands.sdk.context.view import View
 from openhands.sdk.conversation.impl.remote_conversation import RemoteConversation
-from openhands.sdk.event import ActionEvent, MessageEvent, ObservationEvent
-from openhands.sdk.event.condenser import Condensation
+from openhands.sdk.event import ActionEvent, LLMConvertibleEvent, MessageEvent, ObservationEvent
+from openhands.sdk.event.condenser import Condensation, CondensationSummaryEvent
 from openhands.sdk.llm import LLM, TextContent
 
 from . import wire
@@ -37,8 +37,9 @@ from .session import DEFAULT_PLACEMENT, ENV_PRICE, BlockView, ConcordSession
 
 log = logging.getLogger("concord_openhands")
 # Counters for stats(): tool results seen; registered as a block; acknowledged as an event or query;
-# files the agent's tools wrote; results re-rendered; results replaced by a notice; repairs placed at the tail.
-COUNTS = ("observations", "tracked", "events", "writes", "repaired", "notices", "errata")
+# files the agent's tools wrote; results re-rendered; results replaced by a notice; repairs placed at the tail;
+# summaries registered as derived blocks (a condenser summarized tracked results); summaries shown corrected.
+COUNTS = ("observations", "tracked", "events", "writes", "repaired", "notices", "errata", "summaries", "corrections")
 
 
 class _State:
@@ -61,7 +62,8 @@ class _State:
         self.seen: set[str] = set()  # observation event ids already forwarded
         self.registered: set[str] = set()  # anchors with a live block
         self.views: dict[str, BlockView] = {}  # anchor -> latest view with a `show`
-        self.cache: dict[str, tuple[str, ObservationEvent, int]] = {}  # obs id -> (shown text, replacement, size)
+        self.summaries: set[str] = set()  # anchors (event ids) of summaries the server keeps as derived blocks
+        self.cache: dict[str, tuple[str, LLMConvertibleEvent, int]] = {}  # event id -> (shown text, replacement, size)
         self.sizes: dict[str, int] = {}  # event id -> its size in the prompt (promptChars)
         self.notes = Notes()  # tail placement: sticky until a flush
 
@@ -170,7 +172,7 @@ class ConcordCondenser(CondenserBase):
                 tail = []  # nothing to attach a note to: all go in place
             st.counts["errata"] += len(tail)
             in_place = [b for b in result.blocks if not (b.at_tail and tail)]  # else: the message stays, see the note
-            self._report(st, in_place)
+            self._report(st, in_place, tail)
             for b in in_place:
                 if b.status == "released":
                     st.registered.discard(b.anchor)
@@ -188,11 +190,18 @@ class ConcordCondenser(CondenserBase):
         actions: dict[str, ActionEvent] = {}
         responses: set[str] = set()
         present: set[str] = set()
+        summaries: list[CondensationSummaryEvent] = []
         root = (self.roots or [os.getcwd()])[0]
         for ev in view.events:
             if isinstance(ev, ActionEvent):
                 actions[ev.id] = ev
                 responses.add(ev.llm_response_id)
+            if isinstance(ev, CondensationSummaryEvent):
+                present.add(ev.id)
+                if ev.id not in st.seen:
+                    st.seen.add(ev.id)
+                    summaries.append(ev)
+                continue
             if not isinstance(ev, ObservationEvent):
                 continue
             present.add(ev.tool_call_id)
@@ -204,14 +213,35 @@ class ConcordCondenser(CondenserBase):
             if action_ev is None:
                 continue  # condensed away: what it asked for (a range?) is unknown
             self._forward(st, session, ev, _arguments(action_ev), len(responses), root)
+        st.turn = max(st.turn + 1, len(responses) + 1)
         gone = sorted(st.registered - present)
+        if summaries and gone:
+            gone = self._compacted(st, session, summaries[-1], gone)
         if gone:
             session.release(gone)
             st.registered.difference_update(gone)
             for anchor in gone:
                 st.views.pop(anchor, None)
-        st.turn = max(st.turn + 1, len(responses) + 1)
         return st.turn
+
+    def _compacted(self, st: _State, session: ConcordSession, summary: CondensationSummaryEvent,
+                   gone: list[str]) -> list[str]:
+        """A condenser summarized tracked results into `summary` (the SDK's `Condensation`: its summary
+        event, by the id the SDK derives from it, and the forgotten events, which are exactly the tracked
+        results that left the view with it). The server keeps the summary as a derived block and releases
+        the results itself; returns what is left to release (all of it when the server did not take it)."""
+        result = session.compacted(summary.id, summary.summary, gone, turn=st.turn)
+        if result is None:
+            return gone
+        st.registered.difference_update(gone)
+        st.summaries.difference_update(gone)  # an earlier summary summarized again
+        for anchor in gone:
+            st.views.pop(anchor, None)
+        if result.get("derived"):
+            st.registered.add(summary.id)
+            st.summaries.add(summary.id)
+            st.counts["summaries"] += 1
+        return []
 
     def _forward(self, st: _State, session: ConcordSession, ev: ObservationEvent,
                  args: dict[str, Any], turn: int, root: str) -> None:
@@ -226,15 +256,22 @@ class ConcordCondenser(CondenserBase):
             st.registered.add(ev.tool_call_id)
             st.counts["tracked"] += 1
 
-    def _report(self, st: _State, blocks: list[BlockView]) -> None:
+    def _report(self, st: _State, blocks: list[BlockView], tail: list[BlockView]) -> None:
         """One INFO line per sync that changed what the model sees."""
-        repaired = sum(1 for b in blocks if b.status == "patched")
-        notices = sum(1 for b in blocks if b.status in ("invalid", "superseded", "stale"))
+        reads = [b for b in blocks if b.anchor not in st.summaries]
+        repaired = sum(1 for b in reads if b.status == "patched")
+        notices = sum(1 for b in reads if b.status in ("invalid", "superseded", "stale"))
+        # A summary whose sources changed: its text with a correction in place, or an erratum about it.
+        corrections = sum(1 for b in blocks if b.anchor in st.summaries and b.show is not None) + sum(
+            1 for b in tail if b.anchor in st.summaries and b.erratum)
         st.counts["repaired"] += repaired
         st.counts["notices"] += notices
+        st.counts["corrections"] += corrections
         if repaired or notices:
             log.info("concord: %d %s repaired, %d re-read %s", repaired, "read" if repaired == 1 else "reads",
                      notices, "notice" if notices == 1 else "notices")
+        if corrections:
+            log.info("concord: %d %s corrected", corrections, "summary" if corrections == 1 else "summaries")
 
     def _prompt_chars(self, st: _State, view: View) -> int:
         """`sync`'s promptChars: the view's messages as the model was last shown them (replacements
@@ -244,7 +281,7 @@ class ConcordCondenser(CondenserBase):
             total = 0
             for ev in view.events:
                 n = sizes[ev.id] = st.sizes.get(ev.id) or _message_chars(ev)
-                bv = st.views.get(ev.tool_call_id) if isinstance(ev, ObservationEvent) else None
+                bv = _view_of(st, ev)
                 if bv is not None and self._replacement(st, ev, bv) is not None:
                     n = st.cache[ev.id][2]
                 total += n + sum(len(note) for note in st.notes.of(ev.id))
@@ -258,14 +295,15 @@ class ConcordCondenser(CondenserBase):
         if not st.views and not st.notes:
             st.cache.clear()
             return view
-        present = {ev.id for ev in view.events if isinstance(ev, ObservationEvent)}
-        for obs_id in [k for k in st.cache if k not in present]:
-            del st.cache[obs_id]
+        present = {ev.id for ev in view.events}
+        for ev_id in [k for k in st.cache if k not in present]:
+            del st.cache[ev_id]
         out, changed = [], False
         for ev in view.events:
             new = ev
-            if isinstance(ev, ObservationEvent) and ev.tool_call_id in st.views:
-                new = self._replacement(st, ev, st.views[ev.tool_call_id]) or ev
+            bv = _view_of(st, ev)
+            if bv is not None:
+                new = self._replacement(st, ev, bv) or ev
             notes = st.notes.of(ev.id)
             if notes and isinstance(new, (ObservationEvent, MessageEvent)):
                 # Each note is its own text part after the content: the same bytes on every later call.
@@ -275,17 +313,32 @@ class ConcordCondenser(CondenserBase):
             out.append(new)
         return view.model_copy(update={"events": out}) if changed else view
 
-    def _replacement(self, st: _State, ev: ObservationEvent, bv: BlockView) -> ObservationEvent | None:
+    def _replacement(self, st: _State, ev: LLMConvertibleEvent, bv: BlockView) -> LLMConvertibleEvent | None:
         text, cached = bv.show, st.cache.get(ev.id)
         if cached is not None and cached[0] == text:
             return cached[1]
         if text is None:
             st.cache.pop(ev.id, None)
             return None
-        obs = ev.observation.model_copy(update={"content": [TextContent(text=text)], "is_error": False})
-        new = ev.model_copy(update={"observation": obs})
+        if isinstance(ev, CondensationSummaryEvent):
+            # The summary with the server's correction after it (its text byte-identical, then the correction).
+            new: LLMConvertibleEvent = ev.model_copy(update={"summary": text})
+        else:
+            assert isinstance(ev, ObservationEvent)
+            obs = ev.observation.model_copy(update={"content": [TextContent(text=text)], "is_error": False})
+            new = ev.model_copy(update={"observation": obs})
         st.cache[ev.id] = (text, new, _message_chars(new))
         return new
+
+
+def _view_of(st: _State, ev: LLMConvertibleEvent) -> BlockView | None:
+    """The latest in-place view of a message Concord tracks: a tool result by its call id, a
+    summary by its event id."""
+    if isinstance(ev, ObservationEvent):
+        return st.views.get(ev.tool_call_id)
+    if isinstance(ev, CondensationSummaryEvent) and ev.id in st.summaries:
+        return st.views.get(ev.id)
+    return None
 
 
 def _arguments(action_ev: ActionEvent) -> dict[str, Any]:

@@ -384,6 +384,22 @@ class ConcordSession:
         return SyncResult([BlockView.from_wire(b) for b in result.get("blocks") or [] if isinstance(b, dict)],
                           bool(result.get("flushed")), int(result.get("generation") or 0))
 
+    def compacted(self, anchor: str, text: str, replaced: list[str], *, turn: int = 0) -> wire.CompactedResult | None:
+        """The runtime compacted: the message `anchor` (its text as the model is shown it) summarizes the
+        results `replaced`. The server keeps the summary as a derived block (corrected when a source it
+        restates changes) and releases the replaced blocks itself. None: not done (a server without
+        `compacted`, or one that refused it); the caller then releases `replaced` as before."""
+        params: wire.CompactedParams = {"agent": self.agent, "anchor": anchor, "text": text, "replaced": list(replaced)}
+        if turn:
+            params["turn"] = turn
+        result = self._call(wire.METHOD_COMPACTED, params)
+        if not isinstance(result, dict):
+            return None
+        self._anchors.difference_update(replaced)
+        if result.get("derived"):
+            self._anchors.add(anchor)  # released with the session, as a tool result is
+        return result
+
     def release(self, anchors: list[str]) -> list[str] | None:
         if not anchors:
             return []

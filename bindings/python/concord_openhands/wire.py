@@ -13,6 +13,7 @@ METHOD_SYNC = "sync"
 METHOD_RELEASE = "release"
 METHOD_STATS = "stats"
 METHOD_RECOGNIZE = "recognize"
+METHOD_COMPACTED = "compacted"
 METHOD_SHUTDOWN = "shutdown"
 METHOD_EXIT = "exit"  # notification
 CODE_METHOD_NOT_FOUND = -32601
@@ -27,8 +28,9 @@ class Info(TypedDict):  # Info names a client or server program.
     name: str; version: NotRequired[str]
 Watch = Literal["auto", "fsnotify", "poll", "hooks"]  # Watch modes of initialize.
 Action = Literal["patch", "refresh", "annotate", "suppress"]  # Action is what a policy does to a block whose source changed.
+Derived = Literal["range", "mentioned"]  # Which changes correct a summary (Policy.Derived; docs/protocol.md, "Derived context").
 class Policy(TypedDict, total=False):  # Policy says what to do on a local edit and on drift, and when a block merely aged.
-    local: Action; drift: Action; maxAgeTurns: int
+    local: Action; drift: Action; maxAgeTurns: int; derived: Derived
 PolicyConfig = TypedDict("PolicyConfig", {  # PolicyConfig holds the policy layers below the block level.
     "global": Required[Policy], "byType": dict[str, Policy], "bySource": dict[str, Policy],
 }, total=False)
@@ -59,7 +61,7 @@ class Source(TypedDict, total=False):  # Source links an observation, or a block
 class ObserveParams(TypedDict):  # ObserveParams register one tool observation.
     agent: str; turn: int; anchor: str; kind: NotRequired[Kind]; sources: list[Source]
     policy: NotRequired[Policy]
-Status = Literal["valid", "patched", "stale", "invalid", "superseded", "released", "event"]  # Status is a block's model-visible state.
+Status = Literal["valid", "patched", "stale", "invalid", "superseded", "released", "derived-stale", "event"]  # Status is a block's model-visible state.
 class ObserveResult(TypedDict):  # ObserveResult answers observe.
     block: str; status: Status; superseded: list[str]
 class SourceChangedParams(TypedDict, total=False):  # SourceChangedParams report a change made by the runtime's own tools.
@@ -99,5 +101,11 @@ class SourceRef(TypedDict):  # SourceRef names a registered source without its t
 class RecognizeResult(TypedDict, total=False):  # RecognizeResult answers recognize: what the call was and what the server did with it.
     kind: Required[Recognized]; format: str; reason: str; block: Required[str]; status: Status
     superseded: Required[list[str]]; sources: list[SourceRef]; writes: list[str]; changed: list[str]
+class CompactedParams(TypedDict):  # CompactedParams report a compaction: the runtime replaced the tool results anchored at Replaced (the agent's anchors) by one message, anchored at Anchor, whose full text is Text (the summary).
+    agent: str; anchor: str; text: str; replaced: list[str]; turn: NotRequired[int]
+class Provenance(TypedDict):  # Provenance is one range a derived block was built from: the lines the replaced results showed of a source (1-based, inclusive), at the version they showed.
+    uri: str; startLine: int; endLine: int; version: NotRequired[str]
+class CompactedResult(TypedDict):  # CompactedResult answers compacted: the derived block ("" when no replaced anchor was tracked), what it was built from, and the anchors whose blocks were released.
+    derived: str; provenance: list[Provenance]; released: list[str]
 class ErrorObject(TypedDict):  # Error is a JSON-RPC error object, as the server sends it and as the Go client returns it (use errors.As to read the code).
     code: int; message: str; data: NotRequired[Any]

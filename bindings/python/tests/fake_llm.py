@@ -84,11 +84,12 @@ Step = Callable[[Request], Reply]
 class FakeLLM:
     """Serve `script` (one step per model call) until stopped."""
 
-    def __init__(self, script: list[Step], *, untooled: str | None = None) -> None:
+    def __init__(self, script: list[Step], *, untooled: str | Callable[[Request], str] | None = None) -> None:
         self.script = list(script)
         self.requests: list[Request] = []
         # With `untooled`, a request that offers no tools (the agent server's
-        # conversation title) gets that text and does not take a script step.
+        # conversation title, a summarizing condenser's summary) gets that text
+        # (or what the function makes of the request) and takes no script step.
         self.untooled = untooled
         self.side_requests: list[Request] = []
         self.errors: list[str] = []
@@ -157,7 +158,8 @@ class FakeLLM:
             req = Request(body)
             if self.untooled is not None and not body.get("tools"):
                 self.side_requests.append(req)
-                return self._completion(Reply(text=self.untooled), body.get("model", "fake"))
+                text = self.untooled(req) if callable(self.untooled) else self.untooled
+                return self._completion(Reply(text=text), body.get("model", "fake"))
             self.requests.append(req)
             n = len(self.requests)
             if n > len(self.script):

@@ -242,3 +242,34 @@ def test_collected_session_releases_its_blocks(concord_bin, workspace):
     gc.collect()
     assert not keep.stats()["blocks"].get("valid")
     keep.close()
+
+
+def test_compacted_keeps_the_summary_and_corrects_it(session, workspace):
+    # A read (call_1) and a summary restating line 2 of it: the server keeps the summary as a derived
+    # block built from lines 1-8, releases call_1 itself, and when line 2 changes the summary's view
+    # is its text byte-identical followed by a correction naming the file, the lines and the new text.
+    f = workspace / "config.yaml"
+    lines = ["name: demo", "retry_limit: 3", "port: 8080", "debug: false", "level: info", "mode: fast", "color: blue", "owner: ops"]
+    f.write_text("\n".join(lines) + "\n")
+    session.observe("call_1", [Source(str(f), "\n".join(lines), (1, 8))], turn=1)
+    assert session.sync(2) is not None
+    summary = "The agent read config.yaml: retry_limit: 3."
+    res = session.compacted("sum_1", summary, ["call_1"], turn=3)
+    assert res is not None and res["derived"], res
+    assert res["released"] == ["call_1"], res
+    assert [(p["uri"], p["startLine"], p["endLine"]) for p in res["provenance"]] == [(f.as_uri(), 1, 8)], res
+    assert session._anchors == {"sum_1"}  # call_1 released by the server, the summary released with the session
+    assert not session.sync(3).blocks  # nothing changed yet: nothing to correct
+    lines[1] = "retry_limit: 5"
+    f.write_text("\n".join(lines) + "\n")
+    views = [b for b in session.sync(4).blocks if b.anchor == "sum_1"]
+    assert len(views) == 1 and views[0].show is not None, views
+    show = views[0].show
+    assert show.startswith(summary + "\n\n[concord] "), show
+    fix = show[len(summary):]
+    assert "sum_1" in fix and str(f) in fix and "retry_limit: 5" in fix, fix
+    # A line the summary never restated (the default rule) adds nothing; the correction is not repeated.
+    lines[6] = "color: green"
+    f.write_text("\n".join(lines) + "\n")
+    assert not [b for b in session.sync(5).blocks if b.anchor == "sum_1"]
+    assert session.release(["sum_1"]) is not None and not session._anchors

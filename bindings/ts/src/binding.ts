@@ -97,6 +97,8 @@ class SessionLink {
   readonly tracked = new Map<string, Tracked>()
   readonly skipped = new Set<string>() // results left alone (events, cut lines, …)
   readonly views = new Map<string, string>() // the latest `show` per anchor, re-applied on every request
+  readonly summaries = new Set<string>() // compaction summaries the server keeps as derived blocks (their anchors)
+  readonly summariesSeen = new Set<string>() // every summary met, told to the server or not (a resumed session's)
   note?: { anchor: string; text: string } // a one-time note on one result Concord could not track
   needsRootRestart = false // a read outside the roots: restart with them extended before the next sync
   fullSyncNext = false // after a restart the deltas start over
@@ -122,6 +124,8 @@ export interface BindingStats {
   repaired: number
   notices: number
   errata: number // repairs placed at the tail rather than in place
+  summaries: number // compaction summaries registered as derived blocks
+  corrections: number // summaries shown with a correction in place
   restarts: number
   batches: string[]
 }
@@ -139,7 +143,7 @@ export class ConcordBinding {
   private cachePrice?: string | CachePrice
   private warned = false
   private disposed = false
-  readonly stats: BindingStats = { tracked: 0, repaired: 0, notices: 0, errata: 0, restarts: 0, batches: [] }
+  readonly stats: BindingStats = { tracked: 0, repaired: 0, notices: 0, errata: 0, summaries: 0, corrections: 0, restarts: 0, batches: [] }
 
   constructor(private readonly init: BindingInit) {
     this.options = init.options ?? {}
@@ -210,9 +214,10 @@ export class ConcordBinding {
           await this.rpc(link, () => link.client!.release({ agent: this.agent, anchors: compacted }))
           for (const id of compacted) link.tracked.delete(id), link.views.delete(id)
         }
+        await this.compactions(link, parts)
         for (const p of parts) {
           if (link.dead || link.down) return
-          if (p.compacted || link.tracked.has(p.c.anchor) || link.skipped.has(p.c.anchor)) continue
+          if (p.summary || p.compacted || link.tracked.has(p.c.anchor) || link.skipped.has(p.c.anchor)) continue
           await this.register(link, p.c)
         }
         if (link.needsRootRestart) {
@@ -236,7 +241,7 @@ export class ConcordBinding {
         if (rebuilt) link.rebuilt = false
         // A flush puts every deferred repair in place: the notes it made redundant go.
         if (res.flushed || (tail && res.full)) link.tailNotes.clear()
-        let repaired = 0, notices = 0
+        let repaired = 0, notices = 0, corrections = 0
         const errata: string[] = []
         for (const block of res.blocks ?? []) {
           if (block?.placement === "tail") {
@@ -247,9 +252,10 @@ export class ConcordBinding {
           const r = this.updateView(link, block, full)
           if (r === "repaired") repaired++
           else if (r === "notice") notices++
+          else if (r === "corrected") corrections++
         }
         if (errata.length > 0) tailNote = errata.join("\n")
-        this.reportBatch(repaired, notices, errata.length)
+        this.reportBatch(repaired, notices, errata.length, corrections)
       })
     }
     // The latest views in one synchronous pass, also after Concord died: OpenCode does not store rewrites.
@@ -321,6 +327,9 @@ export class ConcordBinding {
     this.stats.restarts++
     if (!(await this.start(link))) return false
     link.down = false
+    // A restarted server keeps no summary: the results they replaced are gone, so their sources cannot be told again.
+    for (const a of link.summaries) link.views.delete(a)
+    link.summaries.clear()
     for (const t of [...link.tracked.values()]) if (link.client?.alive) await this.recognize(link, t.call, t)
     link.fullSyncNext = true
     this.debug(`session ${link.id}: concord restarted (pid ${link.client?.pid}), ${link.tracked.size} results registered again`)
@@ -398,6 +407,31 @@ export class ConcordBinding {
     }
   }
 
+  /**
+   * OpenCode compacted the session: a summary message (`info.summary`) now stands where the history
+   * was, and the tracked results that left the history with it are the ones it summarized (a kept
+   * tail stays). The server keeps the summary as a derived block, corrected when a source it restates
+   * changes, and releases those results itself. A summary met with nothing tracked gone (a resumed
+   * session, a summary of prompts only) is left alone.
+   */
+  private async compactions(link: SessionLink, parts: HistoryPart[]): Promise<void> {
+    const fresh = parts.filter((p) => p.summary && !link.summariesSeen.has(p.c.anchor))
+    if (fresh.length === 0) return
+    for (const p of fresh) link.summariesSeen.add(p.c.anchor)
+    const present = new Set(parts.map((p) => p.c.anchor))
+    const gone = [...link.tracked.keys(), ...link.summaries].filter((a) => !present.has(a))
+    const newest = fresh[fresh.length - 1]!
+    if (gone.length === 0) return
+    const res = await this.rpc(link, () => link.client!.compacted({ agent: this.agent, anchor: newest.c.anchor, text: newest.c.output as string, replaced: gone, turn: link.turn }))
+    if (!res) return // a server without compacted: the results stay tracked, as before it
+    for (const a of gone) link.tracked.delete(a), link.summaries.delete(a), link.views.delete(a)
+    if (typeof res.derived === "string" && res.derived !== "") {
+      link.summaries.add(newest.c.anchor)
+      this.stats.summaries++
+    }
+    this.debug(`compacted ${newest.c.anchor}: ${gone.length} results summarized -> ${res.derived || "-"}`)
+  }
+
   private async register(link: SessionLink, c: Candidate): Promise<void> {
     if (c.anchor && !link.dead && !link.down && typeof c.output === "string") await this.recognize(link, c)
   }
@@ -461,27 +495,33 @@ export class ConcordBinding {
     }
   }
 
-  /** Keeps the text the server composed for the block (`show`; absent: the original output stands); says whether this sync repaired it or put a notice in. */
-  private updateView(link: SessionLink, b: BlockView, full: boolean): "repaired" | "notice" | undefined {
-    if (!b || typeof b.anchor !== "string" || !link.tracked.has(b.anchor)) return undefined
-    if (b.status === "released") link.tracked.delete(b.anchor)
+  /** Keeps the text the server composed for the block (`show`; absent: the original output stands); says whether this sync repaired it, put a notice in, or corrected a summary. */
+  private updateView(link: SessionLink, b: BlockView, full: boolean): "repaired" | "notice" | "corrected" | undefined {
+    if (!b || typeof b.anchor !== "string") return undefined
+    const summary = link.summaries.has(b.anchor)
+    if (!summary && !link.tracked.has(b.anchor)) return undefined
+    if (b.status === "released") link.tracked.delete(b.anchor), link.summaries.delete(b.anchor)
     const before = link.views.get(b.anchor)
     if (typeof b.show === "string") link.views.set(b.anchor, b.show)
     else link.views.delete(b.anchor)
     if (b.status === "valid" || b.status === "released" || (full && link.views.get(b.anchor) === before)) return undefined
+    // A summary's show is its text byte-identical, then the correction.
+    if (summary) return typeof b.show === "string" ? "corrected" : undefined
     // A re-rendered read (patched with a view) is a repair; anything else shown is a notice.
     return b.status === "patched" && typeof b.view === "string" ? "repaired" : "notice"
   }
 
   /** One line per sync that changed something: OpenCode's log and a toast in the TUI. */
-  private reportBatch(repaired: number, notices: number, errata = 0): void {
-    if (repaired === 0 && notices === 0 && errata === 0) return
+  private reportBatch(repaired: number, notices: number, errata = 0, corrections = 0): void {
+    if (repaired === 0 && notices === 0 && errata === 0 && corrections === 0) return
     this.stats.repaired += repaired
     this.stats.notices += notices
     this.stats.errata += errata
+    this.stats.corrections += corrections
     const parts: string[] = []
     if (repaired > 0) parts.push(`${repaired} ${repaired === 1 ? "read" : "reads"} repaired`)
     if (notices > 0) parts.push(`${notices} re-read ${notices === 1 ? "notice" : "notices"}`)
+    if (corrections > 0) parts.push(`${corrections} ${corrections === 1 ? "summary" : "summaries"} corrected`)
     if (errata > 0) parts.push(`${errata} ${errata === 1 ? "erratum" : "errata"} at the tail`)
     const message = `concord: ${parts.join(", ")}`
     this.stats.batches.push(message)
@@ -548,6 +588,8 @@ export class ConcordBinding {
 interface HistoryPart {
   c: Candidate
   compacted: boolean
+  /** A compaction's summary (anchor: the summary message's id; output: its text), not a tool result. */
+  summary?: boolean
   /** Where the text the model sees lives: a tool part's state.output, or a text part's text. */
   target: { obj: any; field: "output" | "text" }
 }
@@ -564,6 +606,10 @@ function collect(messages: any[]): { parts: HistoryPart[]; turn: number } {
     if (role === "assistant") assistants++
     const turn = role === "assistant" ? assistants : assistants + 1
     let attachedInput: unknown
+    const summary = summaryPart(m)
+    if (summary) {
+      out.push({ c: { anchor: m.info.id, tool: "summary", input: undefined, output: summary.text, turn }, compacted: false, summary: true, target: { obj: summary, field: "text" } })
+    }
     for (const p of m.parts) {
       if (p?.type === "tool" && typeof p.tool === "string" && typeof p.callID === "string" && p.state?.status === "completed" && typeof p.state.output === "string") {
         const c = { anchor: p.callID, tool: p.tool, input: p.state.input, output: p.state.output, metadata: p.state.metadata, turn }
@@ -589,6 +635,20 @@ function collect(messages: any[]): { parts: HistoryPart[]; turn: number } {
   return { parts: out, turn: assistants + 1 }
 }
 
+/**
+ * The text part holding a compaction's summary: OpenCode's summary message is an assistant message
+ * with `info.summary: true` (mode and agent "compaction") whose text part is the summary the model
+ * wrote (test/fixtures/opencode-1.18.33-compaction.json); the last one, should there be several.
+ */
+function summaryPart(m: any): any | undefined {
+  if (m?.info?.role !== "assistant" || m.info.summary !== true || typeof m.info.id !== "string" || !Array.isArray(m.parts)) return undefined
+  for (let i = m.parts.length - 1; i >= 0; i--) {
+    const p = m.parts[i]
+    if (p?.type === "text" && typeof p.text === "string" && p.synthetic !== true) return p
+  }
+  return undefined
+}
+
 /** What OpenCode sends for a tool result it pruned (state.time.compacted). */
 const COMPACTED_OUTPUT = "[Old tool result content cleared]"
 
@@ -603,9 +663,10 @@ function promptSize(messages: any[], link: SessionLink): number {
   for (const m of messages) {
     if (!Array.isArray(m?.parts)) continue
     const notes = typeof m?.info?.id === "string" ? link.tailNotes.get(m.info.id) : undefined
+    const summary = summaryPart(m)
     for (const p of m.parts) {
       if (p?.type === "text" && typeof p.text === "string") {
-        n += (p.synthetic === true && typeof p.id === "string" ? viewed(p.text, `attach:${p.id}`) : p.text).length
+        n += (p === summary ? viewed(p.text, m.info.id) : p.synthetic === true && typeof p.id === "string" ? viewed(p.text, `attach:${p.id}`) : p.text).length
         continue
       }
       if (p?.type !== "tool") continue

@@ -4,8 +4,8 @@
 // pending requests at once and never throws later.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process"
 import {
-  BindingRequestTimeoutMs, CodeInternalError, CodeMethodNotFound, MethodExit, MethodInitialize, MethodObserve, MethodRecognize, MethodRelease, MethodShutdown,
-  MethodSourceChanged, MethodStats, MethodSync, Version, type ErrorObject, type InitializeParams, type InitializeResult, type ObserveParams,
+  BindingRequestTimeoutMs, CodeInternalError, CodeMethodNotFound, MethodCompacted, MethodExit, MethodInitialize, MethodObserve, MethodRecognize, MethodRelease, MethodShutdown,
+  MethodSourceChanged, MethodStats, MethodSync, Version, type CompactedParams, type CompactedResult, type ErrorObject, type InitializeParams, type InitializeResult, type ObserveParams,
   type ObserveResult, type RecognizeParams, type RecognizeResult, type ReleaseParams, type ReleaseResult, type SourceChangedParams,
   type SourceChangedResult, type StatsResult, type SyncParams, type SyncResult,
 } from "./wire.js"
@@ -150,6 +150,7 @@ export class ConcordClient {
   sourceChanged = (params: SourceChangedParams) => this.request<SourceChangedResult>(MethodSourceChanged, params)
   sync = (params: SyncParams) => this.request<SyncResult>(MethodSync, params)
   release = (params: ReleaseParams) => this.request<ReleaseResult>(MethodRelease, params)
+  compacted = (params: CompactedParams) => this.request<CompactedResult>(MethodCompacted, params)
   stats = () => this.request<StatsResult>(MethodStats)
 
   /** Ends the server politely (shutdown, exit, stdin closed), killed if not exited within graceMs. Never throws. */

@@ -8,6 +8,7 @@ export const MethodSync = "sync"
 export const MethodRelease = "release"
 export const MethodStats = "stats"
 export const MethodRecognize = "recognize"
+export const MethodCompacted = "compacted"
 export const MethodShutdown = "shutdown"
 export const MethodExit = "exit" // notification
 export const CodeMethodNotFound = -32601
@@ -21,7 +22,8 @@ export const BindingStartTimeoutMs = 10000 // starting the server and its initia
 export interface Info { name: string; version?: string } // Info names a client or server program.
 export type Watch = "auto" | "fsnotify" | "poll" | "hooks" // Watch modes of initialize.
 export type Action = "patch" | "refresh" | "annotate" | "suppress" // Action is what a policy does to a block whose source changed.
-export interface Policy { local?: Action; drift?: Action; maxAgeTurns?: number } // Policy says what to do on a local edit and on drift, and when a block merely aged.
+export type Derived = "range" | "mentioned" // Which changes correct a summary (Policy.Derived; docs/protocol.md, "Derived context").
+export interface Policy { local?: Action; drift?: Action; maxAgeTurns?: number; derived?: Derived } // Policy says what to do on a local edit and on drift, and when a block merely aged.
 export interface PolicyConfig { // PolicyConfig holds the policy layers below the block level.
   global: Policy; byType?: Record<string, Policy>; bySource?: Record<string, Policy>
 }
@@ -48,7 +50,7 @@ export interface Source { uri: string; range?: Range; text: string; version?: st
 export interface ObserveParams { // ObserveParams register one tool observation.
   agent: string; turn: number; anchor: string; kind?: Kind; sources: Source[]; policy?: Policy
 }
-export type Status = "valid" | "patched" | "stale" | "invalid" | "superseded" | "released" | "event" // Status is a block's model-visible state.
+export type Status = "valid" | "patched" | "stale" | "invalid" | "superseded" | "released" | "derived-stale" | "event" // Status is a block's model-visible state.
 export interface ObserveResult { block: string; status: Status; superseded: string[] } // ObserveResult answers observe.
 export interface SourceChangedParams { // SourceChangedParams report a change made by the runtime's own tools.
   uri: string; agent?: string; text?: string; version?: string; anchor?: string
@@ -91,4 +93,9 @@ export interface RecognizeResult { // RecognizeResult answers recognize: what th
   kind: Recognized; format?: string; reason?: string; block: string; status?: Status
   superseded: string[]; sources?: SourceRef[]; writes?: string[]; changed?: string[]
 }
+export interface CompactedParams { // CompactedParams report a compaction: the runtime replaced the tool results anchored at Replaced (the agent's anchors) by one message, anchored at Anchor, whose full text is Text (the summary).
+  agent: string; anchor: string; text: string; replaced: string[]; turn?: number
+}
+export interface Provenance { uri: string; startLine: number; endLine: number; version?: string } // Provenance is one range a derived block was built from: the lines the replaced results showed of a source (1-based, inclusive), at the version they showed.
+export interface CompactedResult { derived: string; provenance: Provenance[]; released: string[] } // CompactedResult answers compacted: the derived block ("" when no replaced anchor was tracked), what it was built from, and the anchors whose blocks were released.
 export interface ErrorObject { code: number; message: string; data?: unknown } // Error is a JSON-RPC error object, as the server sends it and as the Go client returns it (use errors.As to read the code).

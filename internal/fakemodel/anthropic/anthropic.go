@@ -235,11 +235,20 @@ type Server struct {
 	srv *http.Server
 
 	mu       sync.Mutex
+	summary  string // a compaction's answer ("": Summary)
 	script   []Step
 	taken    []bool // by step
 	requests []*Request
 	errs     []error
 	ids      int
+}
+
+// SetSummary sets what a compaction is answered with (Summary by default):
+// a summary that restates what the session read.
+func (s *Server) SetSummary(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.summary = text
 }
 
 // Start serves script on a free loopback port until Close.
@@ -398,6 +407,9 @@ func (s *Server) take(req *Request) Step {
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, req)
 	if req.Compaction {
+		if s.summary != "" {
+			return Step{Text: s.summary}
+		}
 		return Step{Text: Summary}
 	}
 	if req.Side {

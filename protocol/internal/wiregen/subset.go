@@ -11,12 +11,12 @@ import (
 // subset, so they keep one vocabulary; schema.json keeps everything.
 var bindingUses = []string{
 	"Version", "MethodInitialize", "MethodObserve", "MethodSourceChanged", "MethodSync", "MethodRelease",
-	"MethodStats", "MethodRecognize", "MethodShutdown", "MethodExit",
+	"MethodStats", "MethodRecognize", "MethodCompacted", "MethodShutdown", "MethodExit",
 	"CodeInternalError", "CodeMethodNotFound", "CodeOutsideRoots", "CodeUnsupportedProto",
 	"BindingMaxRestarts", "BindingBackoffMs", "BindingRequestTimeoutMs", "BindingStartTimeoutMs",
 	"InitializeParams", "InitializeResult", "ObserveParams", "ObserveResult", "SourceChangedParams",
 	"SourceChangedResult", "SyncParams", "SyncResult", "ReleaseParams", "ReleaseResult", "StatsResult",
-	"RecognizeParams", "RecognizeResult", "Error",
+	"RecognizeParams", "RecognizeResult", "CompactedParams", "CompactedResult", "Error",
 }
 
 // forBindings is doc cut to bindingUses, in the same order.

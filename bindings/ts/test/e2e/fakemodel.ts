@@ -31,20 +31,28 @@ export type Reply = ({ tools: ToolCall[] } | { text: string }) & { usage?: { pro
 /** One model call: look at the request, optionally act, then answer. */
 export type Step = (req: ChatRequest, model: FakeModel) => Reply | Promise<Reply>
 
+/** The answer to a request without tools (a title, a compaction's summary), by what it asks. */
+export type Untooled = (req: { messages: ChatMessage[]; body: Record<string, unknown> }) => string
+
 export class FakeModel {
   readonly requests: ChatRequest[] = []
+  /** The requests without tools (titles, compaction summaries), in order. */
+  readonly untooledRequests: { messages: ChatMessage[]; body: Record<string, unknown> }[] = []
   readonly failures: string[] = []
   /** The ids handed out for tool calls, in order ("call_1", ...). */
   readonly callIds: string[] = []
   private server?: http.Server
   private nextCall: number
 
-  /** firstCall: number of the first tool call id (a resumed session continues the numbering). */
+  private readonly untooled: Untooled
+
+  /** firstCall: number of the first tool call id (a resumed session continues the numbering); untooled: the text for requests without tools (default "ok"). */
   constructor(
     private readonly steps: Step[],
-    opts: { firstCall?: number } = {},
+    opts: { firstCall?: number; untooled?: Untooled } = {},
   ) {
     this.nextCall = opts.firstCall ?? 1
+    this.untooled = opts.untooled ?? (() => "ok")
   }
 
   async start(): Promise<number> {
@@ -99,7 +107,8 @@ export class FakeModel {
     let reply: Reply
     if (!Array.isArray(body.tools) || body.tools.length === 0) {
       // Title or summary requests: not part of the script.
-      reply = { text: "ok" }
+      this.untooledRequests.push({ messages, body })
+      reply = { text: this.untooled({ messages, body }) }
     } else {
       const request: ChatRequest = { index: this.requests.length + 1, messages, body }
       this.requests.push(request)

@@ -699,10 +699,11 @@ function assertErratumBeforeRebuild(reqs: FakeModel["requests"], file: string, w
 
 /**
  * Concord's side of a compaction (--rpc-trace): the syncs of requests 1-3 are plain; the last
- * sync (request 4's) says prefixRebuilt; a sync flushed exactly when it said prefixRebuilt; and a
- * flush put call_1's deferred repair in place with the new text. Returns the prefixRebuilt syncs.
+ * sync (request 4's) says prefixRebuilt; a sync flushed exactly when it said prefixRebuilt; and,
+ * when call_1 survived the compaction (`kept`), a flush put its deferred repair in place with the
+ * new text, else no flush mentions it. Returns the prefixRebuilt syncs.
  */
-function assertFlushed(log: string, where: string): any[] {
+function assertFlushed(log: string, where: string, kept = true): any[] {
   const trace = rpcTrace(log)
   const syncs = trace.recv.filter((m) => m.method === "sync")
   const results = syncs.map((m) => trace.result(m.id))
@@ -712,6 +713,10 @@ function assertFlushed(log: string, where: string): any[] {
   assert.equal(rebuilt.at(-1), true, `request 4's sync says prefixRebuilt ${where}`)
   assert.deepEqual(results.map((x) => x.flushed === true), rebuilt, `flushed exactly on prefixRebuilt ${where}`)
   const call1 = results.flatMap((x) => (x.flushed ? x.blocks : [])).filter((b: any) => b.anchor === "call_1")
+  if (!kept) {
+    assert.deepEqual(call1, [], `no flush carries call_1, summarized and released ${where}`)
+    return syncs.filter((m) => m.params.prefixRebuilt === true)
+  }
   assert.equal(call1.length, 1, `one flush carries call_1 ${where}`)
   assert.equal(call1[0].placement, undefined, `in place, not at the tail ${where}`)
   assert.ok(call1[0].sources.some((src: any) => String(src.text).includes("port: 9090")), `with the new text ${where}`)
@@ -900,10 +905,19 @@ function placementScenarios(program: Program): void {
       assert.ok(!all.includes("[concord]") && !all.includes("call_1") && !all.includes("port: 8080"), `nothing of call_1 nor of its note ${where}\n${all}`)
 
       // The summary request's copy of the history (all of it here) is the same messages as request
-      // 3: only the sync before request 4 says prefixRebuilt, and it is the flush.
-      const rebuilt = assertFlushed(rpcLog(r.ws), where)
+      // 3: only the sync before request 4 says prefixRebuilt, and it is the flush. Before it, the
+      // plugin told concord the summary replaced call_1 (compacted), so concord released call_1:
+      // the flush has nothing of it to put in place (it is no longer in the prompt), and the summary
+      // ("ok", the fake model's) mentions none of the changed lines, so nothing corrects it.
+      const rebuilt = assertFlushed(rpcLog(r.ws), where, false)
       assert.equal(rebuilt.length, 1, `one sync with prefixRebuilt ${where}`)
-      assert.deepEqual(batches(r.result.stderr), ["concord: 1 erratum at the tail", "concord: 1 read repaired"], where)
+      const trace = rpcTrace(rpcLog(r.ws))
+      const compacted = trace.recv.filter((m) => m.method === "compacted")
+      assert.equal(compacted.length, 1, `one compacted ${where}`)
+      assert.deepEqual(compacted[0].params.replaced, ["call_1"], `the summary replaced call_1 ${where}`)
+      assert.equal(compacted[0].params.text, "ok", `the summary's text ${where}`)
+      assert.deepEqual(trace.result(compacted[0].id)?.released, ["call_1"], `concord released call_1 ${where}`)
+      assert.deepEqual(batches(r.result.stderr), ["concord: 1 erratum at the tail"], where)
     })
 
     for (const placement of ["tail", "auto"] as const) {

@@ -989,3 +989,133 @@ describe("cachePrice and promptChars (priced rewrites)", () => {
     assert.equal(h.binding.stats.errata, 1)
   })
 })
+
+/**
+ * A compaction as OpenCode 1.18.33 hands it to the transform (test/fixtures/opencode-1.18.33-compaction.json):
+ * the compaction request, the summary (an assistant message with summary: true and the model's text),
+ * then the synthetic "Continue" prompt, then the steps after it (`after`: one assistant message per
+ * step); the tool results before it are gone from the history.
+ */
+function compactedHistory(h: Harness, summary: string, after: string[][] = []): any[] {
+  const sid = h.sessionID
+  const msgs: any[] = [
+    { info: { id: "msg_c", sessionID: sid, role: "user", agent: "build" }, parts: [{ id: "prt_c", sessionID: sid, messageID: "msg_c", type: "compaction", auto: true, overflow: false }] },
+    {
+      info: { id: "msg_sum", sessionID: sid, role: "assistant", parentID: "msg_c", mode: "compaction", agent: "compaction", summary: true, finish: "stop" },
+      parts: [
+        { id: "prt_ss", sessionID: sid, messageID: "msg_sum", type: "step-start" },
+        { id: "prt_st", sessionID: sid, messageID: "msg_sum", type: "text", text: summary, time: { start: 1, end: 2 } },
+        { id: "prt_sf", sessionID: sid, messageID: "msg_sum", type: "step-finish", reason: "stop" },
+      ],
+    },
+  ]
+  msgs.push({ info: { id: "msg_go", sessionID: sid, role: "user" }, parts: [{ id: "prt_go", sessionID: sid, messageID: "msg_go", type: "text", synthetic: true, text: "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed." }] })
+  after.forEach((calls, i) => {
+    const id = `msg_k${i + 1}`
+    msgs.push({ info: { id, sessionID: sid, role: "assistant" }, parts: structuredClone(h.parts.filter((p) => calls.includes(p.callID))).map((p: any) => ({ ...p, messageID: id })) })
+  })
+  return msgs
+}
+const summaryText = (msgs: any[]) => msgs.find((m) => m.info.summary === true)!.parts.find((p: any) => p.type === "text").text as string
+
+describe("compaction summaries (derived context)", () => {
+  const skip = skipWithoutConcord()
+  const base = ["name: billing", "port: 8080", "debug: false", "level: info", "mode: fast", "user: admin", "retries: 3", "timeout: 30", "region: eu", "owner: ops", "cache: on", "color: blue"].join("\n") + "\n"
+  const SUMMARY = "## Important Details\n- config.yaml line 7 says `retries: 3`."
+
+  test("inplace: compacted names the summary and the results it replaced; a change to a line it restated shows the summary with its correction, once", { skip }, async (t) => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, base)
+    const { h, ...trace } = tracedHarness(dir, { placement: "inplace" })
+    t.after(() => h.hooks.dispose())
+    await h.read("call_1", file)
+    await h.tool("call_2", "bash", { command: "echo step" }, "step\n")
+    await call(h, history(h, [["call_1"], ["call_2"]]))
+    // OpenCode compacted: the summary stands where call_1 and call_2 were.
+    let msgs = await call(h, compactedHistory(h, SUMMARY))
+    assert.equal(summaryText(msgs), SUMMARY, "nothing to correct yet")
+    const log = path.join(dir, "rpc.log")
+    const compacted = traced(log, "compacted")
+    assert.equal(compacted.length, 1, JSON.stringify(compacted))
+    assert.deepEqual({ ...compacted[0], turn: undefined }, { agent: "main", anchor: "msg_sum", text: SUMMARY, replaced: ["call_1"], turn: undefined }, "call_2 (an event) was never tracked")
+    assert.deepEqual(traced(log, "release"), [], "the server released call_1, the plugin does not")
+    assert.equal(h.binding.stats.summaries, 1)
+    // The line the summary restated changes.
+    fs.writeFileSync(file, base.replace("retries: 3", "retries: 5"))
+    msgs = await call(h, compactedHistory(h, SUMMARY))
+    const shown = summaryText(msgs)
+    assert.ok(shown.startsWith(`${SUMMARY}\n\n[concord] `), shown)
+    const fix = shown.slice(SUMMARY.length)
+    for (const want of ["msg_sum", file, "retries: 5"]) assert.ok(fix.includes(want), `the correction names ${want}: ${fix}`)
+    assert.equal(h.binding.stats.corrections, 1)
+    assert.deepEqual(notes(msgs), [], "in place: no note")
+    // A line it never restated: nothing new; the correction stays as it was on every later call.
+    fs.writeFileSync(file, base.replace("retries: 3", "retries: 5").replace("color: blue", "color: green"))
+    msgs = await call(h, compactedHistory(h, SUMMARY))
+    assert.equal(summaryText(msgs), shown)
+    assert.equal(h.binding.stats.corrections, 1)
+    assert.equal(trace.syncs().length, 4, "one sync per model call")
+  })
+
+  test("auto: the summary the model was sent stays byte-identical and the correction is a note at the end, said once", { skip }, async (t) => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, base)
+    const h = harness(dir, { options: { placement: "auto", watch: "hooks" } as any })
+    t.after(() => h.hooks.dispose())
+    await h.read("call_1", file)
+    await call(h, history(h, [["call_1"]]))
+    await call(h, compactedHistory(h, SUMMARY))
+    await h.tool("call_3", "bash", { command: "echo step" }, "step\n")
+    fs.writeFileSync(file, base.replace("retries: 3", "retries: 5"))
+    let msgs = await call(h, compactedHistory(h, SUMMARY, [["call_3"]]))
+    assert.equal(summaryText(msgs), SUMMARY, "the summary as the model was sent it")
+    const n = notes(msgs)
+    assert.equal(n.length, 1, n.join("\n"))
+    assert.ok(n[0]!.startsWith("msg_k1: [concord] "), `after call_3, the newest tool result: ${n[0]}`)
+    for (const want of ["msg_sum", file, "retries: 5"]) assert.ok(n[0]!.includes(want), `the note names ${want}: ${n[0]}`)
+    fs.writeFileSync(file, base.replace("retries: 3", "retries: 5").replace("color: blue", "color: green"))
+    msgs = await call(h, compactedHistory(h, SUMMARY, [["call_3"]]))
+    assert.deepEqual(notes(msgs), n, "the note is sticky and not repeated")
+    assert.equal(summaryText(msgs), SUMMARY)
+  })
+
+  test("a second compaction summarizes the first summary: compacted replaces it, its sources carry on to the new one", { skip }, async (t) => {
+    const dir = tmpdir()
+    const file = path.join(dir, "config.yaml")
+    fs.writeFileSync(file, base)
+    const { h } = tracedHarness(dir, { placement: "inplace" })
+    t.after(() => h.hooks.dispose())
+    await h.read("call_1", file)
+    await call(h, history(h, [["call_1"]]))
+    await call(h, compactedHistory(h, SUMMARY))
+    // OpenCode compacts again: the history now starts at a second summary (its own message id).
+    const again = (text: string) => {
+      const msgs = compactedHistory(h, text)
+      msgs[0]!.info.id = "msg_c2"
+      msgs[1]!.info.id = "msg_sum2"
+      for (const p of msgs[1]!.parts) p.messageID = "msg_sum2"
+      return msgs
+    }
+    const SECOND = "## Important Details\n- Still: `retries: 3` (config.yaml)."
+    await call(h, again(SECOND))
+    const compacted = traced(path.join(dir, "rpc.log"), "compacted")
+    assert.deepEqual(compacted.map((c) => [c.anchor, c.replaced]), [["msg_sum", ["call_1"]], ["msg_sum2", ["msg_sum"]]])
+    assert.equal(h.binding.stats.summaries, 2)
+    fs.writeFileSync(file, base.replace("retries: 3", "retries: 5"))
+    const shown = summaryText(await call(h, again(SECOND)))
+    assert.ok(shown.startsWith(`${SECOND}\n\n[concord] The summary in msg_sum2 is outdated`), shown)
+    assert.ok(shown.includes(file) && shown.includes("retries: 5"), shown)
+  })
+
+  test("a summary met with nothing tracked gone (a resumed session's) is not told to the server", { skip }, async (t) => {
+    const dir = tmpdir()
+    const { h } = tracedHarness(dir, { placement: "inplace" })
+    t.after(() => h.hooks.dispose())
+    await call(h, compactedHistory(h, SUMMARY))
+    await call(h, compactedHistory(h, SUMMARY))
+    assert.deepEqual(traced(path.join(dir, "rpc.log"), "compacted"), [])
+    assert.equal(h.binding.stats.summaries, 0)
+  })
+})

@@ -54,6 +54,9 @@ type Config struct {
 	// ConcordLocal is the policy for local edits sent in initialize
 	// (patch, refresh, annotate, suppress; "" keeps the server's default).
 	ConcordLocal string
+	// ConcordDerived is the policy's derived rule sent in initialize
+	// (range, mentioned; "" keeps the server's default).
+	ConcordDerived string
 	// ConcordPlacement is the repair placement (inplace, tail, auto) sent
 	// in initialize when set.
 	ConcordPlacement string
@@ -137,6 +140,12 @@ type Summary struct {
 	FirstCopy        bool    `json:"first_copy_reader"` // RecoveredFirst is measured (scripted agent)
 	ProviderCached   int     `json:"provider_cached_tokens,omitempty"`
 	FirstError       string  `json:"first_error,omitempty"`
+	// Corrections about compaction summaries (the compaction workload):
+	// delivered, true but unneeded, missed, false (TaskResult's).
+	DerivedCorrections int `json:"derived_corrections,omitempty"`
+	DerivedUnneeded    int `json:"derived_unneeded,omitempty"`
+	DerivedMissed      int `json:"derived_missed,omitempty"`
+	DerivedFalse       int `json:"derived_false,omitempty"`
 }
 
 // withDefaults checks cfg and fills in what it leaves out.
@@ -354,6 +363,10 @@ func summarize(rs []TaskResult) Summary {
 			}
 		}
 		s.RewriteCalls += r.RewriteCalls
+		s.DerivedCorrections += r.DerivedCorrections
+		s.DerivedUnneeded += r.DerivedUnneeded
+		s.DerivedMissed += r.DerivedMissed
+		s.DerivedFalse += r.DerivedFalse
 		later += max(r.Steps-1, 0)
 		s.CacheRead += r.CacheRead
 		s.CacheWrite += r.CacheWrite

@@ -22,6 +22,9 @@ type concordSession struct {
 	// a binding keeps them: each sticks, byte-identical, to the message
 	// that was newest when it arrived, until a sync says flushed.
 	notes []note
+	// rebuilt: the runtime compacted its history since the last sync; the
+	// next sync says so (prefixRebuilt), as a binding does.
+	rebuilt bool
 }
 
 // note is one sync's errata, attached after message at.
@@ -59,8 +62,8 @@ func startConcord(ctx context.Context, cfg Config, ws *race.Workspace) (*concord
 	if cfg.ConcordPrice && cfg.Price.Cached {
 		params.Cache = &protocol.CacheParams{Price: &protocol.CachePrice{Write: cfg.Price.Write, Read: cfg.Price.Read}}
 	}
-	if cfg.ConcordLocal != "" {
-		params.Policy = &protocol.PolicyConfig{Global: protocol.Policy{Local: protocol.Action(cfg.ConcordLocal)}}
+	if cfg.ConcordLocal != "" || cfg.ConcordDerived != "" {
+		params.Policy = &protocol.PolicyConfig{Global: protocol.Policy{Local: protocol.Action(cfg.ConcordLocal), Derived: cfg.ConcordDerived}}
 	}
 	var init protocol.InitializeResult
 	err = c.Call(ctx, protocol.MethodInitialize, params, &init)
@@ -124,9 +127,10 @@ func (s *concordSession) changed(ctx context.Context, agentID, file, anchor stri
 // chars is the size of the prompt as it stands (promptChars).
 func (s *concordSession) sync(ctx context.Context, turn int, views map[string]string, newest, chars int) ([]ViewTrace, error) {
 	var out protocol.SyncResult
-	if err := s.c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: benchAgent, Turn: turn, PromptChars: chars}, &out); err != nil {
+	if err := s.c.Call(ctx, protocol.MethodSync, protocol.SyncParams{Agent: benchAgent, Turn: turn, PromptChars: chars, PrefixRebuilt: s.rebuilt}, &out); err != nil {
 		return nil, fmt.Errorf("concord sync: %w", err)
 	}
+	s.rebuilt = false
 	var tr []ViewTrace
 	if out.Flushed {
 		s.notes = nil
@@ -139,6 +143,8 @@ func (s *concordSession) sync(ctx context.Context, turn int, views map[string]st
 			continue
 		}
 		switch b.Status {
+		case protocol.DerivedStale: // a summary: as written, then its correction
+			views[b.Anchor] = s.ws.Neutral(*b.Show)
 		case "valid", "released":
 			delete(views, b.Anchor)
 		case "patched":
@@ -154,6 +160,18 @@ func (s *concordSession) sync(ctx context.Context, turn int, views map[string]st
 		s.notes = append(s.notes, note{at: newest, text: strings.Join(errata, "\n")})
 	}
 	return tr, nil
+}
+
+// compacted tells Concord that the messages of the replaced tool calls
+// were compacted into the summary message anchored at anchor.
+func (s *concordSession) compacted(ctx context.Context, turn int, anchor, text string, replaced []string) (protocol.CompactedResult, error) {
+	var out protocol.CompactedResult
+	if err := s.c.Call(ctx, protocol.MethodCompacted, protocol.CompactedParams{Agent: benchAgent, Anchor: anchor, Text: text, Replaced: replaced, Turn: turn}, &out); err != nil {
+		return out, fmt.Errorf("concord compacted: %w", err)
+	}
+	s.rebuilt = true
+	s.notes = nil // the messages they were attached to are gone; the flush restates what holds
+	return out, nil
 }
 
 // TailPrefix marks a view trace whose erratum went to the tail.

@@ -40,8 +40,16 @@ type TaskResult struct {
 	ProviderCached   int            `json:"provider_cached_tokens,omitempty"`
 	Restores         []race.Restore `json:"restores"`
 	ConcordStats     map[string]any `json:"concord_stats,omitempty"`
-	Error            string         `json:"error,omitempty"`
-	Trace            []StepTrace    `json:"trace"`
+	// The compaction workload, concord mode: corrections about the summary
+	// delivered, those true but unneeded (no line they correct is one the
+	// summary restated), restated lines that changed with no correction in
+	// force at some model call, and corrected lines that were not true.
+	DerivedCorrections int         `json:"derived_corrections,omitempty"`
+	DerivedUnneeded    int         `json:"derived_unneeded,omitempty"`
+	DerivedMissed      int         `json:"derived_missed,omitempty"`
+	DerivedFalse       int         `json:"derived_false,omitempty"`
+	Error              string      `json:"error,omitempty"`
+	Trace              []StepTrace `json:"trace"`
 }
 
 // StepTrace is one model call and the tools it ran.
@@ -104,6 +112,11 @@ type episode struct {
 	prevMsgs   []string
 	ids        map[string]bool
 	res        TaskResult
+	// compaction workload: whether the session was compacted, the lines
+	// its summary restated, and those found without a correction.
+	compacted bool
+	restated  []restated
+	missed    map[restated]bool
 }
 
 // runEpisode plays task t in mode; dir (created, then removed) is its workspace.
@@ -166,7 +179,7 @@ func (e *episode) prepare(dir string) error {
 		return err
 	}
 	e.ctl = race.NewController(e.ws)
-	e.ctl.Schedule(e.task.Race, int(seedOf(e.task.ID)))
+	e.ctl.ScheduleTask(e.task, int(seedOf(e.task.ID)))
 	if e.mode != ModeOracle {
 		return e.ctl.Arm(e.task.Mutations)
 	}
@@ -216,7 +229,7 @@ func (e *episode) step(ctx context.Context, sess agent.Session, step int, script
 	}
 	e.res.Trace = append(e.res.Trace, tr)
 	if !answered {
-		return false, nil
+		return false, e.compactIfDue(ctx, step)
 	}
 	e.res.Answer = final
 	if scripted {
@@ -239,8 +252,12 @@ func (e *episode) promptFor(ctx context.Context, step int, tr *StepTrace) ([]age
 			return nil, err
 		}
 		tr.Views = vs
+		e.countCorrections(vs)
 	}
 	prompt := e.prompt()
+	if e.compacted && e.cc != nil {
+		e.checkCorrections(prompt)
+	}
 	// Writes in flight: after the sync, before the reply.
 	if err := e.landInFlight(tr); err != nil {
 		return nil, err
@@ -470,7 +487,7 @@ func (e *episode) prompt() []agent.Message {
 	out := make([]agent.Message, len(e.msgs))
 	copy(out, e.msgs)
 	for i, m := range out {
-		if v, ok := e.views[m.ToolCallID]; ok && m.Role == "tool" {
+		if v, ok := e.views[m.ID()]; ok && (m.Role == "tool" || m.Anchor != "") {
 			out[i].Content = v
 		}
 	}

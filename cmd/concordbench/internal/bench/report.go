@@ -169,6 +169,10 @@ func (wl WorkloadReport) writeTable(b *strings.Builder) {
 		notes = append(notes, fmt.Sprintf("%d task runs failed (see --out)", errs))
 	}
 	for _, m := range wl.Modes {
+		if s := m.Summary; wl.Name == "compaction" && m.Mode == ModeConcord {
+			notes = append(notes, fmt.Sprintf("%s: %d lines corrected in summaries, %d of them true but unneeded (a line the summary never restated), %d restated lines changed with no correction in force at a model call, %d corrected lines false",
+				m.Mode, s.DerivedCorrections, s.DerivedUnneeded, s.DerivedMissed, s.DerivedFalse))
+		}
 		if c := m.Summary.ProviderCached; c > 0 {
 			notes = append(notes, fmt.Sprintf("%s: the provider reported %d cached prompt tokens (%.1f%% of its prompt tokens)",
 				m.Mode, c, 100*float64(c)/float64(max(m.Summary.PromptTokens, 1))))

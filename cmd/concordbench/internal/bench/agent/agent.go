@@ -5,6 +5,7 @@ package agent
 
 import (
 	"context"
+	"strings"
 
 	"github.com/concord-ctx/concord/cmd/concordbench/internal/bench/tasks"
 )
@@ -15,6 +16,32 @@ type Message struct {
 	Content    string     `json:"content"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// Anchor is the runtime's handle of a message that is no tool result
+	// (a compaction summary): Concord's views and errata name it. Not sent
+	// to a model.
+	Anchor string `json:"-"`
+}
+
+// ID is what Concord's views and errata name m by: its tool call, or its anchor.
+func (m Message) ID() string {
+	if m.ToolCallID != "" {
+		return m.ToolCallID
+	}
+	return m.Anchor
+}
+
+// CompactionPrefix opens the message that replaces a compacted history
+// (the wording of Claude Code's continuation message).
+const CompactionPrefix = "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:"
+
+// Compacted reports whether msgs carry a compaction summary.
+func Compacted(msgs []Message) bool {
+	for i, m := range msgs {
+		if i > 1 && m.Role == "user" && strings.HasPrefix(m.Content, CompactionPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // ToolCall is one function call an assistant message makes.

@@ -118,6 +118,10 @@ func (s *scriptedSession) Next(_ context.Context, msgs []Message, _ []ToolSpec) 
 		c.reread()
 		return c.call("read_file", args)
 	}
+	// After a compaction the summary holds what was found: answer.
+	if Compacted(msgs) {
+		return s.finish(evs, msgs, c.call, c.reread)
+	}
 	// Rule 3, a session: the plan.
 	if len(s.task.Plan) > 0 {
 		if done := plannedDone(evs); done < len(s.task.Plan) {
@@ -351,7 +355,7 @@ func Marked(content string) bool {
 }
 
 // erratumRe starts a Concord erratum: it names the call it corrects.
-var erratumRe = regexp.MustCompile(`^\[concord\] (Outdated in .+?: |About the output of \S+:|The output of \S+ is current again)`)
+var erratumRe = regexp.MustCompile(`^\[concord\] (Outdated in .+?: |About the output of \S+:|The output of \S+ is current again|The summary in \S+ is (outdated:|current again))`)
 
 // own is a message's own content: without the errata a binding appended
 // after it (placement tail or auto), which speak of other calls.
@@ -371,7 +375,7 @@ func own(content string) string {
 // corrected: a Concord erratum placed after the message names its tool
 // call (placement tail or auto), which marks the copy as a marker in it would.
 func corrected(msgs []Message, i int) bool {
-	id := msgs[i].ToolCallID
+	id := msgs[i].ID()
 	if id == "" {
 		return false
 	}
@@ -388,6 +392,56 @@ func corrected(msgs []Message, i int) bool {
 	return marked
 }
 
+// stillTrue is what of message i's own content (own, corrected) a reader
+// still takes: nothing of a tool output; of a compaction summary (a message
+// with an anchor), every line but those the latest correction about it
+// says changed (its "-N: text" lines), or nothing when that correction
+// names no lines (a file deleted, lines removed, a change too large).
+func stillTrue(msgs []Message, i int, own string) string {
+	id := msgs[i].Anchor
+	if id == "" || msgs[i].ToolCallID != "" {
+		return ""
+	}
+	var latest []string
+	for _, m := range msgs[i:] {
+		var here []string
+		for _, seg := range segments(m.Content)[1:] {
+			if strings.HasPrefix(seg, "[concord] The summary in "+id+" is ") {
+				here = append(here, seg)
+			}
+		}
+		if len(here) > 0 {
+			latest = here
+		}
+	}
+	changed := map[string]bool{}
+	for _, seg := range latest {
+		lines := strings.Split(seg, "\n")
+		named := false
+		for _, l := range lines[1:] {
+			if m := removedRe.FindStringSubmatch(l); m != nil {
+				changed[m[1]], named = true, true
+			} else if strings.HasPrefix(l, "+") {
+				named = true
+			}
+		}
+		if !named {
+			return "" // it names no lines: the whole summary is in doubt
+		}
+	}
+	var keep []string
+	for _, l := range strings.Split(own, "\n") {
+		if m := readLine.FindStringSubmatch(l); m != nil && changed[m[1]] {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
+}
+
+// removedRe is a correction's line giving a line's old text: "-N: text".
+var removedRe = regexp.MustCompile(`^-\d+: (.*)$`)
+
 // about reads one erratum: whether it names call id, and whether it says
 // the text of id's copy is current (only its lines moved, or it is current
 // again). Errata of one source share a line, "[concord] Outdated in PATH:
@@ -397,8 +451,10 @@ func about(seg, id string) (named, current bool) {
 	switch {
 	case strings.HasPrefix(head, "[concord] About the output of "+id+":"):
 		return true, false
-	case head == "[concord] The output of "+id+" is current again.":
+	case head == "[concord] The output of "+id+" is current again.", head == "[concord] The summary in "+id+" is current again.":
 		return true, true
+	case strings.HasPrefix(head, "[concord] The summary in "+id+" is outdated:"):
+		return true, false
 	case !strings.HasPrefix(head, "[concord] Outdated in "):
 		return false, false
 	}
@@ -470,7 +526,7 @@ func first(c tasks.Cloze, msgs []Message) (string, bool) {
 		}
 		text := msgs[i].Content
 		if o := own(text); Marked(o) || corrected(msgs, i) {
-			text = text[len(o):] // only the errata appended to it: their "+N:" lines are current
+			text = stillTrue(msgs, i, o) + text[len(o):] // the errata appended to it: their "+N:" lines are current
 		}
 		for _, l := range visibleLines(text) {
 			if v, ok := c.Fill(l); ok {
@@ -492,7 +548,7 @@ func latest(c tasks.Cloze, msgs []Message) (string, bool) {
 		}
 		segs := segments(msgs[i].Content)
 		if corrected(msgs, i) {
-			segs[0] = "" // an erratum after it says this copy is outdated: only the errata speak
+			segs[0] = stillTrue(msgs, i, segs[0]) // an erratum after it says this copy is outdated: only the errata speak
 		}
 		for k := len(segs) - 1; k >= 0; k-- {
 			seg := segs[k]
@@ -513,7 +569,7 @@ func latest(c tasks.Cloze, msgs []Message) (string, bool) {
 }
 
 // currentAgainRe is the erratum that takes back an earlier one: the copy in place is true again.
-var currentAgainRe = regexp.MustCompile(`^\[concord\] The output of (\S+) is current again\.`)
+var currentAgainRe = regexp.MustCompile(`^\[concord\] The (?:output of|summary in) (\S+) is current again\.`)
 
 // segments splits a message into its own content and the errata a binding appended after it:
 // a note after "\n\n", its errata one per line (each starting as erratumRe says).
@@ -537,7 +593,7 @@ func segments(content string) []string {
 // toolOutput is the content of the tool message answering call id ("" when none).
 func toolOutput(msgs []Message, id string) string {
 	for _, m := range msgs {
-		if m.Role == "tool" && m.ToolCallID == id {
+		if (m.Role == "tool" || m.Anchor != "") && m.ID() == id {
 			return m.Content
 		}
 	}

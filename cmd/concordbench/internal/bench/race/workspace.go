@@ -142,6 +142,10 @@ const (
 	Edits      = "edits"      // the restore comes with a structural edit of the file
 	Concurrent = "concurrent" // a second agent makes the restore with its own edit tool
 	InFlight   = "inflight"   // the restore lands after the next sync, before the model's reply
+	// Compaction: nothing is restored while the agent reads; once the
+	// session is compacted (Compact), every mutation is restored and one
+	// line the summary never restated changes too (Noise).
+	Compaction = "compaction"
 )
 
 // Controller plants a task's mutations and restores them as the agent moves:
@@ -161,6 +165,8 @@ type Controller struct {
 	// the recreate after a delete (edits); deferred restores land in flight.
 	follow   []followUp
 	deferred []string
+	task     tasks.Task // compaction: where its noise goes
+	noised   bool       // compaction: the noise edit is on disk
 }
 
 type followUp struct {
@@ -172,9 +178,17 @@ func NewController(ws *Workspace) *Controller {
 	return &Controller{ws: ws, pending: map[string][]tasks.Mutation{}, grepHit: map[string]bool{}}
 }
 
-// Schedule sets the race schedule; seed picks the structural edit (edits).
+// Schedule sets the race schedule; seed picks the structural edit (edits)
+// or the noise edit (compaction).
 func (c *Controller) Schedule(schedule string, seed int) {
 	c.schedule, c.seed = schedule, seed
+}
+
+// ScheduleTask sets the schedule of task t (its Race) and keeps t, whose
+// paragraphs and evidence the compaction schedule's noise edit needs.
+func (c *Controller) ScheduleTask(t tasks.Task, seed int) {
+	c.Schedule(t.Race, seed)
+	c.task = t
 }
 
 // Arm writes the mutated version of every file a mutation touches.
@@ -214,6 +228,12 @@ func writeInPlace(path, content string) error {
 // Final writes, without a race, what the schedule leaves on disk in the
 // end: the originals, with the structural edit of the edits schedule.
 func (c *Controller) Final(muts []tasks.Mutation) error {
+	if c.schedule == Compaction {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, err := c.noise(false)
+		return err
+	}
 	if c.schedule != Edits {
 		return nil
 	}
@@ -485,6 +505,9 @@ func (c *Controller) After(res Result) ([]Restore, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Restore
+	if c.schedule == Compaction {
+		return out, nil // everything changes at the compaction
+	}
 	if res.Read != nil {
 		f := res.Read.File
 		delete(c.grepHit, f)

@@ -8,11 +8,11 @@ import (
 // Workloads, in table order. hotpot, repeated, edits, concurrent and
 // inflight are question tasks (HotpotQA format) with different race
 // schedules; long is coding sessions.
-var Workloads = []string{"hotpot", "repeated", "edits", "concurrent", "inflight", "long"}
+var Workloads = []string{"hotpot", "repeated", "edits", "concurrent", "inflight", "compaction", "long"}
 
 // DefaultWorkloads run when --workload is not given; see docs/bench.md for
 // why these (they cover every code path and finish within a minute).
-var DefaultWorkloads = []string{"hotpot", "repeated", "edits", "concurrent", "inflight", "long"}
+var DefaultWorkloads = []string{"hotpot", "repeated", "edits", "concurrent", "inflight", "compaction", "long"}
 
 // ForWorkload turns question tasks into the named workload's tasks (long
 // ignores them and generates n sessions from seed).
@@ -22,7 +22,7 @@ func ForWorkload(name string, base []Task, seed uint64, n int) ([]Task, error) {
 		return base, nil
 	case "long":
 		return Long(seed, n), nil
-	case "repeated", "edits", "concurrent", "inflight":
+	case "repeated", "edits", "concurrent", "inflight", "compaction":
 		out := make([]Task, 0, len(base))
 		for _, t := range base {
 			out = append(out, variant(t, name))
