@@ -336,8 +336,9 @@ async function freePort(): Promise<number> {
 /**
  * `opencode serve` on a free loopback port, for several `opencode run --attach` prompts in one
  * OpenCode process (the plugins live in the server; a --continue without --attach would start
- * a new process each time). The port is chosen here: `--port 0` means "4096 if free", which two
- * e2e runs at once would share (Kilo then printed its address only when it exited).
+ * a new process each time). The port is chosen here: `--port 0` means "4096 if free", which every
+ * e2e run on the machine asks for at once (a Kilo serve given --port 0 once said nothing for 30 s
+ * and printed its address only when killed; given a free port it answers in a few seconds).
  */
 export async function serveOpencode(ws: Workspace, opts: RunOptions): Promise<Server> {
   const program = opts.program ?? OPENCODE
