@@ -28,7 +28,7 @@ build-feed:
 	$(GO) build -trimpath -tags $(FEED_TAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/concord
 
 # Every test: Go (race detector on), the Python binding (real OpenHands SDK in a
-# 3.12 venv), the TypeScript binding (real OpenCode program), and the release artifacts
+# 3.12 venv), the TypeScript binding (real OpenCode and Kilo CLI programs), and the release artifacts
 # for this machine installed as a user would (a fresh venv, a fresh OpenCode project).
 test: lint build go-test py-test ts-test artifact-test
 

@@ -1,5 +1,5 @@
-// Adds lockfile entries for opencode-ai's platform packages that the registry mirror used to
-// create package-lock.json did not serve (it has only the linux-x64 builds). Without them
+// Adds lockfile entries for the platform packages of opencode-ai and @kilocode/cli that the
+// registry mirror used to create package-lock.json did not serve (it has only the linux-x64 builds). Without them
 // `npm ci` refuses the lockfile as out of sync with package.json. The entries carry os/cpu/libc,
 // so npm skips them on other platforms exactly as it would with complete metadata; on a platform
 // that needs one, npm fetches it by name and version like any optional dependency.
@@ -10,12 +10,12 @@ import { fileURLToPath } from "node:url"
 
 const file = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "e2e-deps", "package-lock.json")
 const lock = JSON.parse(fs.readFileSync(file, "utf8"))
-const wrapper = lock.packages["node_modules/opencode-ai"]
+const platforms = ["opencode-ai", "@kilocode/cli"].flatMap((w) => Object.entries(lock.packages[`node_modules/${w}`]?.optionalDependencies ?? {}))
 let added = 0
-for (const [name, version] of Object.entries(wrapper?.optionalDependencies ?? {})) {
+for (const [name, version] of platforms) {
   const key = `node_modules/${name}`
   if (lock.packages[key]) continue
-  const m = /^opencode-(darwin|linux|windows)-(x64|arm64)(-baseline)?(-musl)?$/.exec(name)
+  const m = /^(?:opencode|@kilocode\/cli)-(darwin|linux|windows)-(x64|arm64)(-baseline)?(-musl)?$/.exec(name)
   if (!m) throw new Error(`unknown platform package ${name}`)
   lock.packages[key] = {
     version,

@@ -1,20 +1,66 @@
-// Runs the real `opencode` program (the pinned opencode-ai npm package) non-interactively and
-// offline against a FakeModel: a temp git repo, HOME/XDG dirs of its own, and the switches that
-// stop model-list fetching, auto-update, LSP downloads and the config-dir npm install.
+// Runs the real `opencode` program (the pinned opencode-ai npm package), or Kilo CLI (the pinned
+// @kilocode/cli, an OpenCode fork with the same plugin system), non-interactively and offline
+// against a FakeModel: a temp git repo, HOME/XDG dirs of its own, and the switches that stop
+// model-list fetching, auto-update, LSP downloads and the config-dir npm install.
 import { spawn, execFileSync } from "node:child_process"
 import fs from "node:fs"
+import net from "node:net"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 
 export const PKG_ROOT = findPackageRoot(path.dirname(fileURLToPath(import.meta.url)))
 /**
- * What the e2e tests run, apart from what the plugin is built from: opencode-ai and ripgrep are
- * installed into e2e-deps/ (`make e2e-deps`), so `make build` (and `make dist`) never fetch them.
+ * What the e2e tests run, apart from what the plugin is built from: opencode-ai, @kilocode/cli
+ * and ripgrep are installed into e2e-deps/ (`make e2e-deps`), so `make build` (and `make dist`)
+ * never fetch them.
  */
 export const E2E_DEPS = path.join(PKG_ROOT, "e2e-deps", "node_modules")
-export const OPENCODE_VERSION = readJson(path.join(E2E_DEPS, "opencode-ai/package.json"))?.version as
-  | string
-  | undefined
+
+/**
+ * What differs between OpenCode and Kilo CLI for these runs, as read from Kilo's binary (`kilo
+ * debug paths`, `kilo debug config`): it reads opencode.json too, but has its own env prefix,
+ * config dirs and plugin package.
+ */
+export interface Program {
+  /** "opencode" or "kilo": the command, and the name of its config dir under XDG_CONFIG_HOME. */
+  name: "opencode" | "kilo"
+  /** The npm package that carries it (for messages). */
+  pkg: string
+  version?: string
+  /** The project's config dir whose plugins/ holds drop-in plugin files. */
+  projectDir: string
+  /** The prefix of the program's environment switches (OPENCODE_DISABLE_..., KILO_DISABLE_...). */
+  envPrefix: string
+  /** The plugin package the program npm-installs into each config dir at startup. */
+  pluginPackage: string
+  /**
+   * Whether compaction.prune spares the last two user turns whole (OpenCode), or of them only
+   * the two newest finished assistant steps (Kilo: its SessionCompaction.prune, in the binary).
+   */
+  pruneSparesWholeTurns: boolean
+}
+
+export const OPENCODE: Program = {
+  name: "opencode",
+  pkg: "opencode-ai",
+  version: readJson(path.join(E2E_DEPS, "opencode-ai/package.json"))?.version,
+  projectDir: ".opencode",
+  envPrefix: "OPENCODE_",
+  pluginPackage: "@opencode-ai/plugin",
+  pruneSparesWholeTurns: true,
+}
+
+export const KILO: Program = {
+  name: "kilo",
+  pkg: "@kilocode/cli",
+  version: readJson(path.join(E2E_DEPS, "@kilocode/cli/package.json"))?.version,
+  projectDir: ".kilo",
+  envPrefix: "KILO_",
+  pluginPackage: "@kilocode/plugin",
+  pruneSparesWholeTurns: false,
+}
+
+export const OPENCODE_VERSION = OPENCODE.version
 const E2E_ROOT = path.join(PKG_ROOT, ".e2e")
 
 function findPackageRoot(dir: string): string {
@@ -32,6 +78,11 @@ function readJson(file: string): Record<string, any> | undefined {
   }
 }
 
+/** The program's executable from e2e-deps/node_modules, or undefined when it is not installed. */
+export function programBinary(program: Program): string | undefined {
+  return program.name === "kilo" ? kiloBinary() : opencodeBinary()
+}
+
 /** The opencode executable from e2e-deps/node_modules, or undefined when it is not installed. */
 export function opencodeBinary(): string | undefined {
   // opencode-ai's postinstall hardlinks the build that suits this CPU (baseline without AVX2) to
@@ -45,6 +96,20 @@ export function opencodeBinary(): string | undefined {
   const candidates = [
     path.join(E2E_DEPS, `opencode-${process.platform}-${process.arch}/bin/opencode`),
     path.join(E2E_DEPS, `opencode-${process.platform}-${process.arch}-baseline/bin/opencode`),
+  ]
+  return candidates.find((c) => isExecutable(c))
+}
+
+/**
+ * Kilo's native build from its platform package. @kilocode/cli's bin/kilo is a node script that
+ * spawns the same file (one more process between the test and Kilo); the harness runs the build
+ * itself and sets what that script sets (kiloEnv).
+ */
+function kiloBinary(): string | undefined {
+  const p = `${process.platform === "win32" ? "windows" : process.platform}-${process.arch}`
+  const candidates = [
+    path.join(E2E_DEPS, `@kilocode/cli-${p}/bin/kilo`),
+    path.join(E2E_DEPS, `@kilocode/cli-${p}-baseline/bin/kilo`),
   ]
   return candidates.find((c) => isExecutable(c))
 }
@@ -120,6 +185,8 @@ export type PluginMode =
   | { kind: "none" }
 
 export interface RunOptions {
+  /** OpenCode (the default) or Kilo CLI. */
+  program?: Program
   port: number
   plugin: PluginMode
   prompt?: string
@@ -149,14 +216,17 @@ export interface RunResult {
 }
 
 /**
- * OpenCode npm-installs @opencode-ai/plugin into every writable config dir at startup and makes
- * plugins wait for it. It skips that when node_modules exists and package-lock.json lists every
- * dependency of package.json, so the dir gets exactly that, pointing at our own pre-installed copy.
+ * OpenCode npm-installs @opencode-ai/plugin (Kilo: @kilocode/plugin) into every writable config
+ * dir at startup and makes plugins wait for it. It skips that when node_modules exists and
+ * package-lock.json lists every dependency of package.json, so the dir gets exactly that,
+ * pointing at our own pre-installed node_modules (the plugin imports nothing from either package
+ * at run time; its types come from @opencode-ai/plugin).
  */
-function satisfyConfigDirInstall(dir: string): void {
+function satisfyConfigDirInstall(program: Program, dir: string): void {
   fs.mkdirSync(dir, { recursive: true })
-  const version = readJson(path.join(PKG_ROOT, "node_modules/@opencode-ai/plugin/package.json"))?.version ?? "*"
-  const deps = { "@opencode-ai/plugin": version }
+  const pkg = program.pluginPackage
+  const version = readJson(path.join(PKG_ROOT, "node_modules", pkg, "package.json"))?.version ?? program.version ?? "*"
+  const deps = { [pkg]: version }
   fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ dependencies: deps }, null, 2))
   fs.writeFileSync(
     path.join(dir, "package-lock.json"),
@@ -167,6 +237,7 @@ function satisfyConfigDirInstall(dir: string): void {
 }
 
 export function writeConfig(ws: Workspace, opts: RunOptions): void {
+  const program = opts.program ?? OPENCODE
   const model = opts.model ?? "fake-model"
   const config: Record<string, unknown> = {
     $schema: "https://opencode.ai/config.json",
@@ -186,27 +257,31 @@ export function writeConfig(ws: Workspace, opts: RunOptions): void {
     permission: { read: "allow", edit: "allow", bash: "allow", external_directory: "allow" },
   }
   if (opts.plugin.kind === "config") config.plugin = [opts.plugin.spec]
+  // Kilo fetches the model lists of its own gateway providers (kilo, apertis) at every prompt,
+  // whatever KILO_DISABLE_MODELS_FETCH says: only the fake provider, so it looks up no host.
+  if (program.name === "kilo") config.enabled_providers = ["fake"]
   Object.assign(config, opts.config)
   fs.writeFileSync(path.join(ws.proj, "opencode.json"), JSON.stringify(config, null, 2))
   // OpenCode creates the global config dir at startup and installs into it too.
-  satisfyConfigDirInstall(path.join(ws.home, "config", "opencode"))
+  satisfyConfigDirInstall(program, path.join(ws.home, "config", program.name))
   // Any npm fetch OpenCode still attempted would go to a closed port and fail (and show up in
   // fetchedFromNpm()), instead of quietly reaching the registry.
   fs.writeFileSync(path.join(ws.home, ".npmrc"), "registry=http://127.0.0.1:9/\n")
   if (opts.plugin.kind === "dropin") {
-    const dir = path.join(ws.proj, ".opencode")
-    satisfyConfigDirInstall(dir)
+    const dir = path.join(ws.proj, program.projectDir)
+    satisfyConfigDirInstall(program, dir)
     fs.mkdirSync(path.join(dir, "plugins"), { recursive: true })
     fs.copyFileSync(opts.plugin.file, path.join(dir, "plugins", path.basename(opts.plugin.file)))
   }
 }
 
 export async function runOpencode(ws: Workspace, opts: RunOptions): Promise<RunResult> {
-  const bin = opencodeBinary()
-  if (!bin) throw new Error("opencode is not installed (make -C bindings/ts e2e-deps)")
+  const program = opts.program ?? OPENCODE
+  const bin = programBinary(program)
+  if (!bin) throw new Error(`${program.name} is not installed (make -C bindings/ts e2e-deps)`)
   // A client of a running server: the server has the config (and the plugins).
   if (!opts.attach) writeConfig(ws, opts)
-  const env = opencodeEnv(ws, opts)
+  const env = opencodeEnv(ws, opts, bin)
   // --print-logs: OpenCode's log also goes to stderr, where it is complete when the process ends
   // (the log file is written lazily and can miss the last seconds of a short run).
   const args = ["run", "--format", "json", "--title", "e2e", "--print-logs", "--log-level", process.env.OPENCODE_E2E_LOG_LEVEL ?? "INFO"]
@@ -249,23 +324,35 @@ export interface Server {
   stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>
 }
 
+/** A loopback port free right now (the OS picks it). */
+async function freePort(): Promise<number> {
+  const srv = net.createServer()
+  await new Promise<void>((resolve, reject) => srv.once("error", reject).listen(0, "127.0.0.1", resolve))
+  const port = (srv.address() as net.AddressInfo).port
+  await new Promise((resolve) => srv.close(resolve))
+  return port
+}
+
 /**
- * `opencode serve` on a random loopback port, for several `opencode run --attach` prompts in one
+ * `opencode serve` on a free loopback port, for several `opencode run --attach` prompts in one
  * OpenCode process (the plugins live in the server; a --continue without --attach would start
- * a new process each time).
+ * a new process each time). The port is chosen here: `--port 0` means "4096 if free", which every
+ * e2e run on the machine asks for at once (a Kilo serve given --port 0 once said nothing for 30 s
+ * and printed its address only when killed; given a free port it answers in a few seconds).
  */
 export async function serveOpencode(ws: Workspace, opts: RunOptions): Promise<Server> {
-  const bin = opencodeBinary()
-  if (!bin) throw new Error("opencode is not installed (make -C bindings/ts e2e-deps)")
+  const program = opts.program ?? OPENCODE
+  const bin = programBinary(program)
+  if (!bin) throw new Error(`${program.name} is not installed (make -C bindings/ts e2e-deps)`)
   writeConfig(ws, opts)
-  const args = ["serve", "--port", "0", "--hostname", "127.0.0.1", "--print-logs", "--log-level", process.env.OPENCODE_E2E_LOG_LEVEL ?? "INFO"]
-  const child = spawn(bin, args, { cwd: ws.proj, env: opencodeEnv(ws, opts), stdio: ["ignore", "pipe", "pipe"] })
+  const args = ["serve", "--port", String(await freePort()), "--hostname", "127.0.0.1", "--print-logs", "--log-level", process.env.OPENCODE_E2E_LOG_LEVEL ?? "INFO"]
+  const child = spawn(bin, args, { cwd: ws.proj, env: opencodeEnv(ws, opts, bin), stdio: ["ignore", "pipe", "pipe"] })
   let out = ""
   let stderr = ""
   child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
   const closed = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on("close", (c, s) => resolve([c, s])))
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`opencode serve did not say where it listens: ${out}${stderr.slice(-2000)}`)), 30_000)
+  const listening = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${program.name} serve did not say where it listens in 60 s: ${out}${stderr.slice(-2000)}`)), 60_000)
     const look = () => {
       const m = /https?:\/\/127\.0\.0\.1:\d+/.exec(out + stderr)
       if (m) {
@@ -275,8 +362,18 @@ export async function serveOpencode(ws: Workspace, opts: RunOptions): Promise<Se
     }
     child.stdout.setEncoding("utf8").on("data", (d: string) => ((out += d), look()))
     child.stderr.on("data", look)
-    void closed.then(() => reject(new Error(`opencode serve exited: ${stderr.slice(-2000)}`)))
+    void closed.then(() => reject(new Error(`${program.name} serve exited: ${stderr.slice(-2000)}`)))
   })
+  let url: string
+  try {
+    url = await listening
+  } catch (err) {
+    // Not left running behind a failed test (it would keep the test process alive).
+    child.kill("SIGKILL")
+    await closed
+    fs.writeFileSync(path.join(ws.root, "opencode-serve.stderr.log"), stderr)
+    throw err
+  }
   return {
     url,
     async stop() {
@@ -290,8 +387,14 @@ export async function serveOpencode(ws: Workspace, opts: RunOptions): Promise<Se
   }
 }
 
-function opencodeEnv(ws: Workspace, opts: RunOptions): Record<string, string> {
+function opencodeEnv(ws: Workspace, opts: RunOptions, bin: string): Record<string, string> {
+  const program = opts.program ?? OPENCODE
   const h = ws.home
+  const switches = Object.fromEntries(
+    ["DISABLE_AUTOUPDATE", "DISABLE_MODELS_FETCH", "DISABLE_LSP_DOWNLOAD", "DISABLE_DEFAULT_PLUGINS", "DISABLE_CLAUDE_CODE", "DISABLE_EXTERNAL_SKILLS"].map(
+      (k) => [program.envPrefix + k, "1"],
+    ),
+  )
   const env: Record<string, string> = {
     PATH: [ripgrepDir(), process.env.PATH ?? "/usr/bin:/bin"].filter(Boolean).join(path.delimiter),
     HOME: h,
@@ -299,18 +402,31 @@ function opencodeEnv(ws: Workspace, opts: RunOptions): Record<string, string> {
     XDG_DATA_HOME: path.join(h, "data"),
     XDG_CACHE_HOME: path.join(h, "cache"),
     XDG_STATE_HOME: path.join(h, "state"),
-    OPENCODE_DISABLE_AUTOUPDATE: "1",
-    OPENCODE_DISABLE_MODELS_FETCH: "1",
-    OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-    OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
-    OPENCODE_DISABLE_CLAUDE_CODE: "1",
-    OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
+    ...switches,
+    ...(program.name === "kilo" ? kiloEnv(bin) : {}),
     // Keep the run deterministic: no terminal, no colours.
     NO_COLOR: "1",
     ...(process.env.CONCORD_OPENCODE_DEBUG ? { CONCORD_OPENCODE_DEBUG: process.env.CONCORD_OPENCODE_DEBUG } : {}),
     CI: "1",
     ...opts.env,
   }
+  return env
+}
+
+/**
+ * Kilo's own side jobs that would reach the network (PostHog telemetry, session ingest, codebase
+ * indexing, presence), off so a run sends nothing and waits on none of them; the tree-sitter
+ * grammars next to the build, as @kilocode/cli's bin/kilo sets them.
+ */
+function kiloEnv(bin: string): Record<string, string> {
+  const env: Record<string, string> = {
+    KILO_TELEMETRY_LEVEL: "off",
+    KILO_DISABLE_SESSION_INGEST: "1",
+    KILO_DISABLE_CODEBASE_INDEXING: "1",
+    KILO_DISABLE_PRESENCE: "1",
+  }
+  const wasm = path.join(path.dirname(bin), "tree-sitter")
+  if (fs.existsSync(path.join(wasm, "tree-sitter.wasm"))) env.KILO_TREE_SITTER_WASM_DIR = wasm
   return env
 }
 
